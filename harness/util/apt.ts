@@ -1,0 +1,201 @@
+import { existsSync, statSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { cacheRoot, withLock } from "./cache.ts";
+import { HilError } from "./errors.ts";
+import { probe, run } from "./exec.ts";
+import { progress } from "./progress.ts";
+
+/**
+ * apt with a private sources list and state dir, so suites the system does not list (backports,
+ * sid) are reachable without editing the system's apt configuration.
+ */
+export interface AptContext {
+  name: string;
+  options: string[];
+}
+
+const MIRROR = process.env.HIL_DEBIAN_MIRROR ?? "http://deb.debian.org/debian";
+const SECURITY_MIRROR = process.env.HIL_DEBIAN_SECURITY_MIRROR ?? "http://deb.debian.org/debian-security";
+const KEYRING = "/usr/share/keyrings/debian-archive-keyring.gpg";
+const LISTS_MAX_AGE_MS = 24 * 3600 * 1000;
+
+export const APT_CONTEXTS = {
+  /** Debian 12, the host's release: guest userspace and linux-source-6.1. */
+  bookworm: [
+    { uri: MIRROR, suites: ["bookworm", "bookworm-updates"] },
+    { uri: SECURITY_MIRROR, suites: ["bookworm-security"] },
+  ],
+  /** bookworm plus backports: meson >= 1.5, linux-source-6.12. */
+  "bookworm-backports": [{ uri: MIRROR, suites: ["bookworm", "bookworm-updates", "bookworm-backports"] }],
+  /** unstable: linux-source-7.x. Only ever used to download, never to install on the host. */
+  sid: [{ uri: MIRROR, suites: ["sid"] }],
+} as const;
+
+export type AptContextName = keyof typeof APT_CONTEXTS;
+
+function sourcesText(name: AptContextName): string {
+  return APT_CONTEXTS[name]
+    .map(
+      (s) =>
+        `Types: deb\nURIs: ${s.uri}\nSuites: ${s.suites.join(" ")}\nComponents: main\nSigned-By: ${KEYRING}\n`,
+    )
+    .join("\n");
+}
+
+export async function aptContext(name: AptContextName): Promise<AptContext> {
+  const base = join(cacheRoot(), "apt", name);
+  const sourcesDir = join(base, "sources.list.d");
+  const lists = join(base, "lists");
+  const archives = join(base, "archives");
+  const options = [
+    "-o",
+    "Dir::Etc::SourceList=/dev/null",
+    "-o",
+    `Dir::Etc::SourceParts=${sourcesDir}`,
+    "-o",
+    `Dir::State::Lists=${lists}`,
+    "-o",
+    `Dir::Cache::Archives=${archives}`,
+    "-o",
+    "APT::Sandbox::User=root",
+  ];
+  const ctx = { name, options };
+  await mkdir(join(lists, "partial"), { recursive: true });
+  await mkdir(join(archives, "partial"), { recursive: true });
+  await mkdir(sourcesDir, { recursive: true });
+  const stamp = join(base, "updated");
+  const sourcesFile = join(sourcesDir, "hil.sources");
+  await withLock(join(base, "lock"), `apt lists ${name}`, async () => {
+    const fresh = existsSync(stamp) && Date.now() - statSync(stamp).mtimeMs < LISTS_MAX_AGE_MS;
+    if (fresh) return;
+    await writeFile(sourcesFile, sourcesText(name));
+    const step = progress.step(`[apt] updating package lists (${name})`);
+    try {
+      await run(`apt-get update (${name})`, "apt-get", [...options, "-q", "update"]);
+      await writeFile(stamp, new Date().toISOString());
+      step.succeed();
+    } catch (err) {
+      step.fail();
+      throw err;
+    }
+  });
+  return ctx;
+}
+
+export interface PackageUri {
+  url: string;
+  filename: string;
+  size: number;
+  sha256: string;
+}
+
+const URI_LINE = /^'([^']+)' (\S+) (\d+) SHA256:([0-9a-f]{64})/;
+
+/**
+ * Where apt would fetch each package from, with its size and sha256 from the signed index, in one
+ * apt-get run (each run loads the whole package cache). A .deb's name starts with "<package>_".
+ */
+export async function packageUris(
+  ctx: AptContext,
+  pkgs: readonly string[],
+): Promise<Map<string, PackageUri>> {
+  const r = await probe("apt-get", [...ctx.options, "--print-uris", "download", ...pkgs]);
+  if (r.exitCode !== 0) {
+    throw new HilError(`Debian package(s) ${pkgs.join(", ")} not available from ${ctx.name}`, {
+      detail: (r.stderr || r.stdout).trim(),
+    });
+  }
+  const uris: PackageUri[] = [];
+  for (const line of r.stdout.split("\n")) {
+    const m = URI_LINE.exec(line);
+    if (m) uris.push({ url: m[1] ?? "", filename: m[2] ?? "", size: Number(m[3]), sha256: m[4] ?? "" });
+  }
+  const byName = new Map<string, PackageUri>();
+  for (const pkg of pkgs) {
+    const uri = uris.find((u) => u.filename.startsWith(`${pkg}_`));
+    if (!uri) throw new HilError(`Debian package ${pkg} is not available from ${ctx.name}`);
+    byName.set(pkg, uri);
+  }
+  return byName;
+}
+
+export async function packageUri(ctx: AptContext, pkg: string): Promise<PackageUri> {
+  const uri = (await packageUris(ctx, [pkg])).get(pkg);
+  if (!uri) throw new HilError(`Debian package ${pkg} is not available from ${ctx.name}`);
+  return uri;
+}
+
+/** Downloads packages (verified by apt against the index) into `destDir`; returns their paths. */
+export async function downloadPackages(
+  ctx: AptContext,
+  pkgs: readonly string[],
+  destDir: string,
+): Promise<string[]> {
+  const uris = [...(await packageUris(ctx, pkgs)).values()];
+  await mkdir(destDir, { recursive: true });
+  const missing = uris.filter((u) => !existsSync(join(destDir, u.filename)));
+  if (missing.length > 0) {
+    const total = missing.reduce((s, u) => s + u.size, 0);
+    const step = progress.step(
+      `[apt] downloading ${missing.length} package(s), ${(total / 1e6).toFixed(1)} MB`,
+    );
+    try {
+      await run("apt-get download", "apt-get", [...ctx.options, "-q", "download", ...pkgs], { cwd: destDir });
+      step.succeed();
+    } catch (err) {
+      step.fail();
+      throw err;
+    }
+  }
+  return uris.map((u) => join(destDir, u.filename));
+}
+
+/** Packages (of `pkgs`) that dpkg does not list as installed on the host. */
+export async function missingHostPackages(pkgs: readonly string[]): Promise<string[]> {
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's format, not a template
+  const r = await probe("dpkg-query", ["-W", "-f=${Package} ${db:Status-Status}\\n", ...pkgs]);
+  const installed = new Set(
+    r.stdout
+      .split("\n")
+      .filter((l) => l.endsWith(" installed"))
+      .map((l) => l.split(" ")[0]),
+  );
+  return pkgs.filter((p) => !installed.has(p.split(":")[0] ?? p));
+}
+
+/**
+ * Installs what is missing of `pkgs` on the host. `from` names a private context whose default
+ * release is its last suite (e.g. bookworm-backports) for packages the system's lists lack.
+ */
+export async function ensureHostPackages(
+  pkgs: readonly string[],
+  from?: "bookworm-backports",
+): Promise<string[]> {
+  const missing = await missingHostPackages(pkgs);
+  if (missing.length === 0) return [];
+  const step = progress.step(`[setup] installing ${missing.join(" ")}${from ? ` from ${from}` : ""}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  try {
+    if (from) {
+      const ctx = await aptContext(from);
+      await run(
+        "apt-get install",
+        "apt-get",
+        [...ctx.options, "-q", "-y", "-t", from, "install", ...missing],
+        { env },
+      );
+    } else {
+      const first = await probe("apt-get", ["-q", "-y", "install", ...missing], { env });
+      if (first.exitCode !== 0) {
+        await run("apt-get update", "apt-get", ["-q", "update"], { env });
+        await run("apt-get install", "apt-get", ["-q", "-y", "install", ...missing], { env });
+      }
+    }
+    step.succeed(`installed ${missing.length} package(s)`);
+  } catch (err) {
+    step.fail();
+    throw err;
+  }
+  return missing;
+}
