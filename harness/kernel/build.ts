@@ -1,0 +1,155 @@
+import { existsSync } from "node:fs";
+import { copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ensureHostPackages } from "../util/apt.ts";
+import { ensureEntry, isComplete } from "../util/cache.ts";
+import { HilError } from "../util/errors.ts";
+import { hashParts, shortKey } from "../util/hash.ts";
+import { progress } from "../util/progress.ts";
+import { ensurePatchedTree } from "./apply.ts";
+import { baseKey, ensureBaseTree, kernelVersion } from "./base-source.ts";
+import { type BaseSpec, describeBase, parseBaseSpec } from "./base-spec.ts";
+import { compileKernel, configureKernel, installModules, type KbuildTree, kernelRelease } from "./kbuild.ts";
+import { type Fragment, readFragment } from "./kconfig.ts";
+import { loadSeries, type Series } from "./series.ts";
+import type { KernelArtifact, KernelRequest } from "./types.ts";
+
+/** Host packages a kernel build needs (for `hil setup`). */
+export const KERNEL_HOST_PACKAGES = [
+  "build-essential",
+  "flex",
+  "bison",
+  "bc",
+  "libelf-dev",
+  "libssl-dev",
+  "cpio",
+  "kmod",
+  "xz-utils",
+  "rsync",
+  "patch",
+  "dpkg-dev",
+] as const;
+
+/** Bump when the build steps change in a way that changes the artifact. */
+export const RECIPE_VERSION = "kernel-recipe-1";
+
+export const KERNEL_CACHE_KIND = "kernel";
+
+export const BASE_CONFIG_PATH = fileURLToPath(new URL("../../guest/kconfig/base.config", import.meta.url));
+
+const ARTIFACT_FILE = "artifact.json";
+
+/** The build's content key: everything that decides the artifact's bytes. */
+export function kernelBuildKey(parts: {
+  baseKey: string;
+  seriesKey: string | undefined;
+  baseConfig: Uint8Array;
+  fragments: readonly Uint8Array[];
+  recipe?: string;
+}): string {
+  return hashParts([
+    parts.recipe ?? RECIPE_VERSION,
+    parts.baseKey,
+    parts.seriesKey ?? "no-series",
+    parts.baseConfig,
+    String(parts.fragments.length),
+    ...parts.fragments,
+  ]);
+}
+
+/** The pristine source tree of a base (for `hil setup`): fetched and unpacked once. */
+export async function ensureBaseSource(base: string): Promise<string> {
+  return (await ensureBaseTree(parseBaseSpec(base))).srcDir;
+}
+
+/** Everything known about a request before any tree is fetched: enough to compute its key. */
+interface Plan {
+  spec: BaseSpec;
+  series: Series | undefined;
+  /** guest/kconfig/base.config first, then the user's fragments */
+  fragments: Fragment[];
+  baseKey: string;
+  key: string;
+  describe: string;
+}
+
+async function plan(req: KernelRequest): Promise<Plan> {
+  const spec = parseBaseSpec(req.base);
+  const series = req.series ? loadSeries(req.series) : undefined;
+  const baseConfig = readFragment(BASE_CONFIG_PATH, "guest/kconfig/base.config");
+  const userFragments = req.configs.map((c) => readFragment(c));
+  const bKey = await baseKey(spec);
+  const key = kernelBuildKey({
+    baseKey: bKey,
+    seriesKey: series?.key,
+    baseConfig: baseConfig.bytes,
+    fragments: userFragments.map((f) => f.bytes),
+  });
+  const describe = [
+    describeBase(spec),
+    series ? `+ ${series.patches.length} patch(es) from ${series.path}` : undefined,
+    req.configs.length > 0 ? `+ config ${req.configs.join(", ")}` : undefined,
+  ]
+    .filter(Boolean)
+    .join(" ");
+  return { spec, series, fragments: [baseConfig, ...userFragments], baseKey: bKey, key, describe };
+}
+
+/** The source tree to build: the pristine base, or the base with the series applied. */
+async function ensureSourceTree(p: Plan): Promise<string> {
+  const base = await ensureBaseTree(p.spec, p.baseKey);
+  if (!p.series) return base.srcDir;
+  return (await ensurePatchedTree(base, p.series, describeBase(p.spec))).srcDir;
+}
+
+/** Builds (or finds in the cache) the kernel `req` describes. */
+export async function buildKernel(req: KernelRequest): Promise<KernelArtifact> {
+  const p = await plan(req);
+  const entry = { what: `kernel ${p.describe}`, inPlace: true };
+  const { dir, built } = await ensureEntry(KERNEL_CACHE_KIND, p.key, entry, async (work) => {
+    await ensureHostPackages(p.spec.kind === "git" ? [...KERNEL_HOST_PACKAGES, "git"] : KERNEL_HOST_PACKAGES);
+    const artifact = await buildInto(work, await ensureSourceTree(p), p);
+    await writeFile(join(work, ARTIFACT_FILE), `${JSON.stringify(artifact, null, 2)}\n`);
+  });
+  const artifact = JSON.parse(await readFile(join(dir, ARTIFACT_FILE), "utf8")) as KernelArtifact;
+  if (!built) {
+    // The build tree refers to its source tree; bring that back if the cache lost it.
+    if (!isComplete(resolve(artifact.srcDir, ".."))) await ensureSourceTree(p);
+    progress.info(`[kernel] ${p.describe}: cached (${shortKey(p.key)})`);
+  }
+  return artifact;
+}
+
+async function buildInto(work: string, srcDir: string, p: Plan): Promise<KernelArtifact> {
+  const version = kernelVersion(srcDir);
+  const tree: KbuildTree = { srcDir, buildDir: join(work, "build") };
+  const modulesRoot = join(work, "modules");
+  await mkdir(tree.buildDir);
+  await configureKernel(tree, p.fragments, join(work, "fragments"), version.text);
+  const patches = p.series ? ` + ${p.series.patches.length} patch(es)` : "";
+  const title = `[kernel] building Linux ${version.text}${patches}`;
+  await compileKernel(tree, join(work, "build.log"), `${version.major}.${version.minor}`, title);
+  await installModules(tree, modulesRoot);
+  const release = await kernelRelease(tree);
+  if (!["lib", "usr/lib"].some((d) => existsSync(join(modulesRoot, d, "modules", release)))) {
+    throw new HilError(`modules_install left no lib/modules/${release}`, { where: modulesRoot });
+  }
+  const bzImage = join(work, "bzImage");
+  const config = join(work, "config");
+  await copyFile(join(tree.buildDir, "arch", "x86", "boot", "bzImage"), bzImage);
+  await copyFile(join(tree.buildDir, ".config"), config);
+  return {
+    key: p.key,
+    dir: work,
+    bzImage,
+    modulesRoot,
+    release,
+    buildDir: tree.buildDir,
+    srcDir,
+    config,
+    describe: p.describe,
+    version: version.text,
+    patches: p.series?.patches.map((x) => x.subject) ?? [],
+  };
+}

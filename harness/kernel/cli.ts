@@ -1,0 +1,38 @@
+import type { Command } from "commander";
+import { ACCEPTED_BASE_FORMS } from "./base-spec.ts";
+import { buildKernel } from "./build.ts";
+
+interface BuildOptions {
+  base: string;
+  series?: string;
+  config?: string[];
+  json?: boolean;
+}
+
+export function register(program: Command): void {
+  const kernel = program.command("kernel").description("build guest kernels (cached by content)");
+  kernel
+    .command("build")
+    .description(
+      "build (or find cached) a kernel: base tree + patch series + config fragments; prints its artifact directory",
+    )
+    .requiredOption("--base <base>", `base tree: ${ACCEPTED_BASE_FORMS.join(" | ")}`)
+    .option(
+      "--series <mbox|dir>",
+      "patch series: an mbox (git format-patch --stdout, b4 am) or a directory of *.patch files",
+    )
+    .option(
+      "--config <fragment>",
+      "a Kconfig fragment merged after guest/kconfig/base.config (repeatable, applied in order)",
+      (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+    )
+    .option("--json", "print the kernel artifact as JSON")
+    .action(async (opts: BuildOptions) => {
+      const artifact = await buildKernel({
+        base: opts.base,
+        series: opts.series,
+        configs: opts.config ?? [],
+      });
+      process.stdout.write(opts.json ? `${JSON.stringify(artifact, null, 2)}\n` : `${artifact.dir}\n`);
+    });
+}

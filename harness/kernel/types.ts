@@ -1,0 +1,30 @@
+/** What the user asks for: a base tree, an optional patch series, and config fragments. */
+export interface KernelRequest {
+  /** debian:6.1 | debian:6.12 | debian:7.2 | a kernel source directory (git or plain) | a tarball */
+  base: string;
+  /** an mbox (git format-patch --stdout, b4) or a directory of .patch files */
+  series?: string;
+  /** extra Kconfig fragments merged after guest/kconfig/base.config */
+  configs: string[];
+}
+
+/** A built kernel in the cache; every path is absolute. */
+export interface KernelArtifact {
+  key: string;
+  dir: string;
+  bzImage: string;
+  /** INSTALL_MOD_PATH root: holds lib/modules/<release>/ */
+  modulesRoot: string;
+  release: string;
+  /** the O= build tree, for building external modules against this kernel */
+  buildDir: string;
+  /** the (patched) source tree the build used */
+  srcDir: string;
+  config: string;
+  /** human-readable description: base, series, fragments */
+  describe: string;
+  /** VERSION.PATCHLEVEL.SUBLEVEL of the source tree, e.g. "6.12.95" */
+  version?: string;
+  /** subjects of the applied patches, in order */
+  patches?: string[];
+}

@@ -1,0 +1,189 @@
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Command } from "commander";
+import t, { type Test } from "tap";
+import { PATCHED_CACHE_KIND } from "../../harness/kernel/apply.ts";
+import { BASE_CACHE_KIND } from "../../harness/kernel/base-source.ts";
+import { buildKernel, ensureBaseSource, KERNEL_CACHE_KIND } from "../../harness/kernel/build.ts";
+import { register } from "../../harness/kernel/cli.ts";
+import type { KernelArtifact } from "../../harness/kernel/types.ts";
+import { cacheRoot } from "../../harness/util/cache.ts";
+import { run } from "../../harness/util/exec.ts";
+import { hashFile } from "../../harness/util/hash.ts";
+
+// Real builds: minutes each on a cold cache (2 shared cores), seconds once cached.
+t.setTimeout(4 * 3600_000);
+
+const fixture = (name: string) => new URL(`../../fixtures/series/${name}`, import.meta.url).pathname;
+const HELLO = "erdma-hil: hello from a patched kernel";
+
+function moduleFile(a: KernelArtifact, rel: string): string {
+  return join(a.modulesRoot, "lib", "modules", a.release, "kernel", rel);
+}
+
+function cacheListing(kind: string): string[] {
+  const dir = join(cacheRoot(), kind);
+  return existsSync(dir) ? readdirSync(dir).sort() : [];
+}
+
+/** A PATH whose `make` fails loudly: proves a call did not run make. */
+function withoutMake<T>(fn: () => Promise<T>): Promise<T> {
+  const bin = mkdtempSync(join(tmpdir(), "hil-no-make-"));
+  writeFileSync(join(bin, "make"), "#!/bin/sh\necho 'make must not run' >&2\nexit 99\n", { mode: 0o755 });
+  const saved = process.env.PATH;
+  process.env.PATH = `${bin}:${saved}`;
+  return fn().finally(() => {
+    process.env.PATH = saved;
+    rmSync(bin, { recursive: true, force: true });
+  });
+}
+
+function assertKernel(t: Test, a: KernelArtifact, release: RegExp) {
+  t.match(a.release, release);
+  t.ok(statSync(a.bzImage).size > 500_000, "bzImage");
+  t.ok(existsSync(moduleFile(a, "drivers/infiniband/hw/erdma/erdma.ko")), "erdma.ko");
+  t.ok(existsSync(moduleFile(a, "drivers/infiniband/sw/siw/siw.ko")), "siw.ko");
+  t.ok(existsSync(join(a.modulesRoot, "lib", "modules", a.release, "modules.dep")), "depmod ran");
+  const config = readFileSync(a.config, "utf8");
+  for (const line of [
+    "CONFIG_INFINIBAND_ERDMA=m",
+    "CONFIG_RDMA_SIW=m",
+    "CONFIG_ACPI=y",
+    "CONFIG_DEFAULT_HUNG_TASK_TIMEOUT=10",
+  ]) {
+    t.ok(config.includes(`${line}\n`), line);
+  }
+  t.ok(existsSync(join(a.buildDir, "Module.symvers")), "the build tree can build external modules");
+}
+
+t.test("plain debian:6.12", async (t) => {
+  const a = await buildKernel({ base: "debian:6.12", configs: [] });
+  assertKernel(t, a, /^6\.12\.\d+/);
+  t.equal(a.srcDir, await ensureBaseSource("debian:6.12"), "built from the pristine tree");
+});
+
+t.test("a second build of the same inputs returns the cached artifact without running make", async (t) => {
+  const first = await buildKernel({ base: "debian:6.12", configs: [] });
+  const started = Date.now();
+  const again = await withoutMake(() => buildKernel({ base: "debian:6.12", configs: [] }));
+  const ms = Date.now() - started;
+  t.same(again, first);
+  t.ok(ms < 15_000, `returned in ${ms} ms`);
+});
+
+t.test("the CLI prints the artifact directory, or the artifact as JSON", async (t) => {
+  const out: string[] = [];
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = ((chunk: string) => {
+    out.push(String(chunk));
+    return true;
+  }) as typeof process.stdout.write;
+  try {
+    for (const extra of [[], ["--json"]]) {
+      const program = new Command("hil").exitOverride();
+      register(program);
+      await program.parseAsync(["node", "hil", "kernel", "build", "--base", "debian:6.12", ...extra]);
+    }
+  } finally {
+    process.stdout.write = write;
+  }
+  const cached = await buildKernel({ base: "debian:6.12", configs: [] });
+  t.equal(out[0], `${cached.dir}\n`);
+  t.same(JSON.parse(out[1] ?? "{}"), cached);
+});
+
+t.test("an out-of-tree module builds against the cached build tree", async (t) => {
+  const a = await buildKernel({ base: "debian:6.12", configs: [] });
+  const dir = t.testdir({
+    "hello.c":
+      '#include <linux/module.h>\nstatic int __init hello_init(void) { return 0; }\nmodule_init(hello_init);\nMODULE_LICENSE("GPL");\n',
+    Kbuild: "obj-m := hello.o\n",
+  });
+  await run("make M=", "make", ["-C", a.srcDir, `O=${a.buildDir}`, `M=${dir}`, "modules"]);
+  t.ok(existsSync(join(dir, "hello.ko")), "hello.ko");
+  const info = await run("modinfo", "modinfo", ["-F", "vermagic", join(dir, "hello.ko")]);
+  t.match(info.stdout, new RegExp(`^${a.release.replace(/[.+]/g, "\\$&")} `));
+});
+
+t.test("debian:6.12 + hello-printk series: the patched line is in vmlinux", async (t) => {
+  const pristine = await ensureBaseSource("debian:6.12");
+  const a = await buildKernel({ base: "debian:6.12", series: fixture("hello-printk.mbox"), configs: [] });
+  t.not(a.srcDir, pristine, "built from a patched copy");
+  t.ok(
+    readFileSync(join(a.srcDir, "init", "main.c"), "utf8").includes(HELLO),
+    "the patched tree has the line",
+  );
+  t.notOk(
+    readFileSync(join(pristine, "init", "main.c"), "utf8").includes(HELLO),
+    "the pristine tree does not",
+  );
+  t.ok(readFileSync(join(a.buildDir, "vmlinux")).includes(Buffer.from(HELLO)), "vmlinux carries the string");
+  t.same(a.patches, ["[PATCH] init: say hello from a patched kernel"]);
+  assertKernel(t, a, /^6\.12\.\d+/);
+});
+
+t.test("a patch that does not apply: one error naming patch, file and hunk; cache unchanged", async (t) => {
+  const pristine = await ensureBaseSource("debian:6.12");
+  const touched = ["init/main.c", "drivers/infiniband/hw/erdma/erdma_main.c"].map((f) => join(pristine, f));
+  const hashesBefore = await Promise.all(touched.map((f) => hashFile(f)));
+  const linksBefore = touched.map((f) => statSync(f).nlink);
+  const listings = () => [BASE_CACHE_KIND, PATCHED_CACHE_KIND, KERNEL_CACHE_KIND].map(cacheListing);
+  const before = listings();
+  await t.rejects(buildKernel({ base: "debian:6.12", series: fixture("does-not-apply.mbox"), configs: [] }), {
+    name: "HilError",
+    message:
+      'patch 2/2 "[PATCH 2/2] RDMA/erdma: report a failed PCI driver registration" (does-not-apply.mbox #2) does not apply to debian:6.12: drivers/infiniband/hw/erdma/erdma_main.c: hunk #2 FAILED at line 648 (@@ -647,8 +648,10 @@ static __init int erdma_init_module(void))',
+  });
+  t.same(listings(), before, "no new, temporary or half-patched entries in the cache");
+  t.same(await Promise.all(touched.map((f) => hashFile(f))), hashesBefore, "the pristine tree is unchanged");
+  t.same(
+    touched.map((f) => statSync(f).nlink),
+    linksBefore,
+    "no new hard links to the pristine files (no patched copy was kept)",
+  );
+});
+
+t.test("a fragment asking for a missing or unreachable option fails before compiling", async (t) => {
+  const dir = t.testdir({
+    "bad.config":
+      "# asks for what this kernel cannot give\nCONFIG_ERDMA_HIL_NO_SUCH_OPTION=y\nCONFIG_VIRTIO_BLK=y\n",
+  });
+  const fragment = join(dir, "bad.config");
+  const before = cacheListing(KERNEL_CACHE_KIND);
+  const err = await buildKernel({ base: "debian:6.12", configs: [fragment] }).then(
+    () => undefined,
+    (e: unknown) => e as Error & { format(): string },
+  );
+  t.ok(err, "the build fails");
+  const text = err?.format() ?? "";
+  t.match(text, /CONFIG_ERDMA_HIL_NO_SUCH_OPTION, CONFIG_VIRTIO_BLK/);
+  t.match(
+    text,
+    `CONFIG_ERDMA_HIL_NO_SUCH_OPTION=y (${fragment}:2): the symbol does not exist in Linux 6.12.`,
+  );
+  t.match(text, `CONFIG_VIRTIO_BLK=y (${fragment}:3): olddefconfig dropped it`);
+  t.match(
+    text,
+    /requires BLK_DEV \(enclosing if\) && VIRTIO; in the final \.config: BLK_DEV is not set, VIRTIO=y/,
+  );
+  t.same(cacheListing(KERNEL_CACHE_KIND), before, "no kernel entry left behind");
+});
+
+t.test("an unknown base is one error listing the accepted forms", async (t) => {
+  await t.rejects(buildKernel({ base: "debian:5.10", configs: [] }), {
+    name: "HilError",
+    message: "unknown Debian base debian:5.10",
+    detail: /debian:6\.1\n {2}debian:6\.12\n {2}debian:7\.2\n {2}a kernel source directory/,
+  });
+});
+
+t.test("plain debian:6.1", async (t) => {
+  const a = await buildKernel({ base: "debian:6.1", configs: [] });
+  assertKernel(t, a, /^6\.1\.\d+/);
+});
+
+t.test("plain debian:7.2", async (t) => {
+  const a = await buildKernel({ base: "debian:7.2", configs: [] });
+  assertKernel(t, a, /^7\.2\.\d+/);
+});
