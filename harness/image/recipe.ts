@@ -1,0 +1,79 @@
+import { fileURLToPath } from "node:url";
+
+/** Bump when anything below, or how the layers are packed, changes: it is part of every image key. */
+export const RECIPE_VERSION = "initramfs-1";
+
+/** The Debian suite the guest userspace comes from. */
+export const USERSPACE_SUITE = "bookworm";
+
+/**
+ * What the guest runs: a shell and tools, an SSH server, rdma-core with its tools and providers.
+ * busybox, not busybox-static: the static build's shell runs its own applets before anything on
+ * PATH (`ip` would be busybox's, not iproute2's).
+ */
+export const ROOT_PACKAGES = [
+  "busybox",
+  "dropbear-bin",
+  "libibverbs1",
+  "ibverbs-providers",
+  "librdmacm1",
+  "ibverbs-utils",
+  "rdmacm-utils",
+  "perftest",
+  "iproute2",
+] as const;
+
+/**
+ * Packages whose only role is packaging (maintainer scripts, user creation, debconf prompts).
+ * A dependency group naming one of them is dropped, and they are never followed.
+ */
+export const PACKAGING_ONLY = new Set([
+  "debconf",
+  "cdebconf",
+  "perl-base",
+  "dpkg",
+  "adduser",
+  "passwd",
+  "init-system-helpers",
+  "lsb-base",
+  "sysvinit-utils",
+  "install-info",
+  "readline-common",
+  "usrmerge",
+  "usr-is-merged",
+]);
+
+/**
+ * Paths (relative to the tree root) removed after unpacking: documentation, headers, and optional
+ * plugins nothing in the guest loads (iconv's gconv; tc's ATM qdisc, which needs libatm1).
+ */
+export const PRUNED_PATHS = [
+  "usr/lib/x86_64-linux-gnu/tc/q_atm.so",
+  "usr/lib/x86_64-linux-gnu/gconv",
+  "usr/share/doc",
+  "usr/share/man",
+  "usr/share/info",
+  "usr/share/locale",
+  "usr/share/lintian",
+  "usr/share/bug",
+  "usr/share/bash-completion",
+  "usr/share/zsh",
+  "usr/include",
+];
+
+/** The library directories ld.so searches in the guest; written to /etc/ld.so.conf. */
+export const LIBRARY_DIRS = [
+  "/lib/x86_64-linux-gnu",
+  "/usr/lib/x86_64-linux-gnu",
+  "/lib64",
+  "/lib",
+  "/usr/lib",
+];
+
+/** Empty directories the init script mounts on or writes into. */
+export const SKELETON_DIRS = ["dev", "proc", "sys", "tmp", "run", "root", "etc", "var", "mnt"];
+
+export const INIT_SCRIPT_PATH = fileURLToPath(new URL("../../guest/initramfs/init", import.meta.url));
+
+/** What the image builder runs on the host: apt-get/apt-cache, dpkg-deb, readelf, ldconfig. */
+export const IMAGE_HOST_PACKAGES = ["apt", "debian-archive-keyring", "dpkg", "binutils", "libc-bin"] as const;

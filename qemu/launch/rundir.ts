@@ -1,0 +1,57 @@
+import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+const OWNER_FILE = "owner.pid";
+/** A run dir without an owner file is a half-made one; leave it alone this long before sweeping it. */
+const UNOWNED_GRACE_MS = 10 * 60 * 1000;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** A fresh temp dir for one run, marked with this process's pid. */
+export async function createRunDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  await writeFile(join(dir, OWNER_FILE), `${process.pid}\n`);
+  return dir;
+}
+
+/**
+ * Removes run dirs left by processes that died without cleaning up (SIGKILL, a crash of Node):
+ * their owner pid is gone. Returns the removed paths.
+ */
+export function sweepStaleRunDirs(prefix: string, root = tmpdir()): string[] {
+  const removed: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(root).filter((n) => n.startsWith(prefix));
+  } catch {
+    return removed;
+  }
+  for (const name of names) {
+    const dir = join(root, name);
+    try {
+      let stale: boolean;
+      try {
+        const owner = Number.parseInt(readFileSync(join(dir, OWNER_FILE), "utf8"), 10);
+        stale = !owner || !alive(owner);
+      } catch {
+        stale = Date.now() - statSync(dir).mtimeMs > UNOWNED_GRACE_MS;
+      }
+      if (stale) {
+        rmSync(dir, { recursive: true, force: true });
+        removed.push(dir);
+      }
+    } catch {
+      // vanished meanwhile, or not ours to remove
+    }
+  }
+  return removed;
+}

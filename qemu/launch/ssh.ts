@@ -1,0 +1,259 @@
+import { createReadStream, createWriteStream } from "node:fs";
+import { rm } from "node:fs/promises";
+import { pipeline } from "node:stream/promises";
+import { setTimeout as sleep } from "node:timers/promises";
+import ssh2, { type Client, type ClientChannel } from "ssh2";
+import { HilError } from "../../harness/util/errors.ts";
+import type { CommandResult } from "./types.ts";
+
+export interface SshKeyPair {
+  /** OpenSSH private key (PEM-like "OPENSSH PRIVATE KEY") */
+  privateKey: string;
+  /** one OpenSSH public key line */
+  publicKey: string;
+}
+
+export function generateSshKeyPair(comment: string): SshKeyPair {
+  const pair = ssh2.utils.generateKeyPairSync("ed25519", { comment });
+  return { privateKey: pair.private, publicKey: pair.public };
+}
+
+export interface SshTarget {
+  host: string;
+  port: number;
+  username: string;
+  privateKey: string;
+}
+
+/** One SSH connection attempt; the guest is ours and on loopback, so any host key is accepted. */
+export function connectOnce(target: SshTarget, readyTimeoutMs: number): Promise<Client> {
+  return new Promise((resolve, reject) => {
+    const client = new ssh2.Client();
+    let settled = false;
+    // ssh2 may emit several errors for one failed attempt; the listener stays for all of them.
+    client.on("error", (err: Error) => {
+      if (settled) return;
+      settled = true;
+      client.end();
+      reject(err);
+    });
+    client.once("ready", () => {
+      settled = true;
+      resolve(client);
+    });
+    client.connect({
+      host: target.host,
+      port: target.port,
+      username: target.username,
+      privateKey: target.privateKey,
+      hostVerifier: () => true,
+      readyTimeout: readyTimeoutMs,
+      keepaliveInterval: 5000,
+      keepaliveCountMax: 6,
+    });
+  });
+}
+
+/** Retries until a connection is ready or `deadline` (epoch ms) passes; `abort` stops early. */
+export async function connectWithRetry(
+  target: SshTarget,
+  deadline: number,
+  abort?: AbortSignal,
+): Promise<{ client: Client; attempts: number; lastError?: Error }> {
+  let attempts = 0;
+  let lastError: Error | undefined;
+  while (Date.now() < deadline && !abort?.aborted) {
+    attempts++;
+    try {
+      const remaining = Math.max(1000, Math.min(20_000, deadline - Date.now()));
+      return { client: await connectOnce(target, remaining), attempts, lastError };
+    } catch (err) {
+      lastError = err as Error;
+      await sleep(100);
+    }
+  }
+  throw new HilError(`SSH to ${target.host}:${target.port} failed after ${attempts} attempt(s)`, {
+    detail: lastError?.message,
+  });
+}
+
+export function shellQuote(s: string): string {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
+function openExec(client: Client, command: string): Promise<ClientChannel> {
+  return new Promise((resolve, reject) => {
+    client.exec(command, (err, channel) => (err ? reject(err) : resolve(channel)));
+  });
+}
+
+const SIGNAL_NUMBERS: Record<string, number> = {
+  HUP: 1,
+  INT: 2,
+  QUIT: 3,
+  ILL: 4,
+  ABRT: 6,
+  FPE: 8,
+  KILL: 9,
+  SEGV: 11,
+  PIPE: 13,
+  ALRM: 14,
+  TERM: 15,
+};
+
+/** Waits for a channel to close; the exit status, or 128+signal number, or -1 if none was sent. */
+function channelExit(channel: ClientChannel): Promise<{ exitCode: number; signal?: string }> {
+  return new Promise((resolve) => {
+    let exitCode = -1;
+    let signal: string | undefined;
+    channel.on("exit", (code: number | null, sig?: string) => {
+      if (typeof code === "number") exitCode = code;
+      else if (sig) {
+        signal = sig.replace(/^SIG/, "");
+        const n = SIGNAL_NUMBERS[signal];
+        exitCode = n ? 128 + n : -1;
+      }
+    });
+    channel.on("close", () => resolve(signal ? { exitCode, signal } : { exitCode }));
+  });
+}
+
+interface ChannelInternals {
+  outgoing?: { id: number; state: string };
+  _client?: { _protocol?: { signal(id: number, name: string): void } };
+}
+
+/**
+ * Sends a "signal" request. ssh2's channel.signal() refuses once stdin is closed (we close it at
+ * once, for EOF), though the channel is still open; the protocol call has no such check.
+ */
+function signalChannel(channel: ClientChannel, name: string): void {
+  const internals = channel as unknown as ChannelInternals;
+  if (internals.outgoing?.state === "open") internals._client?._protocol?.signal(internals.outgoing.id, name);
+}
+
+export interface ExecOptions {
+  timeoutMs?: number;
+  /** bytes written to the command's stdin (then EOF) */
+  input?: string | Uint8Array;
+}
+
+export interface ExecResult extends CommandResult {
+  /** the signal that ended the command, if any */
+  signal?: string;
+}
+
+/** Runs `command` with /bin/sh -c in the guest; stdout and stderr stay separate. */
+export async function execCommand(
+  client: Client,
+  command: string,
+  opts: ExecOptions = {},
+): Promise<ExecResult> {
+  const channel = await openExec(client, command);
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  channel.on("data", (d: Buffer) => out.push(d));
+  channel.stderr.on("data", (d: Buffer) => err.push(d));
+  channel.end(opts.input ?? undefined);
+  const exit = channelExit(channel);
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<"timeout">((resolve) => {
+    if (opts.timeoutMs !== undefined) timer = setTimeout(() => resolve("timeout"), opts.timeoutMs);
+  });
+  const outcome = await Promise.race([exit, timedOut]);
+  clearTimeout(timer);
+  const stdout = Buffer.concat(out).toString("utf8");
+  const stderr = Buffer.concat(err).toString("utf8");
+  if (outcome === "timeout") {
+    signalChannel(channel, "KILL");
+    channel.close();
+    throw new HilError(`guest command timed out after ${opts.timeoutMs} ms: ${command}`, {
+      detail:
+        [stdout && `stdout:\n${stdout}`, stderr && `stderr:\n${stderr}`].filter(Boolean).join("\n") ||
+        undefined,
+    });
+  }
+  return { ...outcome, stdout, stderr };
+}
+
+export async function copyToGuest(
+  client: Client,
+  localPath: string,
+  remotePath: string,
+  mode?: number,
+): Promise<void> {
+  const chmod = mode === undefined ? "" : ` && chmod ${mode.toString(8)} ${shellQuote(remotePath)}`;
+  const channel = await openExec(client, `cat > ${shellQuote(remotePath)}${chmod}`);
+  const err: Buffer[] = [];
+  channel.stderr.on("data", (d: Buffer) => err.push(d));
+  channel.resume();
+  const exit = channelExit(channel);
+  // If the remote side fails at once, the channel closes under the upload: its status says why.
+  const upload = await pipeline(createReadStream(localPath), channel).catch((err: Error) => err);
+  const { exitCode } = await exit;
+  if (exitCode !== 0 || upload instanceof Error) {
+    throw new HilError(`cannot copy ${localPath} to the guest's ${remotePath}`, {
+      detail:
+        Buffer.concat(err).toString("utf8").trim() ||
+        (upload instanceof Error ? upload.message : `exit status ${exitCode}`),
+    });
+  }
+}
+
+export async function copyFromGuest(client: Client, remotePath: string, localPath: string): Promise<void> {
+  const channel = await openExec(client, `cat ${shellQuote(remotePath)}`);
+  channel.end();
+  const err: Buffer[] = [];
+  channel.stderr.on("data", (d: Buffer) => err.push(d));
+  const exit = channelExit(channel);
+  await pipeline(channel, createWriteStream(localPath));
+  const { exitCode } = await exit;
+  if (exitCode !== 0) {
+    await rm(localPath, { force: true });
+    throw new HilError(`cannot copy the guest's ${remotePath} to ${localPath}`, {
+      detail: Buffer.concat(err).toString("utf8").trim() || `exit status ${exitCode}`,
+    });
+  }
+}
+
+export interface ShellIo {
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?: (raw: boolean) => unknown };
+  stdout: NodeJS.WritableStream & {
+    isTTY?: boolean;
+    rows?: number;
+    columns?: number;
+    on(e: "resize", f: () => void): unknown;
+  };
+  stderr: NodeJS.WritableStream;
+}
+
+/** An interactive login shell on a pty, wired to the given terminal; resolves with its exit status. */
+export async function interactiveShell(
+  client: Client,
+  io: ShellIo,
+  term = process.env.TERM ?? "xterm",
+): Promise<number> {
+  const size = () => ({ rows: io.stdout.rows ?? 24, cols: io.stdout.columns ?? 80 });
+  const channel = await new Promise<ClientChannel>((resolve, reject) => {
+    client.shell({ term, ...size() }, (err, ch) => (err ? reject(err) : resolve(ch)));
+  });
+  const raw = Boolean(io.stdin.isTTY && io.stdin.setRawMode);
+  if (raw) io.stdin.setRawMode?.(true);
+  const onResize = () => {
+    const { rows, cols } = size();
+    channel.setWindow(rows, cols, 0, 0);
+  };
+  if (io.stdout.isTTY) io.stdout.on("resize", onResize);
+  const exit = channelExit(channel);
+  io.stdin.pipe(channel);
+  channel.pipe(io.stdout, { end: false });
+  channel.stderr.pipe(io.stderr, { end: false });
+  try {
+    return (await exit).exitCode;
+  } finally {
+    io.stdin.unpipe(channel);
+    if (raw) io.stdin.setRawMode?.(false);
+    if (io.stdout.isTTY) (io.stdout as unknown as NodeJS.EventEmitter).removeListener("resize", onResize);
+    io.stdin.pause();
+  }
+}

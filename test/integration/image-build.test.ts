@@ -1,0 +1,46 @@
+import { readFileSync } from "node:fs";
+import { gunzipSync } from "node:zlib";
+import t from "tap";
+import { listCpio } from "../../harness/image/cpio.ts";
+import { buildInitramfs } from "../../harness/image/initramfs.ts";
+import { buildKernel } from "../../harness/kernel/build.ts";
+
+t.setTimeout(60 * 60 * 1000);
+
+t.test("the debian:6.12 initramfs holds userspace, init and this kernel's modules", async (t) => {
+  const kernel = await buildKernel({ base: "debian:6.12", configs: [] });
+  const first = await buildInitramfs(kernel);
+  // gunzip reads every gzip member; listCpio every archive (the layers)
+  const listing = listCpio(gunzipSync(readFileSync(first.path))).map((e) => e.path);
+  const has = (p: string) => listing.includes(p);
+  for (const p of [
+    "init",
+    "bin/busybox",
+    "usr/sbin/dropbear",
+    "usr/bin/ibv_devinfo",
+    "usr/bin/rdma",
+    "usr/bin/ib_send_bw",
+    "usr/bin/rping",
+    "etc/libibverbs.d/erdma.driver",
+    "etc/ld.so.cache",
+    "dev/console",
+    `lib/modules/${kernel.release}/modules.dep`,
+  ]) {
+    t.ok(has(p), `has ${p}`);
+  }
+  t.ok(
+    listing.some((p) => p.startsWith(`lib/modules/${kernel.release}/`) && p.endsWith("/erdma.ko")),
+    "has erdma.ko",
+  );
+  t.notOk(
+    listing.some((p) => p.startsWith("usr/share/doc/")),
+    "documentation is pruned",
+  );
+
+  const started = Date.now();
+  const again = await buildInitramfs(kernel);
+  const warmMs = Date.now() - started;
+  t.same(again, first, "a second build finds everything cached");
+  t.comment(`warm build: ${warmMs} ms`);
+  t.ok(warmMs < 15_000, "the warm path rebuilds nothing");
+});

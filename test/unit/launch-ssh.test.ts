@@ -1,0 +1,167 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PassThrough } from "node:stream";
+import ssh2 from "ssh2";
+import t, { type Test } from "tap";
+import {
+  connectOnce,
+  connectWithRetry,
+  copyFromGuest,
+  copyToGuest,
+  execCommand,
+  generateSshKeyPair,
+  interactiveShell,
+  type SshTarget,
+  shellQuote,
+} from "../../qemu/launch/ssh.ts";
+
+/**
+ * A tiny SSH server running commands with the host's /bin/sh, like dropbear does in the guest:
+ * exec channels without a pty, separate stdout/stderr, exit status, signals.
+ */
+async function fakeSshd(t: Test, authorized: string): Promise<number> {
+  const hostKey = generateSshKeyPair("host");
+  const allowed = ssh2.utils.parseKey(authorized);
+  if (allowed instanceof Error) throw allowed;
+  const server = new ssh2.Server({ hostKeys: [hostKey.privateKey] }, (conn) => {
+    conn.on("error", () => {});
+    conn.on("authentication", (ctx) => {
+      const ok =
+        ctx.method === "publickey" &&
+        ctx.key.algo === allowed.type &&
+        Buffer.compare(ctx.key.data, allowed.getPublicSSH()) === 0 &&
+        (!ctx.signature || allowed.verify(ctx.blob as Buffer, ctx.signature, ctx.hashAlgo) === true);
+      if (ok) ctx.accept();
+      else ctx.reject(["publickey"]);
+    });
+    conn.on("session", (accept) => {
+      const session = accept();
+      let child: ReturnType<typeof spawn> | undefined;
+      const run = (channel: ssh2.ServerChannel, args: string[]) => {
+        child = spawn("sh", args, { stdio: "pipe", detached: true });
+        channel.pipe(child.stdin as NodeJS.WritableStream);
+        child.stdout?.pipe(channel, { end: false });
+        child.stderr?.pipe(channel.stderr, { end: false });
+        // ssh2's server drops "signal" requests once a command runs: a closed channel ends it instead
+        channel.on("close", () => {
+          if (child?.pid && child.exitCode === null) process.kill(-child.pid, "SIGKILL");
+        });
+        child.on("close", (code, signal) => {
+          if (signal) channel.exit(signal.replace(/^SIG/, ""), false, "");
+          else channel.exit(code ?? 0);
+          channel.end();
+        });
+      };
+      session.on("pty", (ok) => ok?.());
+      session.on("window-change", (ok) => ok?.());
+      session.on("signal", (ok, info) => {
+        ok?.();
+        // the whole process group, as a signal to a pty session would reach
+        if (child?.pid) process.kill(-child.pid, `SIG${info.name}` as NodeJS.Signals);
+      });
+      session.on("exec", (ok, _reject, info) => run(ok(), ["-c", info.command]));
+      session.on("shell", (ok) => run(ok(), ["-s"]));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  return (server.address() as AddressInfo).port;
+}
+
+async function setup(t: Test) {
+  const keys = generateSshKeyPair("hil@test");
+  const port = await fakeSshd(t, keys.publicKey);
+  const target: SshTarget = { host: "127.0.0.1", port, username: "root", privateKey: keys.privateKey };
+  const client = await connectOnce(target, 5000);
+  t.teardown(() => client.end());
+  const dir = mkdtempSync(join(tmpdir(), "hil-ssh-test-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return { client, dir, target };
+}
+
+t.test("keys come in OpenSSH format", async (t) => {
+  const keys = generateSshKeyPair("hil@test");
+  t.match(keys.publicKey, /^ssh-ed25519 AAAA\S+ hil@test$/);
+  t.match(keys.privateKey, /^-----BEGIN OPENSSH PRIVATE KEY-----/);
+});
+
+t.test("exit codes propagate, stdout and stderr stay apart, stdin is fed", async (t) => {
+  const { client } = await setup(t);
+  const r = await execCommand(client, "echo out; echo err >&2; exit 3");
+  t.same(r, { exitCode: 3, stdout: "out\n", stderr: "err\n" });
+  const cat = await execCommand(client, "tr a-z A-Z", { input: "shout\n" });
+  t.equal(cat.stdout, "SHOUT\n");
+  t.equal(cat.exitCode, 0);
+});
+
+t.test("a command past its timeout is killed and reported with its output so far", async (t) => {
+  const { client } = await setup(t);
+  await t.rejects(execCommand(client, "echo started; sleep 20", { timeoutMs: 300 }), {
+    name: "HilError",
+    message: /timed out after 300 ms: echo started; sleep 20/,
+    detail: /started/,
+  });
+});
+
+t.test("a command ended by a signal reports 128+n", async (t) => {
+  const { client } = await setup(t);
+  const r = await execCommand(client, "kill -TERM $$");
+  t.equal(r.exitCode, 143);
+  t.equal(r.signal, "TERM");
+});
+
+t.test("copies files both ways, binary-safe, with quoting and mode", async (t) => {
+  const { client, dir } = await setup(t);
+  const bytes = Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 31) & 0xff));
+  const local = join(dir, "payload.bin");
+  writeFileSync(local, bytes);
+  const remote = join(dir, "it's remote.bin");
+  await copyToGuest(client, local, remote, 0o750);
+  t.same(readFileSync(remote), bytes);
+  const mode = await execCommand(client, `stat -c %a ${shellQuote(remote)}`);
+  t.equal(mode.stdout.trim(), "750");
+  const back = join(dir, "back.bin");
+  await copyFromGuest(client, remote, back);
+  t.same(readFileSync(back), bytes);
+  await t.rejects(copyFromGuest(client, join(dir, "missing"), join(dir, "never")), {
+    name: "HilError",
+    message: /cannot copy the guest's/,
+    detail: /No such file/,
+  });
+  t.throws(() => readFileSync(join(dir, "never")), "no partial file is left");
+  await t.rejects(copyToGuest(client, local, join(dir, "no/such/dir/x")), { message: /cannot copy/ });
+});
+
+t.test("an interactive shell is wired to the given streams and returns the exit status", async (t) => {
+  const { client } = await setup(t);
+  const stdin = new PassThrough();
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = "";
+  stdout.on("data", (d) => {
+    out += d;
+  });
+  const io = { stdin, stdout: Object.assign(stdout, { rows: 40, columns: 100 }), stderr };
+  const status = interactiveShell(client, io, "xterm");
+  stdin.write("echo hello from the shell; exit 5\n");
+  t.equal(await status, 5);
+  t.match(out, /hello from the shell/);
+});
+
+t.test("connecting retries until the server answers, and gives up at the deadline", async (t) => {
+  const keys = generateSshKeyPair("hil@test");
+  const dead: SshTarget = { host: "127.0.0.1", port: 1, username: "root", privateKey: keys.privateKey };
+  await t.rejects(connectWithRetry(dead, Date.now() + 700), {
+    name: "HilError",
+    message: /SSH to 127\.0\.0\.1:1 failed after \d+ attempt/,
+  });
+  const { target } = await setup(t);
+  const ok = await connectWithRetry(target, Date.now() + 5000);
+  t.equal(ok.attempts, 1);
+  ok.client.end();
+  const wrongKey = { ...target, privateKey: generateSshKeyPair("other").privateKey };
+  await t.rejects(connectOnce(wrongKey, 3000), /authentication/i);
+});

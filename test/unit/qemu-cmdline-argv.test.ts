@@ -1,0 +1,138 @@
+import t from "tap";
+import {
+  authKeyParam,
+  type GuestSpec,
+  KERNEL_CMDLINE_MAX,
+  kernelCommandLine,
+  optValue,
+  qemuArgv,
+  vfioUserPciArgs,
+} from "../../qemu/launch/cmdline.ts";
+
+const KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDrF+ZKOCCa+hUQgpY2///T01U0IPRWXX1Gughy8aC+f hil@test";
+
+function spec(over: Partial<GuestSpec> = {}): GuestSpec {
+  return {
+    accel: "tcg",
+    memoryMiB: 1024,
+    cpus: 2,
+    kernel: "/k/bzImage",
+    initrd: "/k/initramfs.cpio.gz",
+    authorizedKey: KEY,
+    loglevel: 7,
+    consoleLog: "/run/x/console.log",
+    qmpSocket: "/run/x/qmp.sock",
+    network: { sshPort: 40022, mac: "52:54:00:12:34:56" },
+    firmwareDirs: ["/usr/share/qemu", "/usr/share/seabios"],
+    ...over,
+  };
+}
+
+/** The value following `flag` (the n-th occurrence). */
+function arg(argv: string[], flag: string, n = 0): string | undefined {
+  const positions = argv.flatMap((a, i) => (a === flag ? [i] : []));
+  const i = positions[n];
+  return i === undefined ? undefined : argv[i + 1];
+}
+
+function all(argv: string[], flag: string): string[] {
+  return argv.flatMap((a, i) => (a === flag ? [argv[i + 1] ?? ""] : []));
+}
+
+t.test("a TCG guest: q35 on shared memfd RAM, max CPU, serial to a file, QMP, SSH forward", async (t) => {
+  const argv = qemuArgv(spec());
+  t.equal(arg(argv, "-machine"), "q35,memory-backend=ram0");
+  t.equal(arg(argv, "-accel"), "tcg");
+  t.equal(arg(argv, "-cpu"), "max");
+  t.equal(arg(argv, "-smp"), "2");
+  t.equal(arg(argv, "-m"), "1024M");
+  t.equal(arg(argv, "-object"), "memory-backend-memfd,id=ram0,size=1024M,share=on");
+  t.equal(arg(argv, "-kernel"), "/k/bzImage");
+  t.equal(arg(argv, "-initrd"), "/k/initramfs.cpio.gz");
+  t.same(all(argv, "-L"), ["/usr/share/qemu", "/usr/share/seabios"]);
+  t.ok(argv.includes("-no-reboot"));
+  t.ok(argv.includes("-nodefaults"));
+  t.equal(arg(argv, "-display"), "none");
+  t.same(all(argv, "-chardev"), [
+    "file,id=console,path=/run/x/console.log",
+    "socket,id=qmp,path=/run/x/qmp.sock,server=on,wait=off",
+  ]);
+  t.equal(arg(argv, "-serial"), "chardev:console");
+  t.equal(arg(argv, "-mon"), "chardev=qmp,mode=control");
+  t.equal(arg(argv, "-netdev"), "user,id=net0,hostfwd=tcp:127.0.0.1:40022-:22");
+  t.equal(arg(argv, "-device"), "virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56,romfile=");
+});
+
+t.test("KVM uses the host CPU", async (t) => {
+  const argv = qemuArgv(spec({ accel: "kvm" }));
+  t.equal(arg(argv, "-accel"), "kvm");
+  t.equal(arg(argv, "-cpu"), "host");
+});
+
+t.test("the kernel command line carries console, panic, loglevel, the key and extra args last", async (t) => {
+  const line = kernelCommandLine(spec({ kernelArgs: ["hil.modules=siw", "loglevel=3"] }));
+  const words = line.split(" ");
+  t.same(words.slice(0, 3), ["console=ttyS0,115200", "panic=-1", "loglevel=7"]);
+  const key = words.find((w) => w.startsWith("hil.authkey="));
+  t.ok(key);
+  t.equal(Buffer.from(key?.slice("hil.authkey=".length) ?? "", "base64").toString(), `${KEY}\n`);
+  t.same(words.slice(-2), ["hil.modules=siw", "loglevel=3"]);
+  t.notOk(words.includes("hil.probe"));
+  t.ok(
+    kernelCommandLine(spec({ probe: true }))
+      .split(" ")
+      .includes("hil.probe"),
+  );
+  t.equal(arg(qemuArgv(spec()), "-append"), kernelCommandLine(spec()));
+});
+
+t.test("an over-long kernel command line is refused", async (t) => {
+  t.throws(() => kernelCommandLine(spec({ kernelArgs: ["x".repeat(KERNEL_CMDLINE_MAX)] })), {
+    name: "HilError",
+    message: /kernel command line is \d+ bytes/,
+  });
+  t.ok(authKeyParam(KEY).length < 200, "an ed25519 key leaves most of the budget");
+});
+
+t.test("no network: no netdev, no NIC", async (t) => {
+  const argv = qemuArgv(spec({ network: undefined }));
+  t.notOk(argv.includes("-netdev"));
+  t.notOk(argv.includes("-device"));
+});
+
+t.test("extra arguments come last; the vfio-user device is JSON", async (t) => {
+  const extra = vfioUserPciArgs("/run/x/erdma0.sock", "erdma0");
+  const argv = qemuArgv(spec({ extraArgs: extra }));
+  t.same(argv.slice(-2), extra);
+  t.same(JSON.parse(extra[1] ?? ""), {
+    driver: "vfio-user-pci",
+    id: "erdma0",
+    socket: { type: "unix", path: "/run/x/erdma0.sock" },
+  });
+});
+
+t.test("commas in option values are doubled", async (t) => {
+  t.equal(optValue("/tmp/a,b"), "/tmp/a,,b");
+  const argv = qemuArgv(spec({ consoleLog: "/tmp/a,b/console.log" }));
+  t.equal(arg(argv, "-chardev"), "file,id=console,path=/tmp/a,,b/console.log");
+});
+
+t.test("bad specs are HilErrors", async (t) => {
+  t.throws(() => qemuArgv(spec({ network: { sshPort: 22, mac: "52:54:00:12:34" } })), { message: /bad MAC/ });
+  t.throws(() => qemuArgv(spec({ network: { sshPort: 22, mac: "01:00:5e:00:00:01" } })), {
+    message: /multicast/,
+  });
+  t.throws(() => qemuArgv(spec({ network: { sshPort: 70000, mac: "52:54:00:12:34:56" } })), {
+    message: /SSH port/,
+  });
+  t.throws(() => qemuArgv(spec({ memoryMiB: 64 })), { message: /at least 128/ });
+  t.throws(() => qemuArgv(spec({ cpus: 0 })), { message: /CPUs/ });
+});
+
+t.test("private guest RAM for device servers that reach memory through DMA messages", async (t) => {
+  const shared = qemuArgv(spec());
+  const privateRam = qemuArgv(spec({ sharedMemory: false }));
+  t.equal(arg(shared, "-object"), "memory-backend-memfd,id=ram0,size=1024M,share=on", "shared by default");
+  t.equal(arg(privateRam, "-object"), "memory-backend-ram,id=ram0,size=1024M");
+  t.equal(arg(privateRam, "-machine"), "q35,memory-backend=ram0", "the machine uses it either way");
+});
