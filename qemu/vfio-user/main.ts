@@ -4,11 +4,15 @@
  *
  *   node --import tsx qemu/vfio-user/main.ts --socket-path /tmp/dev.sock [--device hil-testdev|erdma]
  *        [--mac XX:XX:XX:XX:XX:XX] [--profile NAME|FILE] [--trace FILE|-] [--quiet] [--dma-timeout-ms N]
+ *        [--exit-with-parent]
  *
  * --mac and --profile are the erdma device's: the MAC of the guest NIC it pairs with (required) and
  * its behaviour profile (fixtures/profiles/<name>.json, default erdma-reflush). The trace is JSON
  * lines; for erdma it holds the core's hardware events (register accesses, doorbells, commands,
- * state changes, queue elements, interrupts) and the server's session-level events.
+ * state changes, queue elements, interrupts) and the server's session-level events (marked
+ * "src":"vfio-user"), each with `t`, milliseconds since the server started.
+ * --exit-with-parent stops the server (as SIGTERM would) once the process that started it is gone,
+ * even if that one was killed without a chance to stop it.
  *
  * Prints "listening <path>" on stdout once the socket accepts connections. Exits 0 on SIGTERM or
  * SIGINT after removing the socket; 2 on bad arguments.
@@ -24,7 +28,9 @@ import type { DeviceModel } from "./device.ts";
 import { startServer, type TraceEvent } from "./server.ts";
 
 const USAGE =
-  "usage: main.ts --socket-path PATH [--device hil-testdev|erdma] [--mac MAC] [--profile NAME|FILE] [--trace FILE|-] [--quiet] [--dma-timeout-ms N]";
+  "usage: main.ts --socket-path PATH [--device hil-testdev|erdma] [--mac MAC] [--profile NAME|FILE] [--trace FILE|-] [--quiet] [--dma-timeout-ms N] [--exit-with-parent]";
+/** how often --exit-with-parent looks for its parent */
+const PARENT_POLL_MS = 500;
 
 interface DeviceArgs {
   mac?: string;
@@ -85,6 +91,7 @@ async function main(): Promise<void> {
         trace: { type: "string" },
         quiet: { type: "boolean", default: false },
         "dma-timeout-ms": { type: "string" },
+        "exit-with-parent": { type: "boolean", default: false },
         help: { type: "boolean", default: false },
       },
       strict: true,
@@ -133,7 +140,8 @@ async function main(): Promise<void> {
       ? (e) => {
           if (!keep) out.write(`${traceLine(e)}\n`);
           // one clock for the core's events and the server's
-          else if (keep(e)) out.write(`${traceLine({ ...e, t: performance.now() - t0, src: "vfio-user" })}\n`);
+          else if (keep(e))
+            out.write(`${traceLine({ ...e, t: performance.now() - t0, src: "vfio-user" })}\n`);
         }
       : undefined,
     log: (level, text) => {
@@ -151,6 +159,13 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => void stop());
   process.on("SIGINT", () => void stop());
+  if (args.values["exit-with-parent"]) {
+    const parent = process.ppid;
+    // an orphan is re-parented (to init or a subreaper): its parent pid changes
+    setInterval(() => {
+      if (process.ppid !== parent) void stop();
+    }, PARENT_POLL_MS).unref();
+  }
 }
 
 await main();

@@ -61,6 +61,8 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
   if (opts.profile) args.push("--profile", opts.profile);
   if (opts.traceFile) args.push("--trace", opts.traceFile);
   if (opts.dmaTimeoutMs !== undefined) args.push("--dma-timeout-ms", String(opts.dmaTimeoutMs));
+  // a server must not outlive us, even if we are killed without a chance to stop it
+  args.push("--exit-with-parent");
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
   live.add(child);
   const stderr: string[] = [];

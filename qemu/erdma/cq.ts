@@ -1,0 +1,160 @@
+/**
+ * Completion queues: the CMDQ CQ and the CQs created with CREATE_CQ. The device writes 32-byte CQEs
+ * (header and fields big-endian, hw.h:429-439) with an owner bit. A CQ armed through its doorbell
+ * (hw.h:88-93: CI, ARM, SOL, CMDSN, CQN) raises one event on its EQ for the next CQE (for a
+ * solicited-only arm, the next solicited or error CQE) and disarms. Arming while CQEs the driver
+ * has not consumed are waiting raises the event at once.
+ */
+import { get64n, put32 } from "./bits.ts";
+import type { Dma } from "./dma.ts";
+import { CQE_SIZE, CqDb, CqeHdr } from "./hw.ts";
+import type { QueueBuffer } from "./mtt.ts";
+import { distance, inc32, ownerBit, slot } from "./ring.ts";
+import type { Tracer } from "./trace.ts";
+
+/** The CQ doorbell carries the consumer index in 24 bits (hw.h:93). */
+const CQ_INDEX_BITS = 24;
+
+export type CqArm = "no" | "all" | "solicited";
+
+export interface CqEnv {
+  dma: Dma;
+  tracer: Tracer;
+  /** delivers the completion event (writes a CEQE / CMDQ EQE) */
+  event(cq: CompletionQueue): Promise<void>;
+  /** the CQ buffer could not be written */
+  broken(cq: CompletionQueue): void;
+}
+
+export interface CqeFields {
+  opcode: number;
+  qtype: number;
+  syndrome: number;
+  qeIdx: number;
+  qpn: number;
+  /** bytes 12..15: imm_data (LE) or inv_rkey (BE) as the data path chooses; 0 by default */
+  word3?: { value: number; endian: "le" | "be" };
+  size: number;
+  /** bytes 28..31 (RoCEv2 UD info) */
+  info?: number;
+  solicited?: boolean;
+}
+
+export class CompletionQueue {
+  pi = 0;
+  ci = 0;
+  armed: CqArm = "no";
+  /** producer index just after the last solicited or error CQE */
+  solicitedPi = 0;
+  cmdsn = 0;
+  broken = false;
+  events = 0;
+
+  constructor(
+    readonly cqn: number | "cmdq",
+    readonly depth: number,
+    readonly buffer: QueueBuffer,
+    readonly eqn: number,
+    readonly dbrec: bigint,
+    private readonly env: CqEnv,
+  ) {}
+
+  /** Writes one CQE (header word last) and delivers an event if armed for it. */
+  async write(
+    hdr: number,
+    body: Uint8Array,
+    solicitedOrError: boolean,
+    info: { qpn: number },
+  ): Promise<boolean> {
+    if (this.broken) return false;
+    const index = this.pi;
+    const owner = ownerBit(index, this.depth);
+    const addr = this.buffer.address(slot(index, this.depth) * CQE_SIZE);
+    const head = new Uint8Array(4);
+    new DataView(head.buffer).setUint32(0, ((hdr & 0x7fff_ffff) | put32(owner, CqeHdr.OWNER)) >>> 0, false);
+    try {
+      await this.env.dma.write(addr + 4n, body.subarray(0, CQE_SIZE - 4), `CQ ${this.cqn} CQE`);
+      await this.env.dma.write(addr, head, `CQ ${this.cqn} CQE`);
+    } catch {
+      this.broken = true;
+      this.env.tracer.emit({
+        kind: "state",
+        object: this.cqn === "cmdq" ? "cmdq" : "cq",
+        id: this.cqn === "cmdq" ? 0 : this.cqn,
+        from: "ok",
+        to: "broken",
+      });
+      this.env.broken(this);
+      return false;
+    }
+    this.pi = inc32(this.pi);
+    if (solicitedOrError) this.solicitedPi = this.pi;
+    this.env.tracer.emit({
+      kind: "cqe",
+      cq: this.cqn,
+      index,
+      owner,
+      qpn: info.qpn,
+      syndrome: hdr & 0xff,
+      opcode: (hdr >>> 16) & 0xff,
+    });
+    if (this.armed === "all" || (this.armed === "solicited" && solicitedOrError)) {
+      this.armed = "no";
+      this.events++;
+      await this.env.event(this);
+    }
+    return true;
+  }
+
+  /** A data CQE from its fields. */
+  async post(f: CqeFields): Promise<boolean> {
+    const hdr =
+      put32(f.opcode, CqeHdr.OPCODE) | put32(f.qtype, CqeHdr.QTYPE) | put32(f.syndrome, CqeHdr.SYNDROME);
+    const body = new Uint8Array(CQE_SIZE - 4);
+    const dv = new DataView(body.buffer);
+    dv.setUint32(0, f.qeIdx >>> 0, false);
+    dv.setUint32(4, f.qpn >>> 0, false);
+    if (f.word3) dv.setUint32(8, f.word3.value >>> 0, f.word3.endian === "le");
+    dv.setUint32(12, f.size >>> 0, false);
+    dv.setUint32(24, (f.info ?? 0) >>> 0, false);
+    return this.write(hdr, body, f.solicited === true || f.syndrome !== 0, { qpn: f.qpn });
+  }
+
+  /** Applies a CQ doorbell; true when armed with a matching CQE already waiting. */
+  doorbell(value: bigint): boolean {
+    this.ci = get64n(value, CqDb.CI);
+    this.cmdsn = get64n(value, CqDb.CMDSN);
+    if (get64n(value, CqDb.ARM) === 1) this.armed = get64n(value, CqDb.SOL) === 1 ? "solicited" : "all";
+    return this.matchingPending();
+  }
+
+  private matchingPending(): boolean {
+    const pending = distance(this.pi, this.ci, CQ_INDEX_BITS);
+    if (this.armed === "no" || pending === 0 || pending > this.depth) return false;
+    if (this.armed === "all") return true;
+    const sol = distance(this.solicitedPi, this.ci, CQ_INDEX_BITS);
+    return sol > 0 && sol <= pending;
+  }
+
+  /** Deferred half of `doorbell`: deliver the event if still armed with a matching CQE waiting. */
+  async fireIfPending(): Promise<void> {
+    if (this.broken || !this.matchingPending()) return;
+    this.armed = "no";
+    this.events++;
+    await this.env.event(this);
+  }
+
+  toJSON(): Record<string, unknown> {
+    return {
+      cqn: this.cqn,
+      depth: this.depth,
+      eqn: this.eqn,
+      pi: this.pi,
+      ci: this.ci,
+      armed: this.armed,
+      broken: this.broken,
+      events: this.events,
+      buffer: this.buffer.toJSON(),
+    };
+  }
+}

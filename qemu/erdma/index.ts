@@ -1,0 +1,24 @@
+/** The erdma device model core: what the vfio-user glue and the tests use. */
+export {
+  type AccessSize,
+  type DataPathHooks,
+  ERDMA_BARS,
+  ERDMA_PCI_IDENTITY,
+  ErdmaDevice,
+  type ErdmaDeviceOptions,
+  parseMac,
+} from "./device.ts";
+export { DmaFault, type ErdmaHost, type GuestMemory } from "./host.ts";
+export {
+  builtinProfiles,
+  checkProfile,
+  type ErdmaCaps,
+  type ErdmaProfile,
+  type ErrorFlushMode,
+  profile2022,
+  profileIbCompliant,
+  profileReflush,
+  type ReflushMode,
+} from "./profile.ts";
+export { CmdStatus, statusName } from "./status.ts";
+export type { ErdmaTraceEvent } from "./trace.ts";

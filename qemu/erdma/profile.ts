@@ -1,0 +1,147 @@
+/**
+ * Device behaviour profiles: what the device reports (capabilities, protocol, versions) and how it
+ * behaves where hardware generations differ. The data lives in fixtures/profiles/*.json (loaded and
+ * validated by profile-file.ts); the objects here are the same profiles for code and unit tests,
+ * and a unit test keeps the two equal.
+ */
+import { NUM_MSIX_VEC } from "./hw.ts";
+
+export type ReflushMode =
+  /** REFLUSH completes and the QP records the new producer indices to flush (erdma since 6.2) */
+  | "honour"
+  /** REFLUSH completes successfully and changes nothing (2022 hardware behaviour) */
+  | "ignore"
+  /** REFLUSH is an unknown opcode: error completion */
+  | "unsupported";
+
+/**
+ * What the data path does with work requests in ERROR (consumed by the data path, part 2):
+ * "stop" processes nothing posted after the ERROR transition, "reflush" flushes up to the indices a
+ * REFLUSH names, "always" flushes everything posted in ERROR (IB behaviour).
+ */
+export type ErrorFlushMode = "stop" | "reflush" | "always";
+
+export interface ErdmaCaps {
+  /** QUERY_DEVICE cap0 bits 47:40, log2 of max CQEs per CQ (hw.h:398) */
+  maxCqeLog2: number;
+  /** cap0 bits 23:16, log2 of max receive WRs (hw.h:400) */
+  maxRecvWrLog2: number;
+  /** cap0 bits 7:0, log2 of the largest MR (hw.h:401) */
+  maxMrSizeLog2: number;
+  /** cap1 bits 7:0, log2 of max memory windows (hw.h:407) */
+  maxMwLog2: number;
+  /** cap1 bits 27:16; max_qp = 1024 * qblock, max_cq = max_mr = 2 * max_qp (erdma_main.c:403-405) */
+  qblock: number;
+  /** cap1 bits 31:28 default congestion control (erdma.h:570-578) */
+  defaultCc: number;
+  /** cap1 bits 63:32, the local DMA lkey */
+  localDmaKey: number;
+  /** cap0 bits 31:24 (hw.h:411-415) */
+  atomic: boolean;
+  mttVa: boolean;
+  extendDb: boolean;
+  /** RoCEv2 only (hw.h (7.2) cap0 51:48 and 15:8): log2 of GID table and AH table sizes */
+  maxGidLog2: number;
+  maxAhLog2: number;
+}
+
+export interface ErdmaProfile {
+  name: string;
+  protocol: "iwarp" | "rocev2";
+  /** the VERSION register; 0 means "non-functional function" to the driver (erdma_main.c:290-295) */
+  version: number;
+  /** QUERY_FW_INFO: the firmware version (hw.h:417) */
+  fwVersion: number;
+  /** GRP_NUM register; Linux 6.1 disables direct WQE below 4 (erdma_main.c (6.1):137-142) */
+  grpNum: number;
+  /** MSI-X vectors the function exposes (the driver uses min(cpus + 1, 32)) */
+  msixVectors: number;
+  caps: ErdmaCaps;
+  reflush: ReflushMode;
+  errorFlush: ErrorFlushMode;
+  /** GET_STATS and CONF_DEVICE exist on the device (both absent from 6.1-era firmware) */
+  statsCommand: boolean;
+  confDeviceCommand: boolean;
+  /** largest EQ the device accepts, log2; at most 15 (the driver's EQ index is a u16, erdma.h:29) */
+  maxEqDepthLog2: number;
+  /** largest CMDQ SQ, in 32-byte WQEBBs */
+  maxCmdqDepth: number;
+}
+
+const baseCaps: ErdmaCaps = {
+  maxCqeLog2: 16,
+  maxRecvWrLog2: 13,
+  maxMrSizeLog2: 37,
+  maxMwLog2: 4,
+  qblock: 1,
+  defaultCc: 0,
+  localDmaKey: 0xffff_ffff,
+  atomic: false,
+  mttVa: true,
+  extendDb: false,
+  maxGidLog2: 4,
+  maxAhLog2: 10,
+};
+
+/** erdma as Linux 6.2+ expects it: REFLUSH honoured. The default (`hil boot --profile`). */
+export const profileReflush: ErdmaProfile = {
+  name: "erdma-reflush",
+  protocol: "iwarp",
+  version: 0x0001_0000,
+  fwVersion: 0x0001_0203,
+  grpNum: 0,
+  msixVectors: NUM_MSIX_VEC,
+  caps: baseCaps,
+  reflush: "honour",
+  errorFlush: "reflush",
+  statsCommand: true,
+  confDeviceCommand: true,
+  maxEqDepthLog2: 15,
+  maxCmdqDepth: 4096,
+};
+
+/** erdma hardware as it behaved in 2022: stops in ERROR and ignores REFLUSH. */
+export const profile2022: ErdmaProfile = {
+  ...profileReflush,
+  name: "erdma-2022",
+  reflush: "ignore",
+  errorFlush: "stop",
+};
+
+/** An IB-compliant device: flushes everything posted in ERROR. */
+export const profileIbCompliant: ErdmaProfile = {
+  ...profileReflush,
+  name: "erdma-ib-compliant",
+  errorFlush: "always",
+};
+
+export const builtinProfiles: Readonly<Record<string, ErdmaProfile>> = {
+  [profileReflush.name]: profileReflush,
+  [profile2022.name]: profile2022,
+  [profileIbCompliant.name]: profileIbCompliant,
+};
+
+/** Throws a RangeError naming the first field out of its hardware range. */
+export function checkProfile(p: ErdmaProfile): ErdmaProfile {
+  const range = (name: string, v: number, lo: number, hi: number) => {
+    if (!Number.isInteger(v) || v < lo || v > hi) {
+      throw new RangeError(`profile ${p.name}: ${name} = ${v} is outside ${lo}..${hi}`);
+    }
+  };
+  range("version", p.version, 1, 0xffff_ffff);
+  range("fwVersion", p.fwVersion, 0, 0xffff_ffff);
+  range("grpNum", p.grpNum, 0, 0xffff_ffff);
+  range("msixVectors", p.msixVectors, 1, NUM_MSIX_VEC);
+  range("caps.maxCqeLog2", p.caps.maxCqeLog2, 1, 24);
+  range("caps.maxRecvWrLog2", p.caps.maxRecvWrLog2, 1, 16);
+  range("caps.maxMrSizeLog2", p.caps.maxMrSizeLog2, 12, 63);
+  range("caps.maxMwLog2", p.caps.maxMwLog2, 0, 31);
+  range("caps.qblock", p.caps.qblock, 1, 0xfff);
+  range("caps.defaultCc", p.caps.defaultCc, 0, 15);
+  range("caps.localDmaKey", p.caps.localDmaKey, 0, 0xffff_ffff);
+  range("caps.maxGidLog2", p.caps.maxGidLog2, 0, 15);
+  range("caps.maxAhLog2", p.caps.maxAhLog2, 0, 20);
+  range("maxEqDepthLog2", p.maxEqDepthLog2, 1, 15);
+  range("maxCmdqDepth", p.maxCmdqDepth, 4, 1 << 16);
+  return p;
+}

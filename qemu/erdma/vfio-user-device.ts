@@ -1,0 +1,130 @@
+/**
+ * The glue between the erdma core and the vfio-user server (like QEMU's e1000e.c around
+ * e1000e_core.c): the PCI identity, BAR0 through the core's register handlers, BAR2 holding the
+ * MSI-X table and PBA with the profile's vector count, guest memory and interrupts from the
+ * server's DeviceContext, resets, and the core's hardware trace handed to a sink.
+ *
+ * The core never touches guest memory from a register handler; it defers that work (setImmediate
+ * here), so the server has replied to the MMIO access before any DMA starts: QEMU holds its global
+ * lock while the guest waits for that reply, and a DMA message sent meanwhile would never be
+ * answered.
+ */
+import type { DeviceContext, DeviceDefinition, DeviceModel } from "../vfio-user/device.ts";
+import type { TraceEvent } from "../vfio-user/trace.ts";
+import { ERDMA_BARS, ERDMA_PCI_IDENTITY, ErdmaDevice } from "./device.ts";
+import { DmaFault, type ErdmaHost, type GuestMemory } from "./host.ts";
+import type { ErdmaProfile } from "./profile.ts";
+import { profileReflush } from "./profile.ts";
+import type { ErdmaTraceEvent } from "./trace.ts";
+
+export interface ErdmaVfioOptions {
+  /** the guest NIC's MAC: the driver binds the RDMA device to the netdev with this address */
+  mac: string;
+  profile?: ErdmaProfile;
+  /** receives every hardware event of the core (register accesses, commands, state, interrupts) */
+  trace?: (event: ErdmaTraceEvent) => void;
+  /** the clock for the core's event timestamps (ms); default: performance.now() */
+  now?: () => number;
+  name?: string;
+}
+
+/** An erdma PCI function served over vfio-user. */
+export class ErdmaVfioDevice implements DeviceModel {
+  readonly definition: DeviceDefinition;
+  private core: ErdmaDevice | undefined;
+  private ctx: DeviceContext | undefined;
+
+  constructor(private readonly opts: ErdmaVfioOptions) {
+    const profile = opts.profile ?? profileReflush;
+    this.definition = {
+      name: opts.name ?? "erdma",
+      identity: { ...ERDMA_PCI_IDENTITY },
+      bars: [
+        {
+          index: ERDMA_BARS.bar0.index,
+          size: ERDMA_BARS.bar0.size,
+          type: ERDMA_BARS.bar0.type,
+          read: (offset, size) => this.device.bar0Read(offset, size),
+          write: (offset, size, value) => this.device.bar0Write(offset, size, value),
+        },
+        { index: ERDMA_BARS.msix.index, size: ERDMA_BARS.msix.size, type: ERDMA_BARS.msix.type },
+      ],
+      msix: {
+        vectors: profile.msixVectors,
+        bar: ERDMA_BARS.msix.index,
+        tableOffset: ERDMA_BARS.msix.tableOffset,
+        pbaOffset: ERDMA_BARS.msix.pbaOffset,
+      },
+      pcie: true,
+    };
+  }
+
+  /** The core, once the server attached the device. */
+  get device(): ErdmaDevice {
+    if (!this.core) throw new Error("erdma: the device is not attached to a server yet");
+    return this.core;
+  }
+
+  attach(ctx: DeviceContext): void {
+    this.ctx = ctx;
+    const clock = this.opts.now ?? (() => performance.now());
+    const host: ErdmaHost = {
+      dma: guestMemoryOf(ctx),
+      raiseMsix: (vector) => ctx.raiseIrq(vector),
+      trace: (event) => this.opts.trace?.(event),
+      now: clock,
+      defer: (job) => setImmediate(job),
+    };
+    this.core = new ErdmaDevice({
+      host,
+      mac: this.opts.mac,
+      profile: this.opts.profile ?? profileReflush,
+      name: this.definition.name,
+    });
+  }
+
+  reset(): void {
+    this.core?.reset("vfio-user reset");
+  }
+
+  /** The client's memory and interrupts are gone: nothing in flight may reach them. */
+  clientGone(): void {
+    this.core?.reset("client disconnected");
+    this.ctx?.log("info", "client gone: device reset");
+  }
+}
+
+/** The server's DMA access as the core's GuestMemory: every refusal becomes a DmaFault. */
+function guestMemoryOf(ctx: DeviceContext): GuestMemory {
+  const fault = (address: bigint, length: number, access: "read" | "write", err: unknown) =>
+    new DmaFault(address, length, access, err instanceof Error ? err.message : String(err));
+  return {
+    read: (address, length) =>
+      ctx.dma.read(address, length).catch((err: unknown) => {
+        throw fault(address, length, "read", err);
+      }),
+    write: (address, data) =>
+      ctx.dma.write(address, data).catch((err: unknown) => {
+        throw fault(address, data.length, "write", err);
+      }),
+    isMapped: (address, length, access) => ctx.dma.isMapped(address, length, access),
+  };
+}
+
+/**
+ * Which server events belong in an erdma hardware trace beside the core's own: sessions, refusals,
+ * config-space changes, resets and notes. Register accesses, interrupts and DMA are already in the
+ * core's events (decoded), so the protocol-level copies are left out.
+ */
+export function keepServerEvent(e: TraceEvent): boolean {
+  switch (e.kind) {
+    case "recv":
+    case "send":
+      return !/^(REGION_READ|REGION_WRITE|DMA_READ|DMA_WRITE)$/.test(e.command);
+    case "dma":
+    case "irq":
+      return false;
+    default:
+      return true;
+  }
+}
