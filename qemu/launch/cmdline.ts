@@ -41,7 +41,8 @@ export function authKeyParam(publicKeyLine: string): string {
 }
 
 export function kernelCommandLine(spec: GuestSpec): string {
-  const params = ["console=ttyS0,115200", "panic=-1", `loglevel=${spec.loglevel}`];
+  // no_timer_check: under TCG on a loaded host the IO-APIC timer check can fail and panic the boot
+  const params = ["console=ttyS0,115200", "panic=-1", "no_timer_check", `loglevel=${spec.loglevel}`];
   if (spec.probe) params.push("hil.probe");
   if (spec.authorizedKey) params.push(authKeyParam(spec.authorizedKey));
   params.push(...(spec.kernelArgs ?? []));

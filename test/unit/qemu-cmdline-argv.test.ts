@@ -72,7 +72,7 @@ t.test("KVM uses the host CPU", async (t) => {
 t.test("the kernel command line carries console, panic, loglevel, the key and extra args last", async (t) => {
   const line = kernelCommandLine(spec({ kernelArgs: ["hil.modules=siw", "loglevel=3"] }));
   const words = line.split(" ");
-  t.same(words.slice(0, 3), ["console=ttyS0,115200", "panic=-1", "loglevel=7"]);
+  t.same(words.slice(0, 4), ["console=ttyS0,115200", "panic=-1", "no_timer_check", "loglevel=7"]);
   const key = words.find((w) => w.startsWith("hil.authkey="));
   t.ok(key);
   t.equal(Buffer.from(key?.slice("hil.authkey=".length) ?? "", "base64").toString(), `${KEY}\n`);
