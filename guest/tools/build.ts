@@ -1,0 +1,91 @@
+/**
+ * Builds the guest's own tools (guest/tools/*.c) on the host against bookworm's development
+ * packages, dynamically linked (the guest runs the same bookworm libraries), and packs them as an
+ * initramfs layer with the binaries in /usr/bin. Cached by the sources, the compiler and the
+ * -dev packages' versions.
+ */
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { writeCpioGz } from "../../harness/image/cpio.ts";
+import type { ImageLayer } from "../../harness/image/userspace.ts";
+import { ensureHostPackages } from "../../harness/util/apt.ts";
+import { ensureEntry } from "../../harness/util/cache.ts";
+import { probe, run } from "../../harness/util/exec.ts";
+import { hashParts } from "../../harness/util/hash.ts";
+import { progress } from "../../harness/util/progress.ts";
+
+const TOOLS_DIR = fileURLToPath(new URL("./", import.meta.url));
+const RECIPE = "guest-tools-1";
+export const TOOLS_ARCHIVE = "tools.cpio.gz";
+
+/** One tool: its C source here and the libraries it links. */
+interface Tool {
+  binary: string;
+  source: string;
+  libs: string[];
+}
+
+export const GUEST_TOOLS: readonly Tool[] = [
+  { binary: "hil-verbs-lifecycle", source: "verbs-lifecycle.c", libs: ["ibverbs"] },
+];
+
+/** What building them needs on the host (Debian package names). */
+export const TOOLS_HOST_PACKAGES = ["gcc", "libc6-dev", "libibverbs-dev"] as const;
+
+/** Where the guest finds a tool. */
+export function guestToolPath(binary: string): string {
+  return `/usr/bin/${binary}`;
+}
+
+async function toolchainFingerprint(): Promise<string[]> {
+  const gcc = await probe("gcc", ["-dumpfullversion"]);
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's format, not a template
+  const dev = await probe("dpkg-query", ["-W", "-f=${Package} ${Version}\\n", ...TOOLS_HOST_PACKAGES]);
+  return [gcc.stdout.trim(), dev.stdout.trim()];
+}
+
+/** The tools layer (built or from the cache). Installs the -dev packages it needs first. */
+export async function buildGuestToolsLayer(): Promise<ImageLayer> {
+  await ensureHostPackages(TOOLS_HOST_PACKAGES);
+  const parts: (string | Uint8Array)[] = [RECIPE, ...(await toolchainFingerprint())];
+  for (const t of GUEST_TOOLS)
+    parts.push(t.binary, t.libs.join(","), await readFile(join(TOOLS_DIR, t.source)));
+  const key = hashParts(parts);
+  const { dir } = await ensureEntry("image/guest-tools", key, { what: "guest tools" }, async (work) => {
+    const step = progress.step("[image] building guest tools");
+    try {
+      for (const t of GUEST_TOOLS) {
+        await run(`gcc ${t.source}`, "gcc", [
+          "-O2",
+          "-g",
+          "-Wall",
+          "-Werror",
+          "-std=gnu11",
+          "-o",
+          join(work, t.binary),
+          join(TOOLS_DIR, t.source),
+          ...t.libs.map((l) => `-l${l}`),
+        ]);
+      }
+      const entries = [
+        { kind: "dir" as const, path: "usr", mode: 0o755 },
+        { kind: "dir" as const, path: "usr/bin", mode: 0o755 },
+      ];
+      const files = await Promise.all(
+        GUEST_TOOLS.map(async (t) => ({
+          kind: "file" as const,
+          path: guestToolPath(t.binary).slice(1),
+          mode: 0o755,
+          data: await readFile(join(work, t.binary)),
+        })),
+      );
+      await writeCpioGz(join(work, TOOLS_ARCHIVE), [...entries, ...files]);
+      step.succeed(GUEST_TOOLS.map((t) => t.binary).join(", "));
+    } catch (err) {
+      step.fail();
+      throw err;
+    }
+  });
+  return { path: join(dir, TOOLS_ARCHIVE), key };
+}

@@ -1,0 +1,69 @@
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { bootPrepared, prepareGuest } from "../boot.ts";
+import { progress } from "../util/progress.ts";
+import { addDeviceOptions, type DeviceOptionValues, deviceOptions } from "./device-options.ts";
+import { addKernelOptions, type KernelOptionValues, kernelRequest, parseSeconds } from "./kernel-options.ts";
+
+interface BootOptionValues extends KernelOptionValues, DeviceOptionValues {
+  bootTimeout?: number;
+  memory: string;
+  console?: string;
+  trace?: string;
+}
+
+export function register(program: Command): void {
+  const cmd = program
+    .command("boot")
+    .description(
+      "boot a guest on a kernel built here, with the emulated erdma device attached, and run a command in it over SSH (its exit code is hil's); without a command, an interactive shell",
+    )
+    .argument("[command...]", "the command to run in the guest (put it after --)")
+    .option(
+      "--boot-timeout <seconds>",
+      "give up if the guest has not answered over SSH by then",
+      parseSeconds,
+    )
+    .option("--memory <MiB>", "guest memory", "512")
+    .option("--console <file>", "keep the guest's serial console log in this file")
+    .option("--trace <file>", "keep the emulated device's hardware trace (JSON lines) in this file")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  hil boot --kernel debian:6.12 -- cat /proc/version\n  hil boot --kernel debian:6.1 -- ls /sys/module/erdma\n  hil boot --kernel debian:7.2 --trace hw.jsonl -- hil-verbs-lifecycle\n  hil boot --profile erdma-2022 -- rdma link\n",
+    );
+  addDeviceOptions(addKernelOptions(cmd)).action(async (command: string[], opts: BootOptionValues) => {
+    const device = deviceOptions(opts, { traceFile: opts.trace ? resolve(opts.trace) : undefined });
+    const prepared = await prepareGuest(kernelRequest(opts));
+    const step = progress.step(`[boot] ${prepared.kernel.describe}`);
+    const guest = await bootPrepared(prepared, {
+      memoryMiB: Number(opts.memory),
+      bootTimeoutMs: opts.bootTimeout === undefined ? undefined : opts.bootTimeout * 1000,
+      keepConsole: opts.console,
+      device: device ? { profile: device.profileName, traceFile: device.traceFile } : false,
+    }).catch((err: unknown) => {
+      step.fail();
+      throw err;
+    });
+    step.succeed(
+      `guest up (${guest.timings.accel}, first SSH command after ${guest.timings.firstCommandMs} ms)`,
+    );
+    try {
+      if (command.length === 0) {
+        process.exitCode = await guest.shell();
+        return;
+      }
+      const result = await guest.exec(shellJoin(command));
+      process.stdout.write(result.stdout);
+      process.stderr.write(result.stderr);
+      process.exitCode = result.exitCode;
+    } finally {
+      await guest.dispose();
+    }
+  });
+}
+
+/** Quotes argv for the guest's sh so `hil boot -- ls "a b"` means what it says. */
+export function shellJoin(argv: readonly string[]): string {
+  if (argv.length === 1) return argv[0] ?? "";
+  return argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`)).join(" ");
+}

@@ -1,0 +1,41 @@
+import { type Command, InvalidArgumentError } from "commander";
+import { DEFAULT_KERNEL } from "../defaults.ts";
+import type { KernelRequest } from "../kernel/types.ts";
+
+export interface KernelOptionValues {
+  kernel: string;
+  series?: string;
+  config: string[];
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+/** --kernel, --series and --config, shared by the commands that boot a kernel. */
+export function addKernelOptions(cmd: Command): Command {
+  return cmd
+    .option(
+      "--kernel <base>",
+      "debian:6.1 | debian:6.12 | debian:7.2 | a kernel source directory | a source tarball",
+      DEFAULT_KERNEL,
+    )
+    .option("--series <mbox|dir>", "a patch series applied on the base (mbox or a directory of .patch files)")
+    .option(
+      "--config <fragment>",
+      "a Kconfig fragment merged after the base fragment (repeatable)",
+      collect,
+      [],
+    );
+}
+
+export function kernelRequest(values: KernelOptionValues): KernelRequest {
+  return { base: values.kernel, series: values.series, configs: values.config };
+}
+
+export function parseSeconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0)
+    throw new InvalidArgumentError(`expected a positive number of seconds, got "${value}"`);
+  return n;
+}

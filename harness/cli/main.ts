@@ -1,0 +1,37 @@
+import { Command, CommanderError } from "commander";
+import { isHilError } from "../util/errors.ts";
+
+const program = new Command("hil")
+  .description(
+    "erdma-hil: boots QEMU guests with an emulated erdma device and judges RDMA drain/flush behaviour",
+  )
+  .showHelpAfterError()
+  .exitOverride();
+
+// Each area registers its own subcommands.
+const registrations = [
+  import("./setup-command.ts"),
+  import("../kernel/cli.ts"),
+  import("./boot-command.ts"),
+  import("./run-command.ts"),
+];
+
+async function main(): Promise<number> {
+  for (const mod of await Promise.all(registrations)) mod.register(program);
+  try {
+    await program.parseAsync(process.argv);
+    return typeof process.exitCode === "number" ? process.exitCode : 0;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
+    if (isHilError(err)) {
+      process.stderr.write(`hil: error: ${err.format()}\n`);
+      return err.exitCode;
+    }
+    process.stderr.write(
+      `hil: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+    );
+    return 70;
+  }
+}
+
+process.exitCode = await main();

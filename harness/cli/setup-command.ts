@@ -1,0 +1,22 @@
+import type { Command } from "commander";
+import { runSetup } from "../setup.ts";
+
+export function register(program: Command): void {
+  program
+    .command("setup")
+    .description(
+      "install what is missing: host Debian packages, QEMU >= 10.1 with vfio-user-pci, the default kernel source",
+    )
+    .option("--json", "print what was found or installed as JSON")
+    .action(async (opts: { json?: boolean }) => {
+      const report = await runSetup();
+      if (opts.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+      else {
+        process.stdout.write(`qemu: ${report.qemu.binary} (${report.qemu.version}, ${report.qemu.origin})\n`);
+        process.stdout.write(
+          `host packages: ${report.installedPackages.length ? `installed ${report.installedPackages.join(" ")}` : "all present"}\n`,
+        );
+        process.stdout.write(`kernel source ${report.kernelSource.base}: ${report.kernelSource.dir}\n`);
+      }
+    });
+}

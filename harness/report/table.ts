@@ -1,0 +1,22 @@
+import type { CheckResult } from "../verdict.ts";
+
+/** A plain-text verdict table: one row a check, then a summary line a CI log shows. */
+export function renderVerdictTable(results: readonly CheckResult[]): string {
+  const idWidth = Math.max(5, ...results.map((r) => r.id.length));
+  const lines = [`${"check".padEnd(idWidth)}  verdict  reason`];
+  for (const r of results) lines.push(`${r.id.padEnd(idWidth)}  ${r.verdict.padEnd(7)}  ${r.reason}`);
+  lines.push(summaryLine(results));
+  return `${lines.join("\n")}\n`;
+}
+
+export function summaryLine(results: readonly CheckResult[]): string {
+  const count = (v: string) => results.filter((r) => r.verdict === v).length;
+  const passed = count("PASS");
+  const failed = count("FAIL");
+  const others = ["ERROR", "MISS", "SKIP"]
+    .map((v) => [v, count(v)] as const)
+    .filter(([, n]) => n > 0)
+    .map(([v, n]) => `, ${n} ${v.toLowerCase()}`)
+    .join("");
+  return `hil: ${passed} passed, ${failed} failed${others}`;
+}

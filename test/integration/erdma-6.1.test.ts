@@ -1,0 +1,5 @@
+// The upstream erdma driver of Debian's linux-source-6.1 on the erdma device model: probe, rdma link,
+// ibv_devinfo, verbs object lifecycle against the hardware trace, MTU, remove and re-probe.
+import { erdmaGuestTest } from "../support/erdma-guest.ts";
+
+erdmaGuestTest("debian:6.1");

@@ -1,0 +1,65 @@
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { execa } from "execa";
+
+export const HIL_BIN = fileURLToPath(new URL("../../bin/hil", import.meta.url));
+export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface CliResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real `hil` command as a user would. */
+export async function hil(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  const r = await execa(HIL_BIN, [...args], {
+    reject: false,
+    cwd: REPO_ROOT,
+    env: { ...process.env, ...env },
+    stdin: "ignore",
+    stripFinalNewline: false,
+    timeout: 30 * 60_000,
+  });
+  return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
+}
+
+/** A private TMPDIR for one test's hil runs, so what they leave behind is told apart from what
+ * other work on the machine (another test file, another guest) has running or on disk. */
+export interface Isolation {
+  tmp: string;
+  env: NodeJS.ProcessEnv;
+}
+
+export function isolate(): Isolation {
+  const tmp = mkdtempSync(join(tmpdir(), "hil-test-"));
+  return { tmp, env: { TMPDIR: tmp } };
+}
+
+/** Live processes (QEMU, device servers) whose command line names a file under `dir`. */
+export function processesUsing(dir: string): string[] {
+  const found: string[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${name}/cmdline`, "utf8");
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+      if (state !== "Z" && cmdline.includes(`${dir}/`))
+        found.push(`${name} ${cmdline.split("\0").slice(0, 3).join(" ")}`);
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return found;
+}
+
+/** What an isolated run left: processes using its TMPDIR and entries in it (tsx's own cache aside). */
+export function leftovers(iso: Isolation): { processes: string[]; entries: string[] } {
+  return {
+    processes: processesUsing(iso.tmp),
+    entries: readdirSync(iso.tmp).filter((n) => !n.startsWith("tsx-")),
+  };
+}
