@@ -1,0 +1,478 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * hil_kverbs: runs verbs scenarios through the kernel verbs API and rdma_cm, so that
+ * ib_drain_qp() and the driver's kernel paths are what runs. Driven from userspace through
+ * debugfs, /sys/kernel/debug/hil_kverbs/:
+ *
+ *   ctl      (write) commands, one a line (see kv_cmd.c for the list); a write is checked and
+ *            queued at once, and fails with EINVAL if any of its lines is malformed (an
+ *            {"ev":"reject"} record says why). The worker thread runs the queue in order.
+ *   trace    (read)  the JSON-lines trace from the given offset (kv_trace.c)
+ *   status   (read)  one JSON object: worker pid, the running command, queue length, ...
+ *   wait     (read)  like status, after waiting up to wait_ms for the queue to run empty
+ *   wait_ms  (rw)    how long a read of wait waits (default 10000)
+ *
+ * Blocking verbs (connect, drain, a poll that waits) run on the worker thread "hil_kverbs", so
+ * a hung drain leaves that thread stuck (see /proc/<pid>/stack) and nothing else: reads of wait
+ * time out, and rmmod is refused while a command is queued or running.
+ */
+#include <linux/debugfs.h>
+#include <linux/fs.h>
+#include <linux/kthread.h>
+#include <linux/module.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/utsname.h>
+
+#include "kv.h"
+
+#define KV_VERSION 1
+#define KV_CTL_MAX 4096
+
+static unsigned int trace_kb = 8192;
+module_param(trace_kb, uint, 0444);
+MODULE_PARM_DESC(trace_kb, "trace buffer size in KiB (default 8192)");
+
+static unsigned int max_wrs = 65536;
+module_param(max_wrs, uint, 0444);
+MODULE_PARM_DESC(max_wrs, "work requests a QP may post over its lifetime (default 65536)");
+
+struct kv_state kv;
+
+static struct {
+	spinlock_t lock;
+	struct list_head queue;
+	unsigned int queued;
+	struct kv_cmd *busy;
+	u64 busy_since;
+	u64 next_id;
+	u64 last_done;
+	wait_queue_head_t cmd_wq;
+	wait_queue_head_t done_wq;
+	struct task_struct *task;
+} wk;
+
+static u32 wait_ms = 10000;
+static struct dentry *kv_dir;
+
+/* ---- the devices the ib_client has seen ---- */
+
+struct kv_devent {
+	struct list_head node;
+	struct ib_device *dev;
+};
+
+static LIST_HEAD(kv_devs);
+static DEFINE_MUTEX(kv_devs_lock);
+
+struct ib_device *kv_device_by_name(const char *name)
+{
+	struct kv_devent *e;
+	struct ib_device *found = NULL;
+
+	mutex_lock(&kv_devs_lock);
+	list_for_each_entry(e, &kv_devs, node) {
+		if (!strcmp(dev_name(&e->dev->dev), name)) {
+			found = e->dev;
+			break;
+		}
+	}
+	mutex_unlock(&kv_devs_lock);
+	return found;
+}
+
+bool kv_device_known(struct ib_device *dev)
+{
+	struct kv_devent *e;
+	bool found = false;
+
+	mutex_lock(&kv_devs_lock);
+	list_for_each_entry(e, &kv_devs, node)
+		if (e->dev == dev)
+			found = true;
+	mutex_unlock(&kv_devs_lock);
+	return found;
+}
+
+static void trace_ibdev(struct ib_device *dev, const char *action)
+{
+	struct kv_rec r;
+
+	kv_rec_begin(&r, "ibdev");
+	kv_rec_str(&r, "name", dev_name(&dev->dev));
+	kv_rec_str(&r, "action", action);
+	kv_rec_commit(&r);
+}
+
+static int kv_add_one(struct ib_device *dev)
+{
+	struct kv_devent *e = kzalloc(sizeof(*e), GFP_KERNEL);
+
+	if (!e)
+		return -ENOMEM;
+	e->dev = dev;
+	mutex_lock(&kv_devs_lock);
+	list_add_tail(&e->node, &kv_devs);
+	mutex_unlock(&kv_devs_lock);
+	trace_ibdev(dev, "add");
+	return 0;
+}
+
+static void kv_remove_one(struct ib_device *dev, void *client_data)
+{
+	struct kv_devent *e, *tmp;
+
+	/* waits for the running command: a stuck drain keeps the device from going away */
+	mutex_lock(&kv.exec_lock);
+	if (kv.dev == dev)
+		kv_teardown_all("device removed");
+	mutex_unlock(&kv.exec_lock);
+	mutex_lock(&kv_devs_lock);
+	list_for_each_entry_safe(e, tmp, &kv_devs, node) {
+		if (e->dev == dev) {
+			list_del(&e->node);
+			kfree(e);
+		}
+	}
+	mutex_unlock(&kv_devs_lock);
+	trace_ibdev(dev, "remove");
+}
+
+static struct ib_client kv_client = {
+	.name = "hil_kverbs",
+	.add = kv_add_one,
+	.remove = kv_remove_one,
+};
+
+/* ---- the worker ---- */
+
+static void kv_execute(struct kv_cmd *cmd)
+{
+	struct kv_rec r;
+	u64 t0 = ktime_get_ns();
+	int rc;
+
+	mutex_lock(&kv.exec_lock);
+	kv_rec_begin(&r, "cmd");
+	kv_rec_uint(&r, "id", cmd->id);
+	kv_rec_str(&r, "line", cmd->line);
+	kv_rec_commit(&r);
+
+	rc = cmd->op->run(cmd);
+
+	kv_rec_begin(&r, "done");
+	kv_rec_uint(&r, "id", cmd->id);
+	kv_rec_str(&r, "op", cmd->op->name);
+	kv_rec_int(&r, "rc", rc);
+	kv_rec_uint(&r, "us", (ktime_get_ns() - t0) / 1000);
+	if (cmd->err[0])
+		kv_rec_str(&r, "err", cmd->err);
+	kv_rec_commit(&r);
+	mutex_unlock(&kv.exec_lock);
+}
+
+static bool kv_has_work(void)
+{
+	bool work;
+
+	spin_lock(&wk.lock);
+	work = !list_empty(&wk.queue);
+	spin_unlock(&wk.lock);
+	return work || kthread_should_stop();
+}
+
+static int kv_worker(void *unused)
+{
+	for (;;) {
+		struct kv_cmd *cmd = NULL;
+
+		/* TASK_IDLE: an idle worker is not a hung task */
+		wait_event_idle(wk.cmd_wq, kv_has_work());
+		spin_lock(&wk.lock);
+		if (!list_empty(&wk.queue)) {
+			cmd = list_first_entry(&wk.queue, struct kv_cmd, node);
+			list_del(&cmd->node);
+			wk.queued--;
+			wk.busy = cmd;
+			wk.busy_since = ktime_get_ns();
+		}
+		spin_unlock(&wk.lock);
+		if (!cmd) {
+			if (kthread_should_stop())
+				break;
+			continue;
+		}
+		kv_execute(cmd);
+		spin_lock(&wk.lock);
+		wk.busy = NULL;
+		wk.last_done = cmd->id;
+		spin_unlock(&wk.lock);
+		wake_up_all(&wk.done_wq);
+		kfree(cmd);
+		module_put(THIS_MODULE);
+	}
+	return 0;
+}
+
+static bool kv_idle(void)
+{
+	bool idle;
+
+	spin_lock(&wk.lock);
+	idle = list_empty(&wk.queue) && !wk.busy;
+	spin_unlock(&wk.lock);
+	return idle;
+}
+
+static int kv_status_json(char *buf, size_t size)
+{
+	int n;
+
+	spin_lock(&wk.lock);
+	n = scnprintf(buf, size, "{\"version\":%d,\"pid\":%d,\"idle\":%s,\"queued\":%u,\"last_done\":%llu,",
+		      KV_VERSION, task_pid_nr(wk.task),
+		      list_empty(&wk.queue) && !wk.busy ? "true" : "false", wk.queued, wk.last_done);
+	if (wk.busy)
+		n += scnprintf(buf + n, size - n, "\"busy\":{\"id\":%llu,\"op\":\"%s\",\"ms\":%llu},",
+			       wk.busy->id, wk.busy->op->name,
+			       (ktime_get_ns() - wk.busy_since) / NSEC_PER_MSEC);
+	else
+		n += scnprintf(buf + n, size - n, "\"busy\":null,");
+	spin_unlock(&wk.lock);
+	n += scnprintf(buf + n, size - n, "\"trace_bytes\":%zu,\"dropped\":%llu,\"release\":\"%s\"}\n",
+		       kv_trace_bytes(), kv_trace_dropped(), init_utsname()->release);
+	return n;
+}
+
+/* ---- debugfs ---- */
+
+static void kv_reject(const char *line, const char *why)
+{
+	struct kv_rec r;
+
+	kv_rec_begin(&r, "reject");
+	kv_rec_str(&r, "line", line);
+	kv_rec_str(&r, "why", why);
+	kv_rec_commit(&r);
+}
+
+static ssize_t ctl_write(struct file *file, const char __user *ubuf, size_t count, loff_t *ppos)
+{
+	LIST_HEAD(batch);
+	struct kv_cmd *cmd, *tmp;
+	char *text, *p;
+	int rc = 0, n = 0;
+
+	if (count > KV_CTL_MAX)
+		return -E2BIG;
+	text = memdup_user_nul(ubuf, count);
+	if (IS_ERR(text))
+		return PTR_ERR(text);
+	p = text;
+	while (p && *p) {
+		char *line = strsep(&p, "\n;");
+		size_t len = strlen(line);
+		const char *why = NULL;
+
+		while (len && (line[len - 1] == ' ' || line[len - 1] == '\t' || line[len - 1] == '\r'))
+			line[--len] = '\0';
+		while (*line == ' ' || *line == '\t') {
+			line++;
+			len--;
+		}
+		if (!len || *line == '#')
+			continue;
+		cmd = kzalloc(sizeof(*cmd), GFP_KERNEL);
+		if (!cmd) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = kv_parse(line, len, cmd, &why);
+		if (rc) {
+			kv_reject(line, why);
+			kfree(cmd);
+			break;
+		}
+		list_add_tail(&cmd->node, &batch);
+		n++;
+	}
+	kfree(text);
+	if (rc) {
+		list_for_each_entry_safe(cmd, tmp, &batch, node)
+			kfree(cmd);
+		return rc;
+	}
+	spin_lock(&wk.lock);
+	list_for_each_entry(cmd, &batch, node) {
+		cmd->id = ++wk.next_id;
+		/* rmmod is refused while a command waits or runs */
+		__module_get(THIS_MODULE);
+	}
+	wk.queued += n;
+	list_splice_tail(&batch, &wk.queue);
+	spin_unlock(&wk.lock);
+	wake_up(&wk.cmd_wq);
+	return count;
+}
+
+static ssize_t trace_read(struct file *file, char __user *ubuf, size_t count, loff_t *ppos)
+{
+	return kv_trace_read(ubuf, count, ppos);
+}
+
+#define KV_STATUS_LEN 512
+
+static int status_open(struct inode *inode, struct file *file)
+{
+	file->private_data = NULL;
+	return nonseekable_open(inode, file);
+}
+
+static int status_release(struct inode *inode, struct file *file)
+{
+	kfree(file->private_data);
+	return 0;
+}
+
+/* status and wait: the text is made on the first read and served from the file after that */
+static ssize_t status_text_read(struct file *file, char __user *ubuf, size_t count, loff_t *ppos,
+				bool wait)
+{
+	char *text = file->private_data;
+
+	if (!text) {
+		text = kzalloc(KV_STATUS_LEN, GFP_KERNEL);
+		if (!text)
+			return -ENOMEM;
+		if (wait) {
+			long left = wait_event_interruptible_timeout(wk.done_wq, kv_idle(),
+								     msecs_to_jiffies(READ_ONCE(wait_ms)));
+			if (left < 0) {
+				kfree(text);
+				return left;
+			}
+		}
+		kv_status_json(text, KV_STATUS_LEN);
+		file->private_data = text;
+	}
+	return simple_read_from_buffer(ubuf, count, ppos, text, strlen(text));
+}
+
+static ssize_t status_read(struct file *file, char __user *ubuf, size_t count, loff_t *ppos)
+{
+	return status_text_read(file, ubuf, count, ppos, false);
+}
+
+static ssize_t wait_read(struct file *file, char __user *ubuf, size_t count, loff_t *ppos)
+{
+	return status_text_read(file, ubuf, count, ppos, true);
+}
+
+static const struct file_operations ctl_fops = {
+	.owner = THIS_MODULE,
+	.open = nonseekable_open,
+	.write = ctl_write,
+};
+
+static const struct file_operations trace_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.read = trace_read,
+	.llseek = default_llseek,
+};
+
+static const struct file_operations status_fops = {
+	.owner = THIS_MODULE,
+	.open = status_open,
+	.release = status_release,
+	.read = status_read,
+};
+
+static const struct file_operations wait_fops = {
+	.owner = THIS_MODULE,
+	.open = status_open,
+	.release = status_release,
+	.read = wait_read,
+};
+
+static void kv_hello(void)
+{
+	struct kv_rec r;
+
+	kv_rec_begin(&r, "hello");
+	kv_rec_int(&r, "version", KV_VERSION);
+	kv_rec_str(&r, "release", init_utsname()->release);
+	kv_rec_int(&r, "pid", task_pid_nr(wk.task));
+	kv_rec_commit(&r);
+}
+
+static int __init kv_init(void)
+{
+	int i, rc;
+
+	mutex_init(&kv.exec_lock);
+	INIT_LIST_HEAD(&kv.graveyard);
+	kv.max_wrs = max_wrs;
+	for (i = 0; i < KV_MAX_OBJS; i++) {
+		init_waitqueue_head(&kv.cqs[i].wq);
+		init_waitqueue_head(&kv.qps[i].cm.wq);
+		init_waitqueue_head(&kv.listeners[i].cm.wq);
+		spin_lock_init(&kv.listeners[i].lock);
+	}
+	spin_lock_init(&wk.lock);
+	INIT_LIST_HEAD(&wk.queue);
+	init_waitqueue_head(&wk.cmd_wq);
+	init_waitqueue_head(&wk.done_wq);
+
+	rc = kv_trace_init((size_t)max(trace_kb, 64U) * 1024);
+	if (rc)
+		return rc;
+	wk.task = kthread_run(kv_worker, NULL, "hil_kverbs");
+	if (IS_ERR(wk.task)) {
+		rc = PTR_ERR(wk.task);
+		goto err_trace;
+	}
+	kv_hello();
+	rc = ib_register_client(&kv_client);
+	if (rc)
+		goto err_thread;
+	kv_dir = debugfs_create_dir("hil_kverbs", NULL);
+	if (IS_ERR(kv_dir)) {
+		rc = PTR_ERR(kv_dir);
+		goto err_client;
+	}
+	debugfs_create_file("ctl", 0200, kv_dir, NULL, &ctl_fops);
+	debugfs_create_file("trace", 0400, kv_dir, NULL, &trace_fops);
+	debugfs_create_file("status", 0400, kv_dir, NULL, &status_fops);
+	debugfs_create_file("wait", 0400, kv_dir, NULL, &wait_fops);
+	debugfs_create_u32("wait_ms", 0600, kv_dir, &wait_ms);
+	return 0;
+
+err_client:
+	ib_unregister_client(&kv_client);
+err_thread:
+	kthread_stop(wk.task);
+err_trace:
+	kv_trace_exit();
+	return rc;
+}
+
+static void __exit kv_exit(void)
+{
+	debugfs_remove_recursive(kv_dir);
+	/* nothing is queued: every queued command holds a module reference */
+	kthread_stop(wk.task);
+	mutex_lock(&kv.exec_lock);
+	kv_teardown_all("module unload");
+	mutex_unlock(&kv.exec_lock);
+	ib_unregister_client(&kv_client);
+	kv_trace_exit();
+}
+
+module_init(kv_init);
+module_exit(kv_exit);
+
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("erdma-hil in-kernel verbs executor (kernel verbs and rdma_cm scenarios)");
+MODULE_AUTHOR("erdma-hil");

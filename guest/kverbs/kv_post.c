@@ -1,0 +1,597 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Work requests and completions, each verbs call traced before it is made and after it returns
+ * (a driver may complete, flush or call back inside the call itself):
+ *
+ *   post_send qp= wr_id=<first> [op=send|send_imm|write|write_imm|read] [count=1] [len=64]
+ *             [batch=count] [signal=all|none|last|<n>] [inline=0|1] [fill=1] [imm=<u32>]
+ *       count WRs with wr_ids first, first+1, ...; `batch` of them chained per ib_post_send;
+ *       signal=last signals the last WR of each call, <n> every n-th WR of the command.
+ *       SEND payloads are the pattern of kv_fill_pattern(wr_id); WRITE goes to the peer's
+ *       receive buffer of the same index, READ reads the peer's send buffer (pd rkey=global).
+ *   post_recv qp= wr_id=<first> [count=1] [len=buf] [batch=count]
+ *   poll cq= [min=0] [timeout=1000] [budget=0]   until `min` completions arrived on the CQ since
+ *       the previous poll command returned: direct CQs are polled (ib_process_cq_direct, at most
+ *       `budget` a pass, 0: all), others are waited on (their handler runs in its own context)
+ *   modify qp= state=RESET|INIT|RTR|RTS|SQD|SQE|ERR    ib_modify_qp(IB_QP_STATE)
+ *   query qp=                                    ib_query_qp(IB_QP_STATE)
+ *   drain qp= [which=qp|sq|rq]                   ib_drain_qp / ib_drain_sq / ib_drain_rq
+ */
+#include <linux/delay.h>
+#include <linux/jiffies.h>
+#include <linux/kernel.h>
+#include <linux/slab.h>
+
+#include "kv.h"
+
+#define KV_MAX_BATCH 1024
+#define KV_QPS_UNSET ((enum ib_qp_state)0x7f)
+
+static const char *const wc_status_names[] = {
+	[IB_WC_SUCCESS] = "SUCCESS",
+	[IB_WC_LOC_LEN_ERR] = "LOC_LEN_ERR",
+	[IB_WC_LOC_QP_OP_ERR] = "LOC_QP_OP_ERR",
+	[IB_WC_LOC_EEC_OP_ERR] = "LOC_EEC_OP_ERR",
+	[IB_WC_LOC_PROT_ERR] = "LOC_PROT_ERR",
+	[IB_WC_WR_FLUSH_ERR] = "WR_FLUSH_ERR",
+	[IB_WC_MW_BIND_ERR] = "MW_BIND_ERR",
+	[IB_WC_BAD_RESP_ERR] = "BAD_RESP_ERR",
+	[IB_WC_LOC_ACCESS_ERR] = "LOC_ACCESS_ERR",
+	[IB_WC_REM_INV_REQ_ERR] = "REM_INV_REQ_ERR",
+	[IB_WC_REM_ACCESS_ERR] = "REM_ACCESS_ERR",
+	[IB_WC_REM_OP_ERR] = "REM_OP_ERR",
+	[IB_WC_RETRY_EXC_ERR] = "RETRY_EXC_ERR",
+	[IB_WC_RNR_RETRY_EXC_ERR] = "RNR_RETRY_EXC_ERR",
+	[IB_WC_LOC_RDD_VIOL_ERR] = "LOC_RDD_VIOL_ERR",
+	[IB_WC_REM_INV_RD_REQ_ERR] = "REM_INV_RD_REQ_ERR",
+	[IB_WC_REM_ABORT_ERR] = "REM_ABORT_ERR",
+	[IB_WC_INV_EECN_ERR] = "INV_EECN_ERR",
+	[IB_WC_INV_EEC_STATE_ERR] = "INV_EEC_STATE_ERR",
+	[IB_WC_FATAL_ERR] = "FATAL_ERR",
+	[IB_WC_RESP_TIMEOUT_ERR] = "RESP_TIMEOUT_ERR",
+	[IB_WC_GENERAL_ERR] = "GENERAL_ERR",
+};
+
+static const char *wc_opcode_name(enum ib_wc_opcode op)
+{
+	switch (op) {
+	case IB_WC_SEND:
+		return "SEND";
+	case IB_WC_RDMA_WRITE:
+		return "RDMA_WRITE";
+	case IB_WC_RDMA_READ:
+		return "RDMA_READ";
+	case IB_WC_COMP_SWAP:
+		return "COMP_SWAP";
+	case IB_WC_FETCH_ADD:
+		return "FETCH_ADD";
+	case IB_WC_LOCAL_INV:
+		return "LOCAL_INV";
+	case IB_WC_REG_MR:
+		return "REG_MR";
+	case IB_WC_RECV:
+		return "RECV";
+	case IB_WC_RECV_RDMA_WITH_IMM:
+		return "RECV_RDMA_WITH_IMM";
+	default:
+		return "OTHER";
+	}
+}
+
+struct kv_send_op {
+	const char *name;
+	enum ib_wr_opcode opcode;
+	bool rdma;
+	bool imm;
+};
+
+static const struct kv_send_op send_ops[] = {
+	{ "send", IB_WR_SEND, false, false },
+	{ "send_imm", IB_WR_SEND_WITH_IMM, false, true },
+	{ "write", IB_WR_RDMA_WRITE, true, false },
+	{ "write_imm", IB_WR_RDMA_WRITE_WITH_IMM, true, true },
+	{ "read", IB_WR_RDMA_READ, true, false },
+};
+
+void kv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kv_ctx *c = container_of(wc->wr_cqe, struct kv_ctx, cqe);
+	struct kv_cq *kcq = cq->cq_context;
+	struct kv_pool *pool = c->pool;
+	int n = atomic_inc_return(&c->ncqe);
+	struct kv_rec r;
+
+	if (c->bench) {
+		kv_bench_done(c, kcq, wc);
+		return;
+	}
+	if (c->queue == KV_SQ && wc->status == IB_WC_SUCCESS && c->seq + 1 > pool->sq_done_upto)
+		pool->sq_done_upto = c->seq + 1;
+
+	kv_rec_begin(&r, "cqe");
+	kv_rec_str(&r, "cq", kcq->name);
+	kv_rec_str(&r, "qp", pool->name);
+	kv_rec_str(&r, "queue", c->queue == KV_SQ ? "sq" : "rq");
+	kv_rec_uint(&r, "wr_id", c->wr_id);
+	kv_rec_uint(&r, "status", wc->status);
+	if ((unsigned int)wc->status < ARRAY_SIZE(wc_status_names) &&
+	    wc_status_names[wc->status])
+		kv_rec_str(&r, "status_name", wc_status_names[wc->status]);
+	else
+		kv_rec_str(&r, "status_name", "UNKNOWN");
+	kv_rec_uint(&r, "opcode", wc->opcode);
+	kv_rec_str(&r, "opcode_name", wc_opcode_name(wc->opcode));
+	kv_rec_uint(&r, "qp_num", wc->qp ? wc->qp->qp_num : 0);
+	kv_rec_uint(&r, "vendor_err", wc->vendor_err);
+	kv_rec_uint(&r, "byte_len", wc->byte_len);
+	kv_rec_uint(&r, "call", c->call);
+	if (n > 1)
+		kv_rec_int(&r, "n", n);
+	if (wc->wc_flags & IB_WC_WITH_IMM)
+		kv_rec_uint(&r, "imm", be32_to_cpu(wc->ex.imm_data));
+	if (wc->status == IB_WC_SUCCESS && wc->opcode == IB_WC_RECV && c->queue == KV_RQ) {
+		struct kv_slot *s = &pool->slots[KV_RQ][c->slot];
+		u32 len = min(wc->byte_len, pool->slot_len);
+
+		ib_dma_sync_single_for_cpu(pool->dev, s->dma, pool->slot_len, DMA_BIDIRECTIONAL);
+		kv_rec_uint(&r, "sum", kv_fnv1a(s->va, len));
+	}
+	kv_rec_commit(&r);
+	atomic_inc(&kcq->ncqe);
+	wake_up_all(&kcq->wq);
+}
+
+void kv_qp_event(struct ib_event *ev, void *context)
+{
+	struct kv_pool *pool = context;
+	struct kv_rec r;
+
+	kv_rec_begin(&r, "async");
+	kv_rec_str(&r, "qp", pool->name);
+	kv_rec_str(&r, "event", ib_event_msg(ev->event));
+	kv_rec_uint(&r, "code", ev->event);
+	kv_rec_commit(&r);
+}
+
+static struct kv_qp *need_qp(struct kv_cmd *cmd)
+{
+	struct kv_qp *q = kv_find_qp(kv_arg(cmd, "qp"));
+
+	if (!q)
+		kv_fail(cmd, -ENOENT, "no QP %s", kv_arg(cmd, "qp"));
+	return q;
+}
+
+enum kv_signal { SIG_ALL, SIG_NONE, SIG_LAST, SIG_EVERY };
+
+struct kv_post_args {
+	u64 wr_id;
+	u32 count;
+	u32 len;
+	u32 batch;
+	u32 every;
+	enum kv_signal signal;
+	const char *signal_text;
+};
+
+static int post_args(struct kv_cmd *cmd, struct kv_qp *q, u32 def_len, struct kv_post_args *a)
+{
+	const char *sig = kv_arg(cmd, "signal") ?: "all";
+	int rc;
+
+	rc = kv_arg_u64(cmd, "wr_id", 0, &a->wr_id) ?: kv_arg_u32(cmd, "count", 1, &a->count) ?:
+	     kv_arg_u32(cmd, "len", def_len, &a->len);
+	if (rc)
+		return rc;
+	rc = kv_arg_u32(cmd, "batch", a->count, &a->batch);
+	if (rc)
+		return rc;
+	if (!a->count)
+		return kv_fail(cmd, -EINVAL, "count=0");
+	if (!a->batch || a->batch > KV_MAX_BATCH)
+		return kv_fail(cmd, -EINVAL, "batch is 1..%d (give batch= for larger counts)",
+			       KV_MAX_BATCH);
+	if (a->len > q->pool->slot_len)
+		return kv_fail(cmd, -EINVAL, "len=%u is more than the QP's buf=%u", a->len,
+			       q->pool->slot_len);
+	a->signal_text = sig;
+	if (!strcmp(sig, "all")) {
+		a->signal = SIG_ALL;
+	} else if (!strcmp(sig, "none")) {
+		a->signal = SIG_NONE;
+	} else if (!strcmp(sig, "last")) {
+		a->signal = SIG_LAST;
+	} else {
+		a->signal = SIG_EVERY;
+		if (kstrtou32(sig, 0, &a->every) || !a->every)
+			return kv_fail(cmd, -EINVAL, "signal=%s: all, none, last or a number", sig);
+	}
+	return 0;
+}
+
+static bool signaled(const struct kv_post_args *a, u32 index, bool last_of_call)
+{
+	switch (a->signal) {
+	case SIG_ALL:
+		return true;
+	case SIG_NONE:
+		return false;
+	case SIG_LAST:
+		return last_of_call;
+	default:
+		return (index + 1) % a->every == 0;
+	}
+}
+
+static void trace_post(u64 call, struct kv_qp *q, const char *queue, const char *op,
+		       const struct kv_post_args *a, u64 first, u32 index, u32 n)
+{
+	struct kv_rec r;
+
+	kv_rec_begin(&r, "post");
+	kv_rec_uint(&r, "call", call);
+	kv_rec_str(&r, "qp", q->name);
+	kv_rec_str(&r, "queue", queue);
+	kv_rec_str(&r, "op", op);
+	kv_rec_uint(&r, "wr_id", first);
+	kv_rec_uint(&r, "count", n);
+	kv_rec_uint(&r, "index", index);
+	kv_rec_uint(&r, "len", a->len);
+	if (a->signal_text)
+		kv_rec_str(&r, "signal", a->signal_text);
+	kv_rec_commit(&r);
+}
+
+/* The contexts of a call that never happened. */
+static void unpost(struct kv_ctx **ctxs, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++)
+		ctxs[i]->state = KV_CTX_FAILED;
+}
+
+/* Marks the WRs from the bad one on as not posted; traces the call's return. */
+static void post_ret(u64 call, int rc, int bad_index, struct kv_ctx **ctxs, u32 n)
+{
+	struct kv_rec r;
+	u32 i;
+
+	if (rc) {
+		/* without a bad_wr nothing is known to be posted */
+		u32 from = bad_index < 0 ? 0 : bad_index;
+
+		for (i = from; i < n; i++)
+			ctxs[i]->state = KV_CTX_FAILED;
+	}
+	kv_rec_begin(&r, "post_ret");
+	kv_rec_uint(&r, "call", call);
+	kv_rec_int(&r, "rc", rc);
+	if (rc && bad_index >= 0)
+		kv_rec_int(&r, "bad", bad_index);
+	else
+		kv_rec_null(&r, "bad");
+	kv_rec_commit(&r);
+}
+
+int kv_op_post_send(struct kv_cmd *cmd)
+{
+	const char *opname = kv_arg(cmd, "op") ?: "send";
+	const struct kv_send_op *op = NULL;
+	struct kv_qp *q = need_qp(cmd);
+	struct kv_post_args a;
+	struct ib_rdma_wr *wrs = NULL;
+	struct ib_sge *sges = NULL;
+	struct kv_ctx **ctxs = NULL;
+	struct kv_pool *pool;
+	u32 inl, fill, imm, done, i;
+	bool imm_given;
+	int rc;
+
+	if (!q)
+		return -ENOENT;
+	pool = q->pool;
+	for (i = 0; i < ARRAY_SIZE(send_ops); i++)
+		if (!strcmp(send_ops[i].name, opname))
+			op = &send_ops[i];
+	if (!op)
+		return kv_fail(cmd, -EINVAL, "op=%s: send, send_imm, write, write_imm or read", opname);
+	rc = post_args(cmd, q, min_t(u32, 64, pool->slot_len), &a) ?:
+	     kv_arg_u32(cmd, "inline", 0, &inl) ?: kv_arg_u32(cmd, "fill", 1, &fill) ?:
+	     kv_arg_u32(cmd, "imm", 0, &imm);
+	if (rc)
+		return rc;
+	imm_given = kv_arg(cmd, "imm");
+	if (op->rdma && (!q->peer || !q->pd->global_rkey || !q->peer->pd->global_rkey))
+		return kv_fail(cmd, -EINVAL, "op=%s needs a connected local peer and pd rkey=global",
+			       opname);
+
+	wrs = kcalloc(a.batch, sizeof(*wrs), GFP_KERNEL);
+	sges = kcalloc(a.batch, sizeof(*sges), GFP_KERNEL);
+	ctxs = kcalloc(a.batch, sizeof(*ctxs), GFP_KERNEL);
+	if (!wrs || !sges || !ctxs) {
+		rc = kv_fail(cmd, -ENOMEM, "no memory for %u WRs", a.batch);
+		goto out;
+	}
+	for (done = 0; done < a.count && !rc; done += a.batch) {
+		u32 n = min(a.batch, a.count - done);
+		const struct ib_send_wr *bad = NULL;
+		int bad_index = -1;
+		u64 call = ++kv.calls;
+
+		memset(wrs, 0, n * sizeof(*wrs));
+		for (i = 0; i < n; i++) {
+			struct kv_ctx *c = kv_ctx_get(pool);
+			struct ib_send_wr *wr = &wrs[i].wr;
+			struct kv_slot *s;
+			u64 wr_id = a.wr_id + done + i;
+
+			if (!c) {
+				rc = kv_fail(cmd, -ENOSPC, "QP %s has posted max_wrs WRs", q->name);
+				unpost(ctxs, i);
+				goto out;
+			}
+			ctxs[i] = c;
+			c->wr_id = wr_id;
+			c->call = call;
+			c->queue = KV_SQ;
+			c->seq = pool->posted[KV_SQ]++;
+			c->slot = c->seq % pool->nslots[KV_SQ];
+			c->opcode = op->opcode;
+			c->signaled = signaled(&a, done + i, i == n - 1);
+			c->state = KV_CTX_POSTED;
+			s = &pool->slots[KV_SQ][c->slot];
+			if (fill && op->opcode != IB_WR_RDMA_READ) {
+				kv_fill_pattern(s->va, a.len, wr_id);
+				ib_dma_sync_single_for_device(pool->dev, s->dma, pool->slot_len,
+							      DMA_BIDIRECTIONAL);
+			}
+			sges[i].addr = s->dma;
+			sges[i].length = a.len;
+			sges[i].lkey = q->pd->pd->local_dma_lkey;
+			wr->wr_cqe = &c->cqe;
+			wr->opcode = op->opcode;
+			wr->sg_list = a.len ? &sges[i] : NULL;
+			wr->num_sge = a.len ? 1 : 0;
+			wr->send_flags = (c->signaled ? IB_SEND_SIGNALED : 0) |
+					 (inl ? IB_SEND_INLINE : 0);
+			if (op->imm)
+				wr->ex.imm_data = cpu_to_be32(imm_given ? imm : (u32)wr_id);
+			if (op->rdma) {
+				struct kv_pool *pp = q->peer->pool;
+				enum kv_queue pq = op->opcode == IB_WR_RDMA_READ ? KV_SQ : KV_RQ;
+
+				wrs[i].remote_addr = pp->slots[pq][c->seq % pp->nslots[pq]].dma;
+				wrs[i].rkey = q->peer->pd->pd->unsafe_global_rkey;
+			}
+			if (i)
+				wrs[i - 1].wr.next = wr;
+			c->t_post = ktime_get_ns();
+		}
+		trace_post(call, q, "sq", op->name, &a, a.wr_id + done, done, n);
+		rc = ib_post_send(q->qp, &wrs[0].wr, &bad);
+		if (rc && bad) {
+			for (i = 0; i < n; i++)
+				if (&wrs[i].wr == bad)
+					bad_index = i;
+		}
+		post_ret(call, rc, bad_index, ctxs, n);
+		if (rc)
+			kv_fail(cmd, rc, "ib_post_send failed");
+	}
+out:
+	kfree(ctxs);
+	kfree(sges);
+	kfree(wrs);
+	return rc;
+}
+
+int kv_op_post_recv(struct kv_cmd *cmd)
+{
+	struct kv_qp *q = need_qp(cmd);
+	struct kv_post_args a;
+	struct ib_recv_wr *wrs = NULL;
+	struct ib_sge *sges = NULL;
+	struct kv_ctx **ctxs = NULL;
+	struct kv_pool *pool;
+	u32 done, i;
+	int rc;
+
+	if (!q)
+		return -ENOENT;
+	pool = q->pool;
+	rc = post_args(cmd, q, pool->slot_len, &a);
+	if (rc)
+		return rc;
+	a.signal_text = NULL;
+	wrs = kcalloc(a.batch, sizeof(*wrs), GFP_KERNEL);
+	sges = kcalloc(a.batch, sizeof(*sges), GFP_KERNEL);
+	ctxs = kcalloc(a.batch, sizeof(*ctxs), GFP_KERNEL);
+	if (!wrs || !sges || !ctxs) {
+		rc = kv_fail(cmd, -ENOMEM, "no memory for %u WRs", a.batch);
+		goto out;
+	}
+	for (done = 0; done < a.count && !rc; done += a.batch) {
+		u32 n = min(a.batch, a.count - done);
+		const struct ib_recv_wr *bad = NULL;
+		int bad_index = -1;
+		u64 call = ++kv.calls;
+
+		memset(wrs, 0, n * sizeof(*wrs));
+		for (i = 0; i < n; i++) {
+			struct kv_ctx *c = kv_ctx_get(pool);
+			struct kv_slot *s;
+
+			if (!c) {
+				rc = kv_fail(cmd, -ENOSPC, "QP %s has posted max_wrs WRs", q->name);
+				unpost(ctxs, i);
+				goto out;
+			}
+			ctxs[i] = c;
+			c->wr_id = a.wr_id + done + i;
+			c->call = call;
+			c->queue = KV_RQ;
+			c->seq = pool->posted[KV_RQ]++;
+			c->slot = c->seq % pool->nslots[KV_RQ];
+			c->signaled = 1;
+			c->state = KV_CTX_POSTED;
+			s = &pool->slots[KV_RQ][c->slot];
+			sges[i].addr = s->dma;
+			sges[i].length = a.len;
+			sges[i].lkey = q->pd->pd->local_dma_lkey;
+			wrs[i].wr_cqe = &c->cqe;
+			wrs[i].sg_list = a.len ? &sges[i] : NULL;
+			wrs[i].num_sge = a.len ? 1 : 0;
+			if (i)
+				wrs[i - 1].next = &wrs[i];
+			c->t_post = ktime_get_ns();
+		}
+		trace_post(call, q, "rq", "recv", &a, a.wr_id + done, done, n);
+		rc = ib_post_recv(q->qp, &wrs[0], &bad);
+		if (rc && bad) {
+			for (i = 0; i < n; i++)
+				if (&wrs[i] == bad)
+					bad_index = i;
+		}
+		post_ret(call, rc, bad_index, ctxs, n);
+		if (rc)
+			kv_fail(cmd, rc, "ib_post_recv failed");
+	}
+out:
+	kfree(ctxs);
+	kfree(sges);
+	kfree(wrs);
+	return rc;
+}
+
+int kv_op_poll(struct kv_cmd *cmd)
+{
+	struct kv_cq *cq = kv_find_cq(kv_arg(cmd, "cq"));
+	u32 min, ms, budget;
+	unsigned long deadline;
+	struct kv_rec r;
+	int start, got, rc;
+
+	if (!cq)
+		return kv_fail(cmd, -ENOENT, "no CQ %s", kv_arg(cmd, "cq"));
+	rc = kv_arg_u32(cmd, "min", 0, &min) ?: kv_arg_u32(cmd, "timeout", 1000, &ms) ?:
+	     kv_arg_u32(cmd, "budget", 0, &budget);
+	if (rc)
+		return rc;
+	start = cq->polled;
+	deadline = jiffies + msecs_to_jiffies(ms);
+	if (cq->poll == IB_POLL_DIRECT) {
+		for (;;) {
+			int n = ib_process_cq_direct(cq->cq, budget ? budget : -1);
+
+			if (atomic_read(&cq->ncqe) - start >= min)
+				break;
+			if (time_after(jiffies, deadline))
+				break;
+			if (!n)
+				usleep_range(200, 500);
+		}
+	} else {
+		wait_event_idle_timeout(cq->wq, atomic_read(&cq->ncqe) - start >= min,
+					msecs_to_jiffies(ms));
+	}
+	cq->polled = atomic_read(&cq->ncqe);
+	got = cq->polled - start;
+	kv_rec_begin(&r, "poll");
+	kv_rec_str(&r, "cq", cq->name);
+	kv_rec_int(&r, "got", got);
+	kv_rec_uint(&r, "min", min);
+	kv_rec_int(&r, "total", cq->polled);
+	kv_rec_commit(&r);
+	if (got < min)
+		return kv_fail(cmd, -ETIMEDOUT, "%d of %u completions in %u ms", got, min, ms);
+	return 0;
+}
+
+int kv_op_modify(struct kv_cmd *cmd)
+{
+	struct kv_qp *q = need_qp(cmd);
+	struct ib_qp_attr attr = {};
+	enum ib_qp_state state;
+	struct kv_rec r;
+	u64 call;
+	int rc;
+
+	if (!q)
+		return -ENOENT;
+	if (kv_qp_state_parse(kv_arg(cmd, "state"), &state))
+		return kv_fail(cmd, -EINVAL, "state=%s", kv_arg(cmd, "state"));
+	attr.qp_state = state;
+	call = ++kv.calls;
+	kv_rec_begin(&r, "modify");
+	kv_rec_uint(&r, "call", call);
+	kv_rec_str(&r, "qp", q->name);
+	kv_rec_str(&r, "state", kv_qp_state_name(state));
+	kv_rec_commit(&r);
+	rc = ib_modify_qp(q->qp, &attr, IB_QP_STATE);
+	kv_rec_begin(&r, "modify_ret");
+	kv_rec_uint(&r, "call", call);
+	kv_rec_int(&r, "rc", rc);
+	kv_rec_commit(&r);
+	if (rc)
+		kv_fail(cmd, rc, "ib_modify_qp to %s failed", kv_qp_state_name(state));
+	return rc;
+}
+
+int kv_op_query(struct kv_cmd *cmd)
+{
+	struct kv_qp *q = need_qp(cmd);
+	struct ib_qp_init_attr init = {};
+	struct ib_qp_attr attr = {};
+	struct kv_rec r;
+	int rc;
+
+	if (!q)
+		return -ENOENT;
+	/* a driver that does not fill a field leaves it at this value: traced as "UNSET" */
+	attr.qp_state = KV_QPS_UNSET;
+	attr.cur_qp_state = KV_QPS_UNSET;
+	rc = ib_query_qp(q->qp, &attr, IB_QP_STATE, &init);
+	kv_rec_begin(&r, "query");
+	kv_rec_str(&r, "qp", q->name);
+	kv_rec_int(&r, "rc", rc);
+	if (!rc) {
+		kv_rec_str(&r, "state", attr.qp_state == KV_QPS_UNSET ? "UNSET" :
+					kv_qp_state_name(attr.qp_state));
+		kv_rec_str(&r, "cur_state", attr.cur_qp_state == KV_QPS_UNSET ? "UNSET" :
+					kv_qp_state_name(attr.cur_qp_state));
+	}
+	kv_rec_commit(&r);
+	return rc;
+}
+
+int kv_op_drain(struct kv_cmd *cmd)
+{
+	const char *which = kv_arg(cmd, "which") ?: "qp";
+	struct kv_qp *q = need_qp(cmd);
+	struct kv_rec r;
+	u64 call, t0;
+
+	if (!q)
+		return -ENOENT;
+	if (strcmp(which, "qp") && strcmp(which, "sq") && strcmp(which, "rq"))
+		return kv_fail(cmd, -EINVAL, "which=%s: qp, sq or rq", which);
+	call = ++kv.calls;
+	kv_rec_begin(&r, "drain");
+	kv_rec_uint(&r, "call", call);
+	kv_rec_str(&r, "qp", q->name);
+	kv_rec_str(&r, "which", which);
+	kv_rec_commit(&r);
+	t0 = ktime_get_ns();
+	if (!strcmp(which, "qp"))
+		ib_drain_qp(q->qp);
+	else if (!strcmp(which, "sq"))
+		ib_drain_sq(q->qp);
+	else
+		ib_drain_rq(q->qp);
+	kv_rec_begin(&r, "drain_ret");
+	kv_rec_uint(&r, "call", call);
+	kv_rec_uint(&r, "us", (ktime_get_ns() - t0) / 1000);
+	kv_rec_commit(&r);
+	return 0;
+}

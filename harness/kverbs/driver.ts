@@ -1,0 +1,209 @@
+/**
+ * Drives hil_kverbs in a running guest over SSH: loads it, sends command lines to its ctl file,
+ * waits (bounded) for its worker to finish them, and reads the new part of the trace. A command
+ * that does not finish in time (a hung drain) leaves the worker stuck in the guest; run() then
+ * reports it with the worker's kernel stack instead of hanging.
+ */
+import { z } from "zod";
+import type { BuiltGuestModule, ModuleShell } from "../image/kmod.ts";
+import { loadGuestModule } from "../image/kmod.ts";
+import { HilError } from "../util/errors.ts";
+import { KVERBS_DEPS, KVERBS_MODULE } from "./module.ts";
+import { type DoneRecord, type KvRecord, parseTrace, recordsOf } from "./trace.ts";
+
+export const KVERBS_DEBUGFS = "/sys/kernel/debug/hil_kverbs";
+
+const statusSchema = z.strictObject({
+  version: z.number().int(),
+  pid: z.number().int(),
+  idle: z.boolean(),
+  queued: z.number().int().nonnegative(),
+  last_done: z.number().int().nonnegative(),
+  busy: z.strictObject({ id: z.number().int(), op: z.string(), ms: z.number().int() }).nullable(),
+  trace_bytes: z.number().int().nonnegative(),
+  dropped: z.number().int().nonnegative(),
+  release: z.string(),
+});
+export type KverbsStatus = z.infer<typeof statusSchema>;
+
+/** The evidence of a command that did not finish in time. */
+export interface KverbsStuck {
+  status: KverbsStatus;
+  /** /proc/<worker pid>/stack */
+  stack: string;
+  /** the State: line of /proc/<pid>/status, e.g. "D (disk sleep)" */
+  state: string;
+}
+
+export interface KverbsRun {
+  /** the trace records that appeared while the commands ran */
+  records: KvRecord[];
+  /** the done records of the commands, in order (fewer than the commands when stuck) */
+  done: DoneRecord[];
+  status: KverbsStatus;
+  stuck?: KverbsStuck;
+}
+
+export interface RunOptions {
+  /** how long the worker may take for all the lines (default 30 s) */
+  timeoutMs?: number;
+  /** throw when a command fails or the worker is stuck (default true) */
+  check?: boolean;
+}
+
+/** A command line from an operation and its arguments (undefined ones are left out). */
+export function kvCommand(op: string, args: Record<string, string | number | undefined> = {}): string {
+  const parts = [op];
+  for (const [k, v] of Object.entries(args)) if (v !== undefined) parts.push(`${k}=${v}`);
+  return parts.join(" ");
+}
+
+const SAFE_LINE = /^[A-Za-z0-9_=.:, -]+$/;
+
+function parseStatus(text: string, what: string): KverbsStatus {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new HilError(`hil_kverbs ${what} is not JSON`, { detail: text });
+  }
+  const r = statusSchema.safeParse(json);
+  if (!r.success) throw new HilError(`hil_kverbs ${what} has an unexpected shape`, { detail: text });
+  return r.data;
+}
+
+export class KverbsDriver {
+  private offset = 0;
+  private readonly seen: KvRecord[] = [];
+
+  constructor(private readonly guest: ModuleShell) {}
+
+  /** Loads the module (after its in-tree dependencies) and returns a driver for it. */
+  static async load(
+    guest: ModuleShell,
+    mod: BuiltGuestModule,
+    opts: { inImage?: boolean; params?: string } = {},
+  ): Promise<KverbsDriver> {
+    await loadGuestModule(guest, mod, { deps: KVERBS_DEPS, inImage: opts.inImage, params: opts.params });
+    const driver = new KverbsDriver(guest);
+    await driver.status();
+    return driver;
+  }
+
+  /** Every record read so far. */
+  get records(): readonly KvRecord[] {
+    return this.seen;
+  }
+
+  private async sh(command: string, timeoutMs = 30_000): Promise<string> {
+    const r = await this.guest.exec(command, { timeoutMs });
+    if (r.exitCode !== 0)
+      throw new HilError(`guest command failed (${r.exitCode}): ${command}`, {
+        detail: `${r.stdout}${r.stderr}`.trim(),
+      });
+    return r.stdout;
+  }
+
+  async status(): Promise<KverbsStatus> {
+    return parseStatus(await this.sh(`cat ${KVERBS_DEBUGFS}/status`), "status");
+  }
+
+  /** The trace records written since the last read. */
+  async readTrace(): Promise<KvRecord[]> {
+    const text = await this.sh(`tail -c +${this.offset + 1} ${KVERBS_DEBUGFS}/trace`);
+    const end = text.lastIndexOf("\n") + 1;
+    const fresh = parseTrace(text.slice(0, end), `${KVERBS_DEBUGFS}/trace @${this.offset}`);
+    this.offset += Buffer.byteLength(text.slice(0, end));
+    this.seen.push(...fresh);
+    return fresh;
+  }
+
+  /** The worker's kernel stack and scheduler state. */
+  async workerStack(pid: number): Promise<{ stack: string; state: string }> {
+    const stack = await this.sh(`cat /proc/${pid}/stack 2>&1 || true`);
+    const state = await this.sh(`grep '^State:' /proc/${pid}/status 2>&1 || true`);
+    return { stack: stack.trim(), state: state.replace(/^State:\s*/, "").trim() };
+  }
+
+  /**
+   * Sends the lines, waits up to timeoutMs for the worker to run them all, and returns the new
+   * trace records. With check (the default) a failed command or a stuck worker throws.
+   */
+  async run(lines: readonly string[], opts: RunOptions = {}): Promise<KverbsRun> {
+    const timeoutMs = opts.timeoutMs ?? 30_000;
+    for (const line of lines) {
+      if (!SAFE_LINE.test(line)) throw new HilError(`not a hil_kverbs command line: ${JSON.stringify(line)}`);
+      if (/^\s*clear\b/.test(line)) throw new HilError("use clear(), not a clear line, to empty the trace");
+    }
+    const writes = lines.map((l) => `echo '${l}' > ctl`).join(" && ");
+    const script = `cd ${KVERBS_DEBUGFS} && ${writes || "true"} && echo ${Math.ceil(timeoutMs)} > wait_ms && cat wait`;
+    const r = await this.guest.exec(script, { timeoutMs: timeoutMs + 30_000 });
+    const records = await this.readTrace();
+    if (r.exitCode !== 0) {
+      const rejects = recordsOf(records, "reject");
+      throw new HilError("hil_kverbs refused a command", {
+        detail: rejects.length
+          ? rejects.map((x) => `${x.line}: ${x.why}`).join("\n")
+          : `${r.stdout}${r.stderr}`.trim(),
+      });
+    }
+    const status = parseStatus(r.stdout, "wait");
+    const done = recordsOf(records, "done");
+    const result: KverbsRun = { records, done, status };
+    if (!status.idle) {
+      const { stack, state } = await this.workerStack(status.pid);
+      result.stuck = { status, stack, state };
+    }
+    if (opts.check ?? true) {
+      if (result.stuck) {
+        throw new HilError(
+          `hil_kverbs: ${status.busy?.op ?? "a command"} did not finish in ${timeoutMs} ms (worker ${status.pid} ${result.stuck.state})`,
+          { detail: result.stuck.stack },
+        );
+      }
+      const failed = done.filter((d) => d.rc !== 0);
+      if (failed.length)
+        throw new HilError(`hil_kverbs: ${failed.length} command(s) failed`, {
+          detail: failed.map((d) => `#${d.id} ${d.op}: rc ${d.rc}${d.err ? ` (${d.err})` : ""}`).join("\n"),
+        });
+    }
+    return result;
+  }
+
+  /** Empties the trace (after reading what is in it). */
+  async clear(): Promise<void> {
+    await this.readTrace();
+    await this.sh(`cd ${KVERBS_DEBUGFS} && echo clear > ctl && cat wait`);
+    this.offset = 0;
+    await this.readTrace();
+  }
+
+  /**
+   * Destroys every object (reset), waits, and unloads the module; throws when something stays:
+   * the module, its worker thread or its debugfs directory.
+   */
+  async unload(): Promise<void> {
+    await this.run(["reset"]);
+    await this.sh(`rmmod ${KVERBS_MODULE}`);
+    const left = await this.sh(
+      `{ [ -d ${KVERBS_DEBUGFS} ] && echo debugfs; [ -d /sys/module/${KVERBS_MODULE} ] && echo module; grep -qx ${KVERBS_MODULE} /proc/[0-9]*/comm && echo thread; } 2>/dev/null; true`,
+    );
+    if (left.trim()) throw new HilError(`hil_kverbs left things behind after rmmod: ${left.trim()}`);
+  }
+}
+
+/**
+ * soft-iWARP on a guest netdev: loads siw and adds the link; returns the device name once it is
+ * registered.
+ */
+export async function addSiwLink(guest: ModuleShell, netdev = "eth0", name = "siw0"): Promise<string> {
+  const r = await guest.exec(
+    `modprobe siw && rdma link add ${name} type siw netdev ${netdev} && for i in $(seq 50); do [ -e /sys/class/infiniband/${name} ] && exit 0; sleep 0.1; done; exit 1`,
+    { timeoutMs: 30_000 },
+  );
+  if (r.exitCode !== 0)
+    throw new HilError(`cannot add the siw link ${name} on ${netdev}`, {
+      detail: `${r.stdout}${r.stderr}`.trim(),
+    });
+  return name;
+}

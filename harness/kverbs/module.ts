@@ -1,0 +1,13 @@
+/** The in-kernel verbs executor module (guest/kverbs), built for a kernel and cached. */
+import { fileURLToPath } from "node:url";
+import { type BuiltGuestModule, buildGuestModule } from "../image/kmod.ts";
+import type { KernelArtifact } from "../kernel/types.ts";
+
+export const KVERBS_SOURCE_DIR = fileURLToPath(new URL("../../guest/kverbs/", import.meta.url));
+export const KVERBS_MODULE = "hil_kverbs";
+/** In-tree modules hil_kverbs needs loaded first. */
+export const KVERBS_DEPS = ["ib_core", "rdma_cm"] as const;
+
+export function buildKverbsModule(kernel: KernelArtifact): Promise<BuiltGuestModule> {
+  return buildGuestModule(kernel, KVERBS_SOURCE_DIR, { name: KVERBS_MODULE });
+}

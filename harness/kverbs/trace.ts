@@ -1,0 +1,368 @@
+/**
+ * The in-kernel executor's trace (guest/kverbs, /sys/kernel/debug/hil_kverbs/trace): JSON lines,
+ * each with "seq" (never goes back), "ns" (since the module loaded) and "ev". This file is the
+ * schema of every record and the parser that checks a trace against it, plus the first
+ * derived views the oracle builds on (which WRs were posted, which completions came back).
+ */
+import { z } from "zod";
+import { HilError } from "../util/errors.ts";
+
+const base = {
+  seq: z.number().int().nonnegative(),
+  ns: z.number().nonnegative(),
+  /** the record did not fit the module's record buffer; fields at its end are missing */
+  truncated: z.literal(true).optional(),
+};
+const int = z.number().int();
+const uint = z.number().int().nonnegative();
+const queue = z.enum(["sq", "rq"]);
+
+const hello = z.strictObject({
+  ...base,
+  ev: z.literal("hello"),
+  version: int,
+  release: z.string(),
+  pid: int,
+});
+const ibdev = z.strictObject({
+  ...base,
+  ev: z.literal("ibdev"),
+  name: z.string(),
+  action: z.enum(["add", "remove"]),
+});
+const cmd = z.strictObject({ ...base, ev: z.literal("cmd"), id: uint, line: z.string() });
+const done = z.strictObject({
+  ...base,
+  ev: z.literal("done"),
+  id: uint,
+  op: z.string(),
+  /** 0 or a negative errno */
+  rc: int,
+  us: uint,
+  err: z.string().optional(),
+});
+const reject = z.strictObject({ ...base, ev: z.literal("reject"), line: z.string(), why: z.string() });
+const device = z.strictObject({
+  ...base,
+  ev: z.literal("device"),
+  name: z.string(),
+  how: z.enum(["name", "addr"]),
+  node_type: uint,
+  max_qp_wr: uint,
+  max_cqe: uint,
+  max_qp_rd_atom: uint,
+});
+const create = z.strictObject({
+  ...base,
+  ev: z.literal("create"),
+  kind: z.enum(["pd", "cq", "qp", "listen"]),
+  name: z.string(),
+  // pd
+  local_dma_lkey: uint.optional(),
+  rkey: uint.optional(),
+  // cq
+  poll: z.enum(["direct", "softirq", "workqueue", "unbound"]).optional(),
+  depth: uint.optional(),
+  cqe: uint.optional(),
+  // qp
+  qp_num: uint.optional(),
+  cm: z.boolean().optional(),
+  scq: z.string().optional(),
+  rcq: z.string().optional(),
+  sig_all: z.boolean().optional(),
+  max_send_wr: uint.optional(),
+  max_recv_wr: uint.optional(),
+  max_send_sge: uint.optional(),
+  max_inline_data: uint.optional(),
+  cmd: uint.optional(),
+  // listen
+  addr: z.string().optional(),
+  port: uint.optional(),
+  qp: z.string().optional(),
+});
+const unfinished = z.strictObject({ queue, wr_id: uint });
+const destroy = z.strictObject({
+  ...base,
+  ev: z.literal("destroy"),
+  kind: z.enum(["pd", "cq", "qp", "listen", "device"]),
+  name: z.string(),
+  why: z.string().optional(),
+  rc: int.optional(),
+  /** posted WRs that never completed (at most 8 listed) */
+  unfinished: z.array(unfinished).optional(),
+  unfinished_count: uint.optional(),
+  pending_request: z.boolean().optional(),
+});
+const cm = z.strictObject({
+  ...base,
+  ev: z.literal("cm"),
+  id: z.string(),
+  child: z.literal(true).optional(),
+  event: z.string(),
+  code: uint,
+  status: int,
+});
+const post = z.strictObject({
+  ...base,
+  ev: z.literal("post"),
+  call: uint,
+  qp: z.string(),
+  queue,
+  op: z.enum(["send", "send_imm", "write", "write_imm", "read", "recv"]),
+  /** the first WR's wr_id; the call's WRs are wr_id, wr_id+1, ... */
+  wr_id: uint,
+  count: uint,
+  /** the index of the call's first WR within its command (for signal=<n>) */
+  index: uint,
+  len: uint,
+  signal: z.string().optional(),
+});
+const postRet = z.strictObject({
+  ...base,
+  ev: z.literal("post_ret"),
+  call: uint,
+  rc: int,
+  /** index of *bad_wr within the call, null when the call succeeded (or gave no bad_wr) */
+  bad: int.nullable(),
+});
+const cqe = z.strictObject({
+  ...base,
+  ev: z.literal("cqe"),
+  cq: z.string(),
+  qp: z.string(),
+  queue,
+  wr_id: uint,
+  status: uint,
+  status_name: z.string(),
+  opcode: uint,
+  opcode_name: z.string(),
+  qp_num: uint,
+  vendor_err: uint,
+  byte_len: uint,
+  /** the post call the WR came from */
+  call: uint,
+  /** how many completions this WR has had, when more than one */
+  n: int.optional(),
+  imm: uint.optional(),
+  /** FNV-1a 32 of the received bytes (successful RECV) */
+  sum: uint.optional(),
+});
+const asyncEvent = z.strictObject({
+  ...base,
+  ev: z.literal("async"),
+  qp: z.string(),
+  event: z.string(),
+  code: uint,
+});
+const poll = z.strictObject({
+  ...base,
+  ev: z.literal("poll"),
+  cq: z.string(),
+  got: int,
+  min: uint,
+  total: int,
+});
+const modify = z.strictObject({
+  ...base,
+  ev: z.literal("modify"),
+  call: uint,
+  qp: z.string(),
+  state: z.string(),
+});
+const modifyRet = z.strictObject({ ...base, ev: z.literal("modify_ret"), call: uint, rc: int });
+const query = z.strictObject({
+  ...base,
+  ev: z.literal("query"),
+  qp: z.string(),
+  rc: int,
+  state: z.string().optional(),
+  cur_state: z.string().optional(),
+});
+const drain = z.strictObject({
+  ...base,
+  ev: z.literal("drain"),
+  call: uint,
+  qp: z.string(),
+  which: z.enum(["qp", "sq", "rq"]),
+});
+const drainRet = z.strictObject({ ...base, ev: z.literal("drain_ret"), call: uint, us: uint });
+const disconnect = z.strictObject({ ...base, ev: z.literal("disconnect"), qp: z.string(), rc: int });
+const bench = z.strictObject({
+  ...base,
+  ev: z.literal("bench"),
+  qp: z.string(),
+  op: z.enum(["send", "write"]),
+  iters: uint,
+  depth: uint,
+  len: uint,
+  signal: uint,
+  posted: uint,
+  completed: uint,
+  ns: uint,
+  wrs_per_s: uint,
+  bytes: uint,
+  errors: uint,
+  first_status: int.optional(),
+  samples: uint,
+  lat_min_ns: uint.optional(),
+  lat_p50_ns: uint.optional(),
+  lat_p99_ns: uint.optional(),
+  lat_max_ns: uint.optional(),
+  lat_avg_ns: uint.optional(),
+  rc: int,
+});
+const overflow = z.strictObject({ ...base, ev: z.literal("overflow") });
+
+export const kvRecordSchema = z.discriminatedUnion("ev", [
+  hello,
+  ibdev,
+  cmd,
+  done,
+  reject,
+  device,
+  create,
+  destroy,
+  cm,
+  post,
+  postRet,
+  cqe,
+  asyncEvent,
+  poll,
+  modify,
+  modifyRet,
+  query,
+  drain,
+  drainRet,
+  disconnect,
+  bench,
+  overflow,
+]);
+
+export type KvRecord = z.infer<typeof kvRecordSchema>;
+export type KvEvent = KvRecord["ev"];
+export type KvRecordOf<E extends KvEvent> = Extract<KvRecord, { ev: E }>;
+export type CqeRecord = KvRecordOf<"cqe">;
+export type DoneRecord = KvRecordOf<"done">;
+export type BenchRecord = KvRecordOf<"bench">;
+
+/** The IB_WC_* status values the oracle names. */
+export const WC_SUCCESS = 0;
+export const WC_WR_FLUSH_ERR = 5;
+
+/**
+ * Parses trace text: every complete line must be a record of the schema. An incomplete last
+ * line (no newline) is an error too: the module writes whole lines.
+ */
+export function parseTrace(text: string, source = "hil_kverbs trace"): KvRecord[] {
+  if (text === "") return [];
+  const lines = text.split("\n");
+  if (lines.at(-1) !== "")
+    throw new HilError("the trace ends in the middle of a line", { where: source, detail: lines.at(-1) });
+  lines.pop();
+  const out: KvRecord[] = [];
+  lines.forEach((line, i) => {
+    let json: unknown;
+    try {
+      json = JSON.parse(line);
+    } catch (err) {
+      throw new HilError(`trace line ${i + 1} is not JSON`, {
+        where: source,
+        detail: `${(err as Error).message}\n${line}`,
+      });
+    }
+    const r = kvRecordSchema.safeParse(json);
+    if (!r.success) {
+      const issues = r.error.issues.map((x) => `${x.path.join(".") || "(record)"}: ${x.message}`);
+      throw new HilError(`trace line ${i + 1} is not a valid record`, {
+        where: source,
+        detail: `${issues.join("\n")}\n${line}`,
+      });
+    }
+    out.push(r.data);
+  });
+  for (let i = 1; i < out.length; i++) {
+    const prev = out[i - 1] as KvRecord;
+    const cur = out[i] as KvRecord;
+    if (cur.seq <= prev.seq)
+      throw new HilError(`trace line ${i + 1}: seq ${cur.seq} after ${prev.seq}`, { where: source });
+  }
+  return out;
+}
+
+export function recordsOf<E extends KvEvent>(records: readonly KvRecord[], ev: E): KvRecordOf<E>[] {
+  return records.filter((r): r is KvRecordOf<E> => r.ev === ev);
+}
+
+/** One work request as the trace tells it: where it was posted and whether the call took it. */
+export interface PostedWr {
+  qp: string;
+  queue: "sq" | "rq";
+  op: string;
+  wrId: number;
+  call: number;
+  /** the record index of the post call in the trace */
+  at: number;
+  signaled: boolean;
+  /** false: at or after *bad_wr of a failed call (or the call failed without bad_wr) */
+  accepted: boolean;
+  /** the call's return code */
+  rc: number;
+}
+
+function isSignaled(signal: string | undefined, indexInCommand: number, last: boolean): boolean {
+  if (signal === undefined || signal === "all") return true;
+  if (signal === "none") return false;
+  if (signal === "last") return last;
+  const every = Number(signal);
+  return Number.isInteger(every) && every > 0 && (indexInCommand + 1) % every === 0;
+}
+
+/**
+ * Every WR of every post call, in posting order. A QP made with sig=all signals all its send WRs
+ * whatever the post asked for.
+ */
+export function postedWrs(records: readonly KvRecord[]): PostedWr[] {
+  const sigAll = new Set(
+    recordsOf(records, "create")
+      .filter((c) => c.kind === "qp" && c.sig_all)
+      .map((c) => c.name),
+  );
+  const rets = new Map(recordsOf(records, "post_ret").map((r) => [r.call, r]));
+  const out: PostedWr[] = [];
+  records.forEach((r, at) => {
+    if (r.ev !== "post") return;
+    const ret = rets.get(r.call);
+    const rc = ret?.rc ?? 0;
+    const firstRejected = ret === undefined || rc === 0 ? r.count : (ret.bad ?? 0);
+    for (let i = 0; i < r.count; i++) {
+      out.push({
+        qp: r.qp,
+        queue: r.queue,
+        op: r.op,
+        wrId: r.wr_id + i,
+        call: r.call,
+        at,
+        signaled:
+          r.queue === "rq" || sigAll.has(r.qp) || isSignaled(r.signal, r.index + i, i === r.count - 1),
+        accepted: i < firstRejected,
+        rc,
+      });
+    }
+  });
+  return out;
+}
+
+/** The completions of one QP's queue, in poll order. */
+export function completionsOf(records: readonly KvRecord[], qp: string, q: "sq" | "rq"): CqeRecord[] {
+  return recordsOf(records, "cqe").filter((c) => c.qp === qp && c.queue === q);
+}
+
+/** The FNV-1a 32 the module reports for a received SEND of `len` bytes from WR `wrId`. */
+export function payloadSum(wrId: number, len: number): number {
+  let h = 0x811c9dc5;
+  for (let j = 0; j < len; j++) {
+    h ^= ((wrId & 0xff) + j * 7) & 0xff;
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h >>> 0;
+}

@@ -1,0 +1,302 @@
+// The in-kernel verbs executor (guest/kverbs, hil_kverbs.ko) in real guests on soft-iWARP: built
+// for the guest kernel without warnings, carried in by an initramfs layer, loaded after siw is
+// attached to eth0. Through its debugfs files it connects a loopback RC pair over rdma_cm (a
+// listener and a connecting id on the guest's own address), moves SEND/RECV payloads and an RDMA
+// WRITE, then runs the drain scenario: receives posted, the QP moved to ERROR with ib_modify_qp,
+// ib_drain_qp called. The trace must show every outstanding RECV flushed (IB_WC_WR_FLUSH_ERR), in
+// posting order, exactly once, before the drain returned. A command past its time leaves the
+// worker thread stuck (its stack collected), not the harness. Nothing is left behind: no verbs
+// objects, no module, no thread, no QEMU, no temp dir.
+import { existsSync } from "node:fs";
+import t from "tap";
+import { buildInitramfs } from "../../harness/image/initramfs.ts";
+import { buildGuestModulesLayer } from "../../harness/image/kmod.ts";
+import { buildKernel } from "../../harness/kernel/build.ts";
+import { addSiwLink, KverbsDriver, kvCommand } from "../../harness/kverbs/driver.ts";
+import { buildKverbsModule } from "../../harness/kverbs/module.ts";
+import {
+  completionsOf,
+  type KvRecord,
+  payloadSum,
+  postedWrs,
+  recordsOf,
+  WC_SUCCESS,
+  WC_WR_FLUSH_ERR,
+} from "../../harness/kverbs/trace.ts";
+import { type Guest, startGuest } from "../../qemu/launch/guest.ts";
+import { ensureQemu } from "../../qemu/provision/qemu.ts";
+import { processGone } from "../support/guest.ts";
+
+t.setTimeout(60 * 60 * 1000);
+
+const KERNELS = (process.env.HIL_KVERBS_KERNELS ?? "debian:6.12,debian:6.1,debian:7.2")
+  .split(",")
+  .filter(Boolean);
+const GUEST_IP = "10.0.2.15";
+const PORT = 7471;
+
+function cqeIds(records: readonly KvRecord[], qp: string, q: "sq" | "rq"): number[] {
+  return completionsOf(records, qp, q).map((c) => c.wr_id);
+}
+
+for (const base of KERNELS) {
+  t.test(`hil_kverbs on siw, ${base}`, async (t) => {
+    const kernel = await buildKernel({ base, configs: [] });
+    const mod = await buildKverbsModule(kernel);
+    t.same(mod.warnings, [], `hil_kverbs.ko builds for ${kernel.release} without warnings`);
+    const layer = await buildGuestModulesLayer([mod]);
+    const [qemu, initrd] = await Promise.all([
+      ensureQemu(),
+      buildInitramfs(kernel, { extraLayers: [layer] }),
+    ]);
+
+    let guest: Guest | undefined;
+    let qemuPid = 0;
+    let workDir = "";
+    t.teardown(async () => {
+      await guest?.dispose();
+    });
+    guest = await startGuest({
+      qemu,
+      kernel: kernel.bzImage,
+      initrd: initrd.path,
+      memoryMiB: 512,
+      onQemuStarted: (info) => {
+        qemuPid = info.pid;
+        workDir = info.workDir;
+      },
+    });
+    const g = guest;
+    t.equal(await addSiwLink(g), "siw0");
+    const kv = await KverbsDriver.load(g, mod, { inImage: true });
+    const status = await kv.status();
+    t.equal(status.release, kernel.release, "the module runs in the kernel it was built for");
+    t.ok(status.pid > 0, `worker thread pid ${status.pid}`);
+
+    await t.test("a loopback RC pair connects over rdma_cm", async (t) => {
+      const r = await kv.run([
+        kvCommand("device", { addr: GUEST_IP }),
+        kvCommand("pd", { name: "pd0", rkey: "global" }),
+        kvCommand("cq", { name: "cqa", depth: 256, poll: "direct" }),
+        kvCommand("cq", { name: "cqb", depth: 256, poll: "softirq" }),
+        kvCommand("listen", {
+          name: "L",
+          addr: GUEST_IP,
+          port: PORT,
+          qp: "b",
+          pd: "pd0",
+          scq: "cqb",
+          rcq: "cqb",
+          sq: 64,
+          rq: 64,
+        }),
+        kvCommand("connect", { name: "a", addr: GUEST_IP, port: PORT, pd: "pd0", scq: "cqa", rcq: "cqa" }),
+        kvCommand("query", { qp: "a" }),
+        kvCommand("query", { qp: "b" }),
+      ]);
+      t.equal(r.done.length, 8, "every command done");
+      t.equal(recordsOf(r.records, "device")[0]?.name, "siw0", "the address resolves to siw0");
+      const established = recordsOf(r.records, "cm").filter((c) => c.event === "ESTABLISHED");
+      t.same(established.map((c) => c.id).sort(), ["a", "b"], "both ends ESTABLISHED");
+      t.ok(
+        recordsOf(r.records, "cm").some((c) => c.id === "L" && c.event === "CONNECT_REQUEST"),
+        "the listener saw the request",
+      );
+      for (const q of recordsOf(r.records, "query")) {
+        // siw in 6.1 does not fill qp_state in ib_query_qp: the module traces "UNSET" then
+        if (q.state === "UNSET") t.comment(`${q.qp}: this siw does not report qp_state`);
+        else t.equal(q.state, "RTS", `${q.qp} in RTS`);
+      }
+    });
+
+    await t.test("SEND/RECV moves the payloads; WRITE completes", async (t) => {
+      const r = await kv.run([
+        kvCommand("post_recv", { qp: "b", wr_id: 100, count: 8 }),
+        kvCommand("post_send", { qp: "a", wr_id: 1, count: 8, len: 256, signal: 4 }),
+        kvCommand("poll", { cq: "cqa", min: 2, timeout: 10000 }),
+        kvCommand("poll", { cq: "cqb", min: 8, timeout: 10000 }),
+        kvCommand("post_send", { qp: "a", op: "write", wr_id: 50, count: 2, len: 128 }),
+        kvCommand("poll", { cq: "cqa", min: 2, timeout: 10000 }),
+      ]);
+      const recvs = completionsOf(r.records, "b", "rq");
+      t.same(
+        recvs.map((c) => c.wr_id),
+        [100, 101, 102, 103, 104, 105, 106, 107],
+        "receives complete in posting order",
+      );
+      t.ok(
+        recvs.every((c) => c.status === WC_SUCCESS && c.opcode_name === "RECV" && c.byte_len === 256),
+        "all RECV SUCCESS, 256 bytes",
+      );
+      t.same(
+        recvs.map((c) => c.sum),
+        [1, 2, 3, 4, 5, 6, 7, 8].map((wrId) => payloadSum(wrId, 256)),
+        "each receive holds the payload of the SEND with the same index",
+      );
+      t.same(
+        cqeIds(r.records, "a", "sq"),
+        [4, 8, 50, 51],
+        "only the signaled sends complete, then the writes",
+      );
+      t.ok(
+        completionsOf(r.records, "a", "sq").every((c) => c.status === WC_SUCCESS),
+        "send queue completions all SUCCESS",
+      );
+      t.same(
+        completionsOf(r.records, "a", "sq")
+          .slice(2)
+          .map((c) => c.opcode_name),
+        ["RDMA_WRITE", "RDMA_WRITE"],
+      );
+    });
+
+    await t.test("drain: outstanding receives are flushed in order before ib_drain_qp returns", async (t) => {
+      const N = 16;
+      const r = await kv.run(
+        [
+          kvCommand("post_recv", { qp: "b", wr_id: 1000, count: N, batch: 5 }),
+          kvCommand("modify", { qp: "b", state: "ERR" }),
+          kvCommand("drain", { qp: "b", which: "qp" }),
+          kvCommand("query", { qp: "b" }),
+          // posted in ERROR: flushed too (IB 11.4.1.1, C10-42)
+          kvCommand("post_recv", { qp: "b", wr_id: 2000, count: 3 }),
+          kvCommand("poll", { cq: "cqb", min: 3, timeout: 10000 }),
+        ],
+        { timeoutMs: 60_000 },
+      );
+      t.ok(
+        r.done.every((d) => d.rc === 0),
+        "every command returned 0",
+      );
+      const posted = postedWrs(r.records).filter((w) => w.qp === "b" && w.queue === "rq");
+      t.equal(posted.length, N + 3);
+      t.ok(
+        posted.every((w) => w.accepted && w.rc === 0),
+        "every post returned 0",
+      );
+      const flushed = completionsOf(r.records, "b", "rq");
+      t.same(
+        flushed.map((c) => c.wr_id),
+        posted.map((w) => w.wrId),
+        "each RECV completed exactly once, in posting order",
+      );
+      t.ok(
+        flushed.every((c) => c.status === WC_WR_FLUSH_ERR && c.status_name === "WR_FLUSH_ERR"),
+        "all with IB_WC_WR_FLUSH_ERR",
+      );
+      t.ok(
+        flushed.every((c) => c.cq === "cqb"),
+        "on the receive CQ",
+      );
+      const qpNum = recordsOf(kv.records, "create").find((c) => c.kind === "qp" && c.name === "b")?.qp_num;
+      t.ok(
+        flushed.every((c) => c.qp_num === qpNum),
+        `qp_num ${qpNum}`,
+      );
+      const modify = r.records.findIndex((x) => x.ev === "modify");
+      const modifyRet = r.records.findIndex((x) => x.ev === "modify_ret");
+      const drain = r.records.findIndex((x) => x.ev === "drain");
+      const drainRet = r.records.findIndex((x) => x.ev === "drain_ret");
+      t.ok(modify >= 0 && modifyRet > modify && drain > modifyRet, "ERROR transition before the drain");
+      t.ok(drainRet > drain, "ib_drain_qp returned");
+      const lastOfDrained = r.records.reduce(
+        (last, x, i) => (x.ev === "cqe" && x.qp === "b" && x.wr_id < 2000 ? i : last),
+        -1,
+      );
+      t.ok(lastOfDrained < drainRet, "the outstanding receives completed before the drain returned");
+      const state = recordsOf(r.records, "query")[0]?.state;
+      if (state !== "UNSET") t.equal(state, "ERR", "b in ERR");
+      t.same(
+        recordsOf(r.records, "destroy").filter((d) => d.kind === "qp"),
+        [],
+        "no QP destroyed yet",
+      );
+    });
+
+    await t.test("drain sq: sends posted in ERROR are flushed, unsignaled ones too, in order", async (t) => {
+      const r = await kv.run(
+        [
+          kvCommand("modify", { qp: "a", state: "ERR" }),
+          kvCommand("post_send", { qp: "a", wr_id: 3000, count: 4, signal: "none" }),
+          kvCommand("post_send", { qp: "a", wr_id: 3004, count: 2, signal: "all" }),
+          kvCommand("drain", { qp: "a", which: "sq" }),
+        ],
+        { timeoutMs: 60_000 },
+      );
+      const posted = postedWrs(r.records).filter((w) => w.qp === "a");
+      t.same(
+        posted.map((w) => [w.wrId, w.signaled, w.accepted]),
+        [
+          [3000, false, true],
+          [3001, false, true],
+          [3002, false, true],
+          [3003, false, true],
+          [3004, true, true],
+          [3005, true, true],
+        ],
+        "posting in ERROR returns 0",
+      );
+      const flushed = completionsOf(r.records, "a", "sq");
+      t.same(
+        flushed.map((c) => c.wr_id),
+        [3000, 3001, 3002, 3003, 3004, 3005],
+        "every send completed once, in posting order, unsignaled ones too",
+      );
+      t.ok(
+        flushed.every((c) => c.status === WC_WR_FLUSH_ERR && c.cq === "cqa"),
+        "IB_WC_WR_FLUSH_ERR on the send CQ",
+      );
+      const drainRet = r.records.findIndex((x) => x.ev === "drain_ret");
+      const lastCqe = r.records.reduce((last, x, i) => (x.ev === "cqe" ? i : last), -1);
+      t.ok(drainRet > lastCqe, "ib_drain_sq returned after them (it polled the direct CQ itself)");
+    });
+
+    await t.test("a command past its time leaves the worker stuck, with its stack", async (t) => {
+      const r = await kv.run([kvCommand("sleep", { ms: 4000 })], { timeoutMs: 500, check: false });
+      t.ok(r.stuck, "reported stuck");
+      t.equal(r.stuck?.status.busy?.op, "sleep");
+      t.match(r.stuck?.stack ?? "", /msleep|schedule/, "the worker's kernel stack");
+      const rmmod = await g.exec("rmmod hil_kverbs");
+      t.not(rmmod.exitCode, 0, "rmmod is refused while a command runs");
+      t.match(rmmod.stdout + rmmod.stderr, /in use|busy|temporarily unavailable/i, "module in use");
+      const later = await kv.run([], { timeoutMs: 20_000 });
+      t.equal(later.status.idle, true, "and it finishes later");
+      t.equal(later.done[0]?.op, "sleep");
+    });
+
+    await t.test("bad commands are refused with the reason", async (t) => {
+      await t.rejects(kv.run(["post_send qp=a bogus=1"]), { message: /refused/, detail: /unknown key/ });
+      await t.rejects(kv.run(["frobnicate"]), { message: /refused/, detail: /unknown operation/ });
+      await t.rejects(kv.run(["post_send qp=nosuch wr_id=1"]), { message: /failed/, detail: /no QP nosuch/ });
+    });
+
+    await t.test("nothing is left behind", async (t) => {
+      await kv.unload();
+      const destroyed = recordsOf(kv.records, "destroy");
+      t.same(
+        destroyed.map((d) => `${d.kind}:${d.name}`).sort(),
+        ["cq:cqa", "cq:cqb", "device:siw0", "listen:L", "pd:pd0", "qp:a", "qp:b"],
+        "reset destroyed every object",
+      );
+      t.ok(
+        destroyed.filter((d) => d.kind === "qp").every((d) => d.unfinished_count === 0),
+        "no QP had unfinished WRs",
+      );
+      const res = await g.exec("rdma resource show");
+      t.match(res.stdout, /siw0: pd 0 cq 0 qp 0 cm_id 0 mr 0/, "no verbs objects left on siw0");
+      const del = await g.exec("rdma link delete siw0 && rmmod siw && ! [ -e /sys/class/infiniband/siw0 ]");
+      t.equal(del.exitCode, 0, `siw0 deleted, siw unloaded ${del.stderr}`);
+      const log = g.consoleLog();
+      t.notMatch(
+        log,
+        /WARNING:|BUG:|Oops|hung_task|blocked for more than/,
+        "no kernel warnings on the console",
+      );
+    });
+
+    await guest.dispose();
+    guest = undefined;
+    t.ok(await processGone(qemuPid), "QEMU is gone");
+    t.notOk(existsSync(workDir), "the guest's run dir is gone");
+  });
+}
