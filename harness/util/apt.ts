@@ -1,4 +1,4 @@
-import { existsSync, statSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { cacheRoot, withLock } from "./cache.ts";
@@ -72,12 +72,17 @@ export async function aptContext(name: AptContextName): Promise<AptContext> {
     await writeFile(sourcesFile, sourcesText(name));
     const step = progress.step(`[apt] updating package lists (${name})`);
     try {
-      await run(`apt-get update (${name})`, "apt-get", [...options, "-q", "update"]);
+      await run(`apt-get update (${name})`, "apt-get", [...options, "-q", "--error-on=any", "update"]);
       await writeFile(stamp, new Date().toISOString());
       step.succeed();
     } catch (err) {
-      step.fail();
-      throw err;
+      // Lists from an earlier update still name real packages: a mirror hiccup should not stop
+      // a machine whose caches are warm.
+      if (!existsSync(stamp)) {
+        step.fail();
+        throw err;
+      }
+      step.fail(`failed; using the lists of ${readFileSync(stamp, "utf8").trim()}`);
     }
   });
   return ctx;
