@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
+import { processExists } from "./guest.ts";
 
 export const HIL_BIN = fileURLToPath(new URL("../../bin/hil", import.meta.url));
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -45,9 +46,7 @@ export function processesUsing(dir: string): string[] {
     if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
     try {
       const cmdline = readFileSync(`/proc/${name}/cmdline`, "utf8");
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
-      if (state !== "Z" && cmdline.includes(`${dir}/`))
+      if (cmdline.includes(`${dir}/`) && processExists(Number(name)))
         found.push(`${name} ${cmdline.split("\0").slice(0, 3).join(" ")}`);
     } catch {
       // the process ended while we looked
