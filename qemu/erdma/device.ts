@@ -14,6 +14,7 @@ import type { Command } from "./commands/types.ts";
 import { Dma } from "./dma.ts";
 import { WorkQueue } from "./engine.ts";
 import { EventQueue } from "./eq.ts";
+import type { Fabric } from "./fabric.ts";
 import type { ErdmaHost } from "./host.ts";
 import {
   BAR0_SIZE,
@@ -80,6 +81,8 @@ export interface ErdmaDeviceOptions {
   /** seeds the per-QP MPA cookies */
   seed?: number;
   dataPath?: DataPathHooks;
+  /** the wire to other devices; default: a fabric of its own (loopback only) */
+  fabric?: Fabric;
 }
 
 export type AccessSize = 1 | 2 | 4 | 8;

@@ -12,6 +12,7 @@
 import type { DeviceContext, DeviceDefinition, DeviceModel } from "../vfio-user/device.ts";
 import type { TraceEvent } from "../vfio-user/trace.ts";
 import { ERDMA_BARS, ERDMA_PCI_IDENTITY, ErdmaDevice } from "./device.ts";
+import type { Fabric } from "./fabric.ts";
 import { DmaFault, type ErdmaHost, type GuestMemory } from "./host.ts";
 import type { ErdmaProfile } from "./profile.ts";
 import { profileReflush } from "./profile.ts";
@@ -26,6 +27,8 @@ export interface ErdmaVfioOptions {
   /** the clock for the core's event timestamps (ms); default: performance.now() */
   now?: () => number;
   name?: string;
+  /** the wire this device's QPs reach their peers over; default: a fabric of its own (loopback) */
+  fabric?: Fabric;
 }
 
 /** An erdma PCI function served over vfio-user. */
@@ -80,6 +83,7 @@ export class ErdmaVfioDevice implements DeviceModel {
       mac: this.opts.mac,
       profile: this.opts.profile ?? profileReflush,
       name: this.definition.name,
+      ...(this.opts.fabric ? { fabric: this.opts.fabric } : {}),
     });
   }
 
