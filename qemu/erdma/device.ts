@@ -11,10 +11,12 @@ import { get64n, hex, U64_MASK } from "./bits.ts";
 import { type CmdqConfig, CommandQueue } from "./cmdq.ts";
 import { commandTable } from "./commands/index.ts";
 import type { Command } from "./commands/types.ts";
+import { DataPath } from "./datapath.ts";
 import { Dma } from "./dma.ts";
 import { WorkQueue } from "./engine.ts";
 import { EventQueue } from "./eq.ts";
-import type { Fabric } from "./fabric.ts";
+import { Fabric } from "./fabric.ts";
+import { FaultPlan } from "./faults.ts";
 import type { ErdmaHost } from "./host.ts";
 import {
   BAR0_SIZE,
@@ -102,6 +104,10 @@ export class ErdmaDevice {
   readonly counters = new Map<number, bigint>(STATS_REGS.map((r) => [r, 0n]));
   private readonly seed: number;
   private readonly dataPath: DataPathHooks;
+  /** the built-in data path (absent when a test supplied its own hooks) */
+  readonly dataPathCore: DataPath | undefined;
+  /** faults armed for this device (fault injection API) */
+  readonly faults: FaultPlan;
   private dma: Dma;
   private st: DeviceState;
   private cmdq: CommandQueue | undefined;
@@ -116,12 +122,12 @@ export class ErdmaDevice {
     this.name = opts.name ?? "erdma";
     this.mac = parseMac(opts.mac);
     this.seed = opts.seed ?? 0x5eed;
-    this.dataPath = opts.dataPath ?? {};
     this.tracer = new Tracer(
       (e) => this.host.trace(e),
       () => this.host.now(),
       this.name,
     );
+    this.faults = new FaultPlan(this.tracer);
     const defer = this.host.defer
       ? (fn: () => void) => this.host.defer?.(fn)
       : (fn: () => void) => setImmediate(fn);
@@ -132,6 +138,19 @@ export class ErdmaDevice {
     );
     this.commands = commandTable(this.profile);
     this.dma = new Dma(this.host.dma, this.tracer);
+    if (opts.dataPath) {
+      this.dataPath = opts.dataPath;
+    } else {
+      this.dataPathCore = new DataPath({
+        name: this.name,
+        state: () => this.st,
+        jobs: this.jobs,
+        tracer: this.tracer,
+        fabric: opts.fabric ?? new Fabric(),
+        faults: this.faults,
+      });
+      this.dataPath = this.dataPathCore;
+    }
     this.st = new DeviceState(this.plumbing(), this.seed);
   }
 
@@ -471,6 +490,7 @@ export class ErdmaDevice {
           this.tracer.warn("SQ doorbell for a QP that does not exist", { qpn });
           return;
         }
+        if (this.faults.fire("ignore-doorbell", { qpn, queue: "sq" }, { pi })) return;
         qp.sq.pi = pi;
         qp.sq.doorbells++;
         this.dataPath.sqDoorbell?.(qp);
@@ -486,6 +506,7 @@ export class ErdmaDevice {
           this.tracer.warn("RQ doorbell for a QP that does not exist", { qpn });
           return;
         }
+        if (this.faults.fire("ignore-doorbell", { qpn, queue: "rq" }, { pi })) return;
         qp.rq.pi = pi;
         qp.rq.doorbells++;
         this.dataPath.rqDoorbell?.(qp);
@@ -503,12 +524,17 @@ export class ErdmaDevice {
       dma: this.dma,
       jobs: this.jobs,
       raise: (vector, source) => this.raise(vector, source),
+      ...(this.dataPathCore ? { qpEvents: this.dataPathCore } : {}),
     };
   }
 
   private raise(vector: number, source: string): void {
     if (vector >= this.profile.msixVectors) {
       this.tracer.warn("interrupt on a vector the function does not have", { vector, source });
+      return;
+    }
+    if (this.faults.fire("lose-irq", { vector }, { source })) {
+      this.tracer.emit({ kind: "irq", vector, delivered: false, source: `${source} (lost: injected)` });
       return;
     }
     let delivered = false;

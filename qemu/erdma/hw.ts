@@ -213,3 +213,66 @@ export const DevCap1 = {
   QBLOCK: [27, 16],
   MAX_MW: [7, 0],
 } as const;
+
+/** SQE header (u64 LE), hw.h:459-468 (6.12). WQEBB_INDEX is the producer index after this SQE. */
+export const SqeHdr = {
+  SGL_LEN: [63, 56],
+  WQEBB_CNT: [54, 52],
+  QPN: [51, 32],
+  OPCODE: [31, 27],
+  DWQE: [26, 26],
+  INLINE: [25, 25],
+  FENCE: [24, 24],
+  SE: [23, 23],
+  CE: [22, 22],
+  WQEBB_INDEX: [15, 0],
+} as const;
+
+/** REG_MR SQE attrs (hw.h:471-473). */
+export const SqeMrAttr = { ACCESS: [5, 1], MTT_TYPE: [7, 6], MTT_CNT: [31, 12] } as const;
+
+/** enum erdma_opcode (hw.h:563-584): SQE opcodes and the CQE opcodes the device reports. */
+export const WqeOp = {
+  WRITE: 0,
+  READ: 1,
+  SEND: 2,
+  SEND_WITH_IMM: 3,
+  RECEIVE: 4,
+  RECV_IMM: 5,
+  RECV_INV: 6,
+  WRITE_WITH_IMM: 9,
+  RSP_SEND_IMM: 12,
+  SEND_WITH_INV: 13,
+  REG_MR: 14,
+  LOCAL_INV: 15,
+  READ_WITH_INV: 16,
+  ATOMIC_CAS: 17,
+  ATOMIC_FAA: 18,
+} as const;
+
+/** enum erdma_wc_status (hw.h:586-605): the CQE syndrome. */
+export const WcStatus = {
+  SUCCESS: 0,
+  GENERAL_ERR: 1,
+  RECV_WQE_FORMAT_ERR: 2,
+  RECV_STAG_INVALID_ERR: 3,
+  RECV_ADDR_VIOLATION_ERR: 4,
+  RECV_RIGHT_VIOLATION_ERR: 5,
+  RECV_PDID_ERR: 6,
+  RECV_WARRPING_ERR: 7,
+  SEND_WQE_FORMAT_ERR: 8,
+  SEND_WQE_ORD_EXCEED: 9,
+  SEND_STAG_INVALID_ERR: 10,
+  SEND_ADDR_VIOLATION_ERR: 11,
+  SEND_RIGHT_VIOLATION_ERR: 12,
+  SEND_PDID_ERR: 13,
+  SEND_WARRPING_ERR: 14,
+  FLUSH_ERR: 15,
+  RETRY_EXC_ERR: 16,
+} as const;
+
+/** ERDMA_MAX_SEND_SGE (erdma_verbs.h:19); inline data is at most 6 SGEs' worth (:21). */
+export const MAX_SEND_SGE = 6;
+export const MAX_INLINE = 16 * MAX_SEND_SGE;
+/** SQ and RQ producer indices are 16 bits (erdma_qp.c:323, :547). */
+export const WQ_INDEX_BITS = 16;

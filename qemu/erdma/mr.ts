@@ -22,14 +22,16 @@ export function rightsNames(bits: number): string[] {
 
 export class MemoryRegion {
   private readonly walker: MttWalker | undefined;
+  /** an FRMR registered with its page list in the REG_MR WQE (MTT type 0) */
+  private inlinePages: bigint[] | undefined;
 
   constructor(
     readonly mptIndex: number,
-    readonly key: number,
+    public key: number,
     readonly pd: number,
     readonly kind: MrKind,
     /** MrRight bits */
-    readonly rights: number,
+    public rights: number,
     public valid: boolean,
     public va: bigint,
     public length: bigint,
@@ -48,6 +50,19 @@ export class MemoryRegion {
   }
 
   /**
+   * The REG_MR work request (fast registration, erdma_qp.c IB_WR_REG_MR): a new key, IOVA range and
+   * rights; pages inline in the WQE or in the FRMR's own table, which the driver filled.
+   */
+  fastRegister(r: { key: number; va: bigint; length: bigint; rights: number; inlinePages?: bigint[] }): void {
+    this.key = r.key;
+    this.va = r.va;
+    this.length = r.length;
+    this.rights = r.rights;
+    this.inlinePages = r.inlinePages;
+    this.valid = true;
+  }
+
+  /**
    * Guest address segments for [iova, iova+length). DMA MRs map IOVA = guest address; normal MRs
    * walk the MTT. Throws RangeError outside the region.
    */
@@ -59,7 +74,9 @@ export class MemoryRegion {
     }
     const walker = this.walker;
     const mtt = this.mtt;
-    if (!walker || !mtt) throw new RangeError(`MR 0x${this.stag.toString(16)} has no translation`);
+    const inline = this.inlinePages;
+    if (!mtt || (!walker && !inline))
+      throw new RangeError(`MR 0x${this.stag.toString(16)} has no translation`);
     const shift = BigInt(mtt.pageShift);
     const pageSize = 1n << shift;
     const base = this.va & ~(pageSize - 1n);
@@ -71,7 +88,8 @@ export class MemoryRegion {
       const index = Number(rel >> shift);
       const within = rel & (pageSize - 1n);
       const chunk = left < pageSize - within ? left : pageSize - within;
-      const page = await walker.page(index, context);
+      const page = inline ? inline[index] : await walker?.page(index, context);
+      if (page === undefined) throw new RangeError(`MR 0x${this.stag.toString(16)} has no page ${index}`);
       const address = page + within;
       const last = out[out.length - 1];
       if (last && last.address + BigInt(last.length) === address) last.length += Number(chunk);

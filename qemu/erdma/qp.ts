@@ -71,6 +71,8 @@ export interface WorkQueue {
   cqn: number;
   /** the producer index from the last doorbell */
   pi: number;
+  /** the device's consumer index: the next WQE it will process or flush */
+  ci: number;
   doorbells: number;
 }
 
@@ -119,6 +121,13 @@ export class QueuePair {
     this.state = proto === "iwarp" ? I.IDLE : R.RESET;
   }
 
+  /** Moves to the error state, recording the producer indices seen at that moment. */
+  enterError(): void {
+    const to = errorState(this.proto);
+    if (this.state !== to) this.errorAt = { sqPi: this.sq.pi, rqPi: this.rq.pi };
+    this.state = to;
+  }
+
   get stateName(): string {
     return stateName(this.proto, this.state);
   }
@@ -128,6 +137,7 @@ export class QueuePair {
       depth: q.depth,
       cqn: q.cqn,
       pi: q.pi,
+      ci: q.ci,
       doorbells: q.doorbells,
       dbrec: `0x${q.dbrec.toString(16)}`,
       buffer: q.buffer.toJSON(),

@@ -38,6 +38,13 @@ export interface Plumbing {
   dma: Dma;
   jobs: WorkQueue;
   raise(vector: number, source: string): void;
+  /** the data path's view of QP changes made by commands */
+  qpEvents?: QpEvents;
+}
+
+export interface QpEvents {
+  stateChanged(qp: QueuePair, from: number): void;
+  reflushed(qp: QueuePair): void;
 }
 
 export interface Ah {

@@ -48,6 +48,38 @@ export type ErdmaTraceEvent = { t: number; dev: string } & (
       reason: string;
     }
   | { kind: "reflush"; qpn: number; sqPi: number; rqPi: number; mode: string }
+  | {
+      kind: "wqe";
+      qpn: number;
+      queue: "sq" | "rq";
+      index: number;
+      opcode: number;
+      op: string;
+      /** the completion status (erdma_wc_status), or "wait" when the WQE cannot run yet */
+      status: number;
+      length?: number;
+      signaled?: boolean;
+      peer?: string;
+      reason?: string;
+    }
+  | {
+      kind: "flush";
+      qpn: number;
+      queue: "sq" | "rq";
+      from: number;
+      to: number;
+      count: number;
+      /** what bounded the flush: the producer index, the index at the error, or REFLUSH's */
+      limit: "pi" | "error" | "reflush";
+    }
+  | { kind: "wait"; qpn: number; queue: "sq" | "rq"; index: number; reason: string }
+  | {
+      kind: "fault";
+      action: "armed" | "fired" | "cleared";
+      id?: number;
+      fault?: Record<string, unknown>;
+      context?: Record<string, unknown>;
+    }
   | { kind: "warn"; message: string; detail?: Record<string, unknown> }
   | { kind: "internal-error"; message: string; stack?: string }
 );

@@ -77,7 +77,7 @@ async function buildQueue(
   if (!s.dma.mapped(q.dbrec, 8, "read"))
     fail(CmdStatus.DMA_FAULT, `${q.name} doorbell record ${hex(q.dbrec)} unmapped`);
   const buffer = await resolveQueueBuffer(s.dma, mtt, depth * elem, "read", `QP ${qpn} ${q.name}`);
-  const wq: WorkQueue = { depth, buffer, dbrec: q.dbrec, cqn, pi: 0, doorbells: 0 };
+  const wq: WorkQueue = { depth, buffer, dbrec: q.dbrec, cqn, pi: 0, ci: 0, doorbells: 0 };
   return wq;
 }
 
@@ -183,8 +183,8 @@ function ipv4(v: number): string {
 
 function setState(s: DeviceState, qp: QueuePair, to: number): void {
   const from = qp.state;
-  qp.state = to;
-  if (to === errorState(qp.proto) && from !== to) qp.errorAt = { sqPi: qp.sq.pi, rqPi: qp.rq.pi };
+  if (to === errorState(qp.proto)) qp.enterError();
+  else qp.state = to;
   s.tracer.emit({
     kind: "state",
     object: "qp",
@@ -192,6 +192,7 @@ function setState(s: DeviceState, qp: QueuePair, to: number): void {
     from: stateName(qp.proto, from),
     to: qp.stateName,
   });
+  s.p.qpEvents?.stateChanged(qp, from);
 }
 
 /** RoCEv2 MODIFY_QP attr_mask bits (erdma_verbs.h (7.2):235-240). */
@@ -274,6 +275,7 @@ export const reflush: Command = {
       qp.reflushCount++;
     }
     s.tracer.emit({ kind: "reflush", qpn, sqPi, rqPi, mode });
+    if (mode === "honour") s.p.qpEvents?.reflushed(qp);
     return { detail: { qpn, sqPi, rqPi, mode, state: qp.stateName } };
   },
 };

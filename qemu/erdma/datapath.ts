@@ -1,0 +1,641 @@
+/**
+ * The data path: what the device does after a doorbell. Like siw_qp_tx.c / siw_qp_rx.c, one job
+ * per QP and queue walks the work queue from the device's consumer index to the producer index the
+ * doorbell gave, executes each SQE against its peer (found on the fabric by the mirrored connection
+ * tuple), consumes the peer's RQEs for SENDs, and writes CQEs (signaled SQEs, every RQE, every
+ * error). In ERROR it flushes, as far as the behaviour profile says (flush.ts).
+ *
+ * A WQE that cannot run yet (no peer in RTS, no RQE posted at the peer) waits at the head of its
+ * queue; a change on the fabric (a QP reaching RTS, an RQ doorbell) looks again.
+ */
+
+import { type AccessFailure, gather, resolveAccess, scatter } from "./access.ts";
+import type { CqeFields } from "./cq.ts";
+import type { WorkQueue as Jobs } from "./engine.ts";
+import type { Fabric, FabricPort } from "./fabric.ts";
+import type { FaultPlan } from "./faults.ts";
+import { flushLimit } from "./flush.ts";
+import {
+  AeType,
+  CqeQtype,
+  IwarpState,
+  MrRight,
+  Rocev2State,
+  RQE_SIZE,
+  SQEBB_SIZE,
+  WcStatus,
+  WQ_INDEX_BITS,
+  WqeOp,
+} from "./hw.ts";
+import { errorState, type QueuePair, stateName } from "./qp.ts";
+import { distance, slot } from "./ring.ts";
+import type { DeviceState } from "./state.ts";
+import type { Tracer } from "./trace.ts";
+import { decodeRqe, decodeSqe, type Rqe, type Sqe, sqeWqebbs } from "./wqe.ts";
+
+const IDX_MASK = 0xffff;
+const opNames: Record<number, string> = Object.fromEntries(
+  Object.entries(WqeOp).map(([name, code]) => [code, name]),
+);
+
+export interface DataPathEnv {
+  name: string;
+  state(): DeviceState;
+  jobs: Jobs;
+  tracer: Tracer;
+  fabric: Fabric;
+  faults: FaultPlan;
+}
+
+/** Why an SQE did not complete now. */
+type Outcome =
+  | { done: true; status: number; length: number; reason?: string; remoteError?: boolean }
+  | { done: false; reason: string };
+
+const localStatus: Record<AccessFailure, number> = {
+  stag: WcStatus.SEND_STAG_INVALID_ERR,
+  pd: WcStatus.SEND_PDID_ERR,
+  right: WcStatus.SEND_RIGHT_VIOLATION_ERR,
+  bounds: WcStatus.SEND_ADDR_VIOLATION_ERR,
+};
+const remoteStatus: Record<AccessFailure, number> = {
+  stag: WcStatus.RECV_STAG_INVALID_ERR,
+  pd: WcStatus.RECV_PDID_ERR,
+  right: WcStatus.RECV_RIGHT_VIOLATION_ERR,
+  bounds: WcStatus.RECV_ADDR_VIOLATION_ERR,
+};
+
+interface Peer {
+  dp: DataPath;
+  qp: QueuePair;
+}
+
+export class DataPath implements FabricPort {
+  private readonly scheduled = new Set<string>();
+  /** CQEs held back by a reorder-cqe fault, per CQ */
+  private readonly held = new Map<number, CqeFields>();
+  private readonly leave: () => void;
+
+  constructor(private readonly env: DataPathEnv) {
+    this.leave = env.fabric.join(this);
+  }
+
+  get name(): string {
+    return this.env.name;
+  }
+
+  state(): DeviceState {
+    return this.env.state();
+  }
+
+  qp(qpn: number): QueuePair | undefined {
+    return this.env.state().qps.get(qpn);
+  }
+
+  qps(): Iterable<QueuePair> {
+    return this.env.state().qps.values();
+  }
+
+  detach(): void {
+    this.leave();
+  }
+
+  // ---- events from doorbells and commands ----------------------------------------------------
+
+  sqDoorbell(qp: QueuePair): void {
+    this.schedule(qp, "sq");
+  }
+
+  rqDoorbell(qp: QueuePair): void {
+    if (this.inError(qp)) this.schedule(qp, "rq");
+    // a SEND waiting for this RQE may run now
+    else this.env.fabric.changed();
+  }
+
+  stateChanged(qp: QueuePair, from: number): void {
+    if (qp.proto === "iwarp" && qp.state === IwarpState.CLOSING && from !== qp.state) {
+      this.env.jobs.post(`llp-close ${qp.qpn}`, async () => this.llpClosed(qp));
+    }
+    if (this.inError(qp) && from !== qp.state) {
+      this.schedule(qp, "sq");
+      this.schedule(qp, "rq");
+    }
+    this.env.fabric.changed();
+  }
+
+  /**
+   * The graceful close the driver asked for with CLOSING has completed on the wire: with work
+   * still outstanding the QP goes to ERROR and flushes it, else to IDLE (RDMAC verbs 6.1.1, the
+   * Closing state; the driver moves its own state to IDLE or ERROR, erdma_qp.c:18-31, :166-170).
+   */
+  private async llpClosed(qp: QueuePair): Promise<void> {
+    const st = this.env.state();
+    if (st.qps.get(qp.qpn) !== qp || qp.state !== IwarpState.CLOSING) return;
+    const outstanding =
+      distance(qp.sq.pi, qp.sq.ci, WQ_INDEX_BITS) > 0 || distance(qp.rq.pi, qp.rq.ci, WQ_INDEX_BITS) > 0;
+    if (outstanding) {
+      await this.fail(st, qp, "LLP closed with work requests outstanding", false);
+      return;
+    }
+    qp.state = IwarpState.IDLE;
+    this.env.tracer.emit({
+      kind: "state",
+      object: "qp",
+      id: qp.qpn,
+      from: "CLOSING",
+      to: "IDLE (LLP closed)",
+    });
+  }
+
+  reflushed(qp: QueuePair): void {
+    this.schedule(qp, "sq");
+    this.schedule(qp, "rq");
+  }
+
+  peerChanged(): void {
+    for (const qp of this.qps()) {
+      if (distance(qp.sq.pi, qp.sq.ci, WQ_INDEX_BITS) > 0) this.schedule(qp, "sq");
+    }
+  }
+
+  // ---- scheduling --------------------------------------------------------------------------------
+
+  private schedule(qp: QueuePair, queue: "sq" | "rq"): void {
+    const key = `${qp.qpn}/${queue}`;
+    if (this.scheduled.has(key)) return;
+    this.scheduled.add(key);
+    this.env.jobs.post(
+      `${queue} ${qp.qpn}`,
+      async (ctx) => {
+        this.scheduled.delete(key);
+        const st = this.env.state();
+        if (st.qps.get(qp.qpn) !== qp || !ctx.alive()) return;
+        const until = this.env.faults.stalled(qp.qpn, queue);
+        if (until !== undefined) {
+          if (Number.isFinite(until))
+            setTimeout(() => this.schedule(qp, queue), until - Date.now() + 1).unref();
+          return;
+        }
+        if (queue === "sq") await this.runSq(st, qp, ctx.alive);
+        else await this.flushRq(st, qp);
+      },
+      () => this.scheduled.delete(key),
+    );
+  }
+
+  private inError(qp: QueuePair): boolean {
+    return qp.state === errorState(qp.proto);
+  }
+
+  private isRts(qp: QueuePair): boolean {
+    return qp.state === (qp.proto === "iwarp" ? IwarpState.RTS : Rocev2State.RTS);
+  }
+
+  // ---- the send queue ----------------------------------------------------------------------------
+
+  private async runSq(st: DeviceState, qp: QueuePair, alive: () => boolean): Promise<void> {
+    while (alive() && distance(qp.sq.pi, qp.sq.ci, WQ_INDEX_BITS) > 0) {
+      if (this.inError(qp)) {
+        await this.flushSq(st, qp);
+        return;
+      }
+      if (!this.isRts(qp)) return; // not connected yet: the WQEs wait
+      if (this.env.faults.stalled(qp.qpn, "sq") !== undefined) return;
+      const index = qp.sq.ci;
+      const sqe = await this.readSqe(st, qp, index);
+      if (!sqe.ok) {
+        qp.sq.ci = (index + sqe.wqebbs) & IDX_MASK;
+        this.traceWqe(qp, "sq", index, sqe.opcode, WcStatus.SEND_WQE_FORMAT_ERR, { reason: sqe.reason });
+        await this.complete(st, qp, "sq", index, sqe.opcode, WcStatus.SEND_WQE_FORMAT_ERR, 0);
+        await this.fail(st, qp, `SQE ${index}: ${sqe.reason}`);
+        continue;
+      }
+      const injected = this.env.faults.fire("error-wqe", { qpn: qp.qpn, queue: "sq" }, { index });
+      const outcome: Outcome = injected
+        ? { done: true, status: injected.status, length: 0, reason: "injected" }
+        : await this.execute(st, qp, sqe.sqe);
+      if (!outcome.done) {
+        this.env.tracer.emit({ kind: "wait", qpn: qp.qpn, queue: "sq", index, reason: outcome.reason });
+        return;
+      }
+      qp.sq.ci = (index + sqe.sqe.wqebbs) & IDX_MASK;
+      this.traceWqe(qp, "sq", index, sqe.sqe.opcode, outcome.status, {
+        length: outcome.length,
+        signaled: sqe.sqe.signaled,
+        ...(outcome.reason ? { reason: outcome.reason } : {}),
+      });
+      if (sqe.sqe.signaled || outcome.status !== WcStatus.SUCCESS) {
+        await this.complete(st, qp, "sq", index, sqe.sqe.opcode, outcome.status, outcome.length);
+      }
+      if (outcome.status !== WcStatus.SUCCESS) await this.fail(st, qp, outcome.reason ?? "WQE error");
+    }
+  }
+
+  private async readSqe(st: DeviceState, qp: QueuePair, index: number) {
+    const at = (i: number) => qp.sq.buffer.address(slot(i, qp.sq.depth) * SQEBB_SIZE);
+    const first = await st.dma.read(at(index), SQEBB_SIZE, `QP ${qp.qpn} SQE`);
+    const hdr = new DataView(first.buffer, first.byteOffset, 8).getBigUint64(0, true);
+    const count = sqeWqebbs(hdr);
+    const bytes = new Uint8Array(count * SQEBB_SIZE);
+    bytes.set(first, 0);
+    for (let i = 1; i < count; i++) {
+      bytes.set(await st.dma.read(at(index + i), SQEBB_SIZE, `QP ${qp.qpn} SQE`), i * SQEBB_SIZE);
+    }
+    return decodeSqe(bytes);
+  }
+
+  private peerOf(qp: QueuePair): Peer | undefined {
+    const ep = this.env.fabric.peerOf(qp);
+    if (!ep || !(ep.port instanceof DataPath)) return undefined;
+    return { dp: ep.port, qp: ep.qp };
+  }
+
+  private async execute(st: DeviceState, qp: QueuePair, sqe: Sqe): Promise<Outcome> {
+    switch (sqe.kind) {
+      case "reg-mr": {
+        const mr = st.mrs.get(sqe.stag >>> 8);
+        if (mr?.kind !== "frmr" || mr.pd !== qp.pd) {
+          return {
+            done: true,
+            status: WcStatus.SEND_STAG_INVALID_ERR,
+            length: 0,
+            reason: "REG_MR of no FRMR",
+          };
+        }
+        const access = sqe.access | MrRight.LOCAL_READ;
+        mr.fastRegister({
+          key: sqe.stag & 0xff,
+          va: sqe.addr,
+          length: BigInt(sqe.length),
+          rights: access,
+          ...(sqe.inlineMtt ? { inlinePages: sqe.inlineMtt } : {}),
+        });
+        return { done: true, status: WcStatus.SUCCESS, length: 0 };
+      }
+      case "local-inv": {
+        const mr = st.mrs.get(sqe.stag >>> 8);
+        if (!mr || mr.key !== (sqe.stag & 0xff) || mr.pd !== qp.pd) {
+          return {
+            done: true,
+            status: WcStatus.SEND_STAG_INVALID_ERR,
+            length: 0,
+            reason: "LOCAL_INV of no MR",
+          };
+        }
+        mr.valid = false;
+        return { done: true, status: WcStatus.SUCCESS, length: 0 };
+      }
+      case "atomic":
+        if (!st.profile.caps.atomic) {
+          return {
+            done: true,
+            status: WcStatus.SEND_WQE_FORMAT_ERR,
+            length: 0,
+            reason: "atomics not advertised",
+          };
+        }
+        return this.atomic(st, qp, sqe);
+      case "read":
+        return this.read(st, qp, sqe);
+      case "send":
+      case "write":
+        return this.sendOrWrite(st, qp, sqe);
+    }
+  }
+
+  /** The local payload of a SEND/WRITE: inline bytes or the gathered SGL. */
+  private async payload(
+    st: DeviceState,
+    qp: QueuePair,
+    sqe: Extract<Sqe, { kind: "send" | "write" }>,
+  ): Promise<Uint8Array | Outcome> {
+    if (sqe.inline) return sqe.inline;
+    const parts: Uint8Array[] = [];
+    for (const sge of sqe.sgl) {
+      const r = await resolveAccess(st, qp.pd, sge.key, sge.addr, sge.length, 0);
+      if (!r.ok) return { done: true, status: localStatus[r.failure], length: 0, reason: r.why };
+      parts.push(await gather(st, r.segments, `QP ${qp.qpn} SGE`));
+    }
+    if (parts.length === 1 && parts[0]) return parts[0];
+    return Buffer.concat(parts);
+  }
+
+  private async sendOrWrite(
+    st: DeviceState,
+    qp: QueuePair,
+    sqe: Extract<Sqe, { kind: "send" | "write" }>,
+  ): Promise<Outcome> {
+    const peer = this.peerOf(qp);
+    if (!peer?.dp.isRts(peer.qp)) return { done: false, reason: "peer not in RTS" };
+    const consumesRqe = sqe.kind === "send" || sqe.imm !== undefined;
+    if (consumesRqe && distance(peer.qp.rq.pi, peer.qp.rq.ci, WQ_INDEX_BITS) === 0) {
+      return { done: false, reason: `no RQE posted at ${peer.dp.name} QP ${peer.qp.qpn}` };
+    }
+    const data = await this.payload(st, qp, sqe);
+    if (!(data instanceof Uint8Array)) return data;
+    const pst = peer.dp.state();
+    if (sqe.kind === "write") {
+      const sink = sqe.sink;
+      if (!sink)
+        return { done: true, status: WcStatus.SEND_WQE_FORMAT_ERR, length: 0, reason: "WRITE without sink" };
+      const r = await resolveAccess(pst, peer.qp.pd, sink.stag, sink.to, data.length, MrRight.REMOTE_WRITE);
+      if (!r.ok) return this.remoteFailure(peer, r.failure, r.why);
+      await scatter(pst, r.segments, data, `QP ${peer.qp.qpn} WRITE sink`);
+      this.count(st, pst, data.length);
+      if (sqe.imm === undefined) return { done: true, status: WcStatus.SUCCESS, length: data.length };
+    }
+    // SEND (with imm / inv) or WRITE_WITH_IMM: the peer's next RQE
+    const rqIndex = peer.qp.rq.ci;
+    peer.qp.rq.ci = (rqIndex + 1) & IDX_MASK;
+    const rqe = await peer.dp.readRqe(pst, peer.qp, rqIndex);
+    let recvOp: number = WqeOp.RECEIVE;
+    let word3: CqeFields["word3"];
+    if (sqe.imm !== undefined) {
+      recvOp = sqe.kind === "write" ? WqeOp.RECV_IMM : WqeOp.RSP_SEND_IMM;
+      word3 = { value: sqe.imm, endian: "le" };
+    }
+    if (sqe.kind === "send") {
+      if (data.length > rqe.length) {
+        await peer.dp.receiveError(
+          pst,
+          peer.qp,
+          rqIndex,
+          WcStatus.RECV_WQE_FORMAT_ERR,
+          `${data.length} bytes > RQE ${rqe.length}`,
+        );
+        return {
+          done: true,
+          status: WcStatus.GENERAL_ERR,
+          length: 0,
+          reason: "receive buffer too small",
+          remoteError: true,
+        };
+      }
+      const r = await resolveAccess(pst, peer.qp.pd, rqe.stag, rqe.to, data.length, MrRight.LOCAL_WRITE);
+      if (!r.ok) {
+        await peer.dp.receiveError(pst, peer.qp, rqIndex, remoteStatus[r.failure], r.why);
+        return { done: true, status: remoteStatus[r.failure], length: 0, reason: r.why, remoteError: true };
+      }
+      await scatter(pst, r.segments, data, `QP ${peer.qp.qpn} RQE`);
+      this.count(st, pst, data.length);
+      if (sqe.invalidate !== undefined) {
+        const mr = pst.mrs.get(sqe.invalidate >>> 8);
+        if (mr && mr.key === (sqe.invalidate & 0xff)) mr.valid = false;
+        recvOp = WqeOp.RECV_INV;
+        word3 = { value: sqe.invalidate, endian: "be" };
+      }
+    }
+    peer.dp.traceWqe(peer.qp, "rq", rqIndex, recvOp, WcStatus.SUCCESS, {
+      length: data.length,
+      peer: this.name,
+    });
+    await peer.dp.complete(pst, peer.qp, "rq", rqIndex, recvOp, WcStatus.SUCCESS, data.length, {
+      ...(word3 ? { word3 } : {}),
+      solicited: sqe.solicited,
+    });
+    return { done: true, status: WcStatus.SUCCESS, length: data.length };
+  }
+
+  private async read(st: DeviceState, qp: QueuePair, sqe: Extract<Sqe, { kind: "read" }>): Promise<Outcome> {
+    const peer = this.peerOf(qp);
+    if (!peer?.dp.isRts(peer.qp)) return { done: false, reason: "peer not in RTS" };
+    const local = await resolveAccess(st, qp.pd, sqe.sink.stag, sqe.sink.to, sqe.length, MrRight.LOCAL_WRITE);
+    if (!local.ok) return { done: true, status: localStatus[local.failure], length: 0, reason: local.why };
+    const pst = peer.dp.state();
+    const remote = await resolveAccess(
+      pst,
+      peer.qp.pd,
+      sqe.source.key,
+      sqe.source.addr,
+      sqe.length,
+      MrRight.REMOTE_READ,
+    );
+    if (!remote.ok) return this.remoteFailure(peer, remote.failure, remote.why);
+    const data = await gather(pst, remote.segments, `QP ${peer.qp.qpn} READ source`);
+    await scatter(st, local.segments, data, `QP ${qp.qpn} READ sink`);
+    this.count(pst, st, data.length);
+    if (sqe.invalidate !== undefined) {
+      const mr = st.mrs.get(sqe.invalidate >>> 8);
+      if (mr && mr.key === (sqe.invalidate & 0xff)) mr.valid = false;
+    }
+    return { done: true, status: WcStatus.SUCCESS, length: data.length };
+  }
+
+  private async atomic(
+    st: DeviceState,
+    qp: QueuePair,
+    sqe: Extract<Sqe, { kind: "atomic" }>,
+  ): Promise<Outcome> {
+    const peer = this.peerOf(qp);
+    if (!peer?.dp.isRts(peer.qp)) return { done: false, reason: "peer not in RTS" };
+    const local = await resolveAccess(st, qp.pd, sqe.local.key, sqe.local.addr, 8, MrRight.LOCAL_WRITE);
+    if (!local.ok) return { done: true, status: localStatus[local.failure], length: 0, reason: local.why };
+    const pst = peer.dp.state();
+    const remote = await resolveAccess(
+      pst,
+      peer.qp.pd,
+      sqe.remote.key,
+      sqe.remote.addr,
+      8,
+      MrRight.REMOTE_ATOMIC,
+    );
+    if (!remote.ok) return this.remoteFailure(peer, remote.failure, remote.why);
+    const old = await gather(pst, remote.segments, "atomic target");
+    const value = new DataView(old.buffer, old.byteOffset, 8).getBigUint64(0, true);
+    const mask = (1n << 64n) - 1n;
+    const next =
+      sqe.opcode === WqeOp.ATOMIC_CAS
+        ? value === sqe.compare
+          ? sqe.swapOrAdd
+          : value
+        : (value + sqe.swapOrAdd) & mask;
+    const out = new Uint8Array(8);
+    new DataView(out.buffer).setBigUint64(0, next, true);
+    await scatter(pst, remote.segments, out, "atomic target");
+    await scatter(st, local.segments, old, "atomic result");
+    return { done: true, status: WcStatus.SUCCESS, length: 8 };
+  }
+
+  /** A remote access error: the requester's WQE fails (REM_ACCESS_ERR) and the responder's QP errs. */
+  private async remoteFailure(peer: Peer, failure: AccessFailure, why: string): Promise<Outcome> {
+    const pst = peer.dp.state();
+    await peer.dp.fail(pst, peer.qp, `remote access: ${why}`);
+    return { done: true, status: remoteStatus[failure], length: 0, reason: why, remoteError: true };
+  }
+
+  private count(from: DeviceState, to: DeviceState, bytes: number): void {
+    const add = (st: DeviceState, name: Parameters<DeviceState["stats"]["get"]>[0], n: number) =>
+      st.stats.set(name, (st.stats.get(name) ?? 0n) + BigInt(n));
+    add(from, "tx_req_cnt", 1);
+    add(from, "tx_packets_cnt", 1);
+    add(from, "tx_bytes_cnt", bytes);
+    add(to, "rx_packets_cnt", 1);
+    add(to, "rx_bytes_cnt", bytes);
+  }
+
+  // ---- the receive queue -------------------------------------------------------------------------
+
+  async readRqe(st: DeviceState, qp: QueuePair, index: number): Promise<Rqe> {
+    const addr = qp.rq.buffer.address(slot(index, qp.rq.depth) * RQE_SIZE);
+    return decodeRqe(await st.dma.read(addr, RQE_SIZE, `QP ${qp.qpn} RQE`));
+  }
+
+  /** An RQE that a SEND could not land in: its error CQE, and the QP to ERROR. */
+  async receiveError(
+    st: DeviceState,
+    qp: QueuePair,
+    index: number,
+    status: number,
+    why: string,
+  ): Promise<void> {
+    this.traceWqe(qp, "rq", index, WqeOp.RECEIVE, status, { reason: why });
+    await this.complete(st, qp, "rq", index, WqeOp.RECEIVE, status, 0);
+    await this.fail(st, qp, why);
+  }
+
+  // ---- errors and flushing -----------------------------------------------------------------------
+
+  /** A WQE failed: the QP enters ERROR (a QP_FATAL async event) and flushes. */
+  async fail(st: DeviceState, qp: QueuePair, why: string, fatal = true): Promise<void> {
+    if (this.inError(qp)) return;
+    const from = qp.state;
+    qp.enterError();
+    this.env.tracer.emit({
+      kind: "state",
+      object: "qp",
+      id: qp.qpn,
+      from: stateName(qp.proto, from),
+      to: `${qp.stateName} (${why})`,
+    });
+    if (fatal) await st.postAsyncEvent(AeType.QP_FATAL, 0, qp.qpn, 0);
+    this.stateChanged(qp, from);
+  }
+
+  private async flushSq(st: DeviceState, qp: QueuePair): Promise<void> {
+    const { limit, reason } = flushLimit(st.profile.errorFlush, qp, "sq");
+    const from = qp.sq.ci;
+    let count = 0;
+    while (distance(limit, qp.sq.ci, WQ_INDEX_BITS) > 0) {
+      const index = qp.sq.ci;
+      const first = await st.dma.read(
+        qp.sq.buffer.address(slot(index, qp.sq.depth) * SQEBB_SIZE),
+        8,
+        `QP ${qp.qpn} SQE`,
+      );
+      const hdr = new DataView(first.buffer, first.byteOffset, 8).getBigUint64(0, true);
+      const wqebbs = sqeWqebbs(hdr);
+      const opcode = Number((hdr >> 27n) & 0x1fn);
+      qp.sq.ci = (index + wqebbs) & IDX_MASK;
+      await this.complete(st, qp, "sq", index, opcode, WcStatus.FLUSH_ERR, 0);
+      count++;
+    }
+    if (count > 0 || from !== limit) {
+      this.env.tracer.emit({
+        kind: "flush",
+        qpn: qp.qpn,
+        queue: "sq",
+        from,
+        to: qp.sq.ci,
+        count,
+        limit: reason,
+      });
+    }
+  }
+
+  private async flushRq(st: DeviceState, qp: QueuePair): Promise<void> {
+    if (!this.inError(qp)) return;
+    const { limit, reason } = flushLimit(st.profile.errorFlush, qp, "rq");
+    const from = qp.rq.ci;
+    let count = 0;
+    while (distance(limit, qp.rq.ci, WQ_INDEX_BITS) > 0) {
+      const index = qp.rq.ci;
+      qp.rq.ci = (index + 1) & IDX_MASK;
+      await this.complete(st, qp, "rq", index, WqeOp.RECEIVE, WcStatus.FLUSH_ERR, 0);
+      count++;
+    }
+    if (count > 0) {
+      this.env.tracer.emit({
+        kind: "flush",
+        qpn: qp.qpn,
+        queue: "rq",
+        from,
+        to: qp.rq.ci,
+        count,
+        limit: reason,
+      });
+    }
+  }
+
+  // ---- completions -------------------------------------------------------------------------------
+
+  traceWqe(
+    qp: QueuePair,
+    queue: "sq" | "rq",
+    index: number,
+    opcode: number,
+    status: number,
+    extra: { length?: number; signaled?: boolean; peer?: string; reason?: string },
+  ): void {
+    this.env.tracer.emit({
+      kind: "wqe",
+      qpn: qp.qpn,
+      queue,
+      index,
+      opcode,
+      op: opNames[opcode] ?? `OP_${opcode}`,
+      status,
+      ...extra,
+    });
+  }
+
+  /** Writes the CQE of a WQE on its queue's CQ, through the CQE faults. */
+  async complete(
+    st: DeviceState,
+    qp: QueuePair,
+    queue: "sq" | "rq",
+    index: number,
+    opcode: number,
+    status: number,
+    size: number,
+    extra: Pick<CqeFields, "word3" | "solicited"> = {},
+  ): Promise<void> {
+    const cqn = queue === "sq" ? qp.sq.cqn : qp.rq.cqn;
+    const cq = st.cqs.get(cqn);
+    if (!cq) {
+      this.env.tracer.warn("completion for a CQ that does not exist: dropped", { qpn: qp.qpn, cqn });
+      return;
+    }
+    const faults = this.env.faults;
+    const ctx = { qpn: qp.qpn, queue };
+    const wrong = faults.fire("wrong-index", ctx, { index });
+    const fields: CqeFields = {
+      opcode,
+      qtype: queue === "sq" ? CqeQtype.SQ : CqeQtype.RQ,
+      syndrome: status,
+      qeIdx: wrong ? (index + wrong.delta) & IDX_MASK : index,
+      qpn: qp.qpn,
+      size,
+      ...extra,
+    };
+    if (faults.fire("drop-cqe", ctx, { index })) return;
+    const delay = faults.fire("delay-cqe", ctx, { index });
+    if (delay) {
+      setTimeout(
+        () => this.env.jobs.post(`delayed CQE ${cqn}`, async () => void (await cq.post(fields))),
+        delay.ms,
+      ).unref();
+      return;
+    }
+    if (faults.fire("reorder-cqe", ctx, { index })) {
+      this.held.set(cqn, fields);
+      return;
+    }
+    await cq.post(fields);
+    if (faults.fire("duplicate-cqe", ctx, { index })) await cq.post(fields);
+    const held = this.held.get(cqn);
+    if (held) {
+      this.held.delete(cqn);
+      await cq.post(held);
+    }
+  }
+}

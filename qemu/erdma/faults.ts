@@ -1,0 +1,136 @@
+/**
+ * Fault injection: what a harness asks the device to get wrong, per run. A fault is armed with a
+ * match (which QP, which queue, the how-many-th event after arming) and fires `count` times (once by
+ * default); every arming and every firing is a hardware-trace event, so a verdict can be read
+ * beside the faults that shaped it.
+ */
+import { z } from "zod";
+import type { Tracer } from "./trace.ts";
+
+const queue = z.enum(["sq", "rq"]);
+const match = {
+  /** the QP the fault applies to; any QP when absent */
+  qpn: z.number().int().nonnegative().optional(),
+  /** fire on the nth matching event after arming (1 = the next one) */
+  nth: z.number().int().positive().default(1),
+  /** how many times it fires (consecutive matching events from the nth on) */
+  count: z.number().int().positive().default(1),
+};
+
+export const FaultSpec = z.discriminatedUnion("kind", [
+  /** complete a WQE with an error status (erdma_wc_status) instead of executing it */
+  z.object({
+    kind: z.literal("error-wqe"),
+    queue: queue.default("sq"),
+    status: z.number().int().min(1).max(255),
+    ...match,
+  }),
+  z.object({ kind: z.literal("drop-cqe"), queue: queue.optional(), ...match }),
+  z.object({ kind: z.literal("duplicate-cqe"), queue: queue.optional(), ...match }),
+  z.object({
+    kind: z.literal("delay-cqe"),
+    queue: queue.optional(),
+    ms: z.number().int().positive().max(60_000),
+    ...match,
+  }),
+  /** write this CQE after the next one on the same CQ */
+  z.object({ kind: z.literal("reorder-cqe"), queue: queue.optional(), ...match }),
+  /** report qe_idx + delta instead of the WQE's index */
+  z.object({ kind: z.literal("wrong-index"), queue: queue.optional(), delta: z.number().int(), ...match }),
+  /** an MSI-X interrupt that is not delivered (vector: any when absent) */
+  z.object({ kind: z.literal("lose-irq"), vector: z.number().int().nonnegative().optional(), ...match }),
+  /** the queue stops processing (for `ms`, or until the faults are cleared) */
+  z.object({ kind: z.literal("stall-queue"), queue, ms: z.number().int().positive().optional(), ...match }),
+  /** a doorbell the device drops (its producer index is not taken) */
+  z.object({ kind: z.literal("ignore-doorbell"), queue, ...match }),
+]);
+export type Fault = z.output<typeof FaultSpec>;
+export type FaultKind = Fault["kind"];
+
+export interface FaultContext {
+  qpn?: number;
+  queue?: "sq" | "rq";
+  vector?: number;
+}
+
+interface Armed {
+  id: number;
+  fault: Fault;
+  seen: number;
+  fired: number;
+}
+
+export class FaultPlan {
+  private readonly armed: Armed[] = [];
+  private nextId = 1;
+  private stalls = new Map<string, number>();
+
+  constructor(private readonly tracer: Tracer) {}
+
+  /** Arms a fault (validated); returns its id. Throws a ZodError naming the bad field. */
+  add(spec: unknown): number {
+    const fault = FaultSpec.parse(spec);
+    const id = this.nextId++;
+    this.armed.push({ id, fault, seen: 0, fired: 0 });
+    this.tracer.emit({ kind: "fault", action: "armed", id, fault });
+    return id;
+  }
+
+  clear(): void {
+    this.armed.length = 0;
+    this.stalls.clear();
+    this.tracer.emit({ kind: "fault", action: "cleared" });
+  }
+
+  get active(): readonly Fault[] {
+    return this.armed.filter((a) => a.fired < a.fault.count).map((a) => a.fault);
+  }
+
+  /**
+   * The fault of `kind` that fires for this event, if any (consumed). Every armed fault of that
+   * kind that matches the context counts the event, fired or not.
+   */
+  fire<K extends FaultKind>(
+    kind: K,
+    ctx: FaultContext,
+    detail?: Record<string, unknown>,
+  ): Extract<Fault, { kind: K }> | undefined {
+    for (const a of this.armed) {
+      const f = a.fault;
+      if (f.kind !== kind || a.fired >= f.count) continue;
+      if (f.qpn !== undefined && f.qpn !== ctx.qpn) continue;
+      if ("queue" in f && f.queue !== undefined && ctx.queue !== undefined && f.queue !== ctx.queue) continue;
+      if ("vector" in f && f.vector !== undefined && f.vector !== ctx.vector) continue;
+      a.seen++;
+      if (a.seen < f.nth) continue;
+      a.fired++;
+      this.tracer.emit({
+        kind: "fault",
+        action: "fired",
+        id: a.id,
+        fault: f,
+        context: { ...ctx, ...detail },
+      });
+      if (f.kind === "stall-queue") {
+        this.stalls.set(stallKey(ctx), f.ms === undefined ? Number.POSITIVE_INFINITY : Date.now() + f.ms);
+      }
+      return f as Extract<Fault, { kind: K }>;
+    }
+    return undefined;
+  }
+
+  /** Whether a queue is stalled now (a fired stall-queue that has not run out). */
+  stalled(qpn: number, queue: "sq" | "rq"): number | undefined {
+    const until = this.stalls.get(stallKey({ qpn, queue }));
+    if (until === undefined) return undefined;
+    if (until <= Date.now()) {
+      this.stalls.delete(stallKey({ qpn, queue }));
+      return undefined;
+    }
+    return until;
+  }
+}
+
+function stallKey(ctx: FaultContext): string {
+  return `${ctx.qpn}/${ctx.queue}`;
+}
