@@ -85,6 +85,8 @@ export interface ErdmaDeviceOptions {
   dataPath?: DataPathHooks;
   /** the wire to other devices; default: a fabric of its own (loopback only) */
   fabric?: Fabric;
+  /** the fault plan to consult (one that outlives this core); default: a fresh one */
+  faults?: FaultPlan;
 }
 
 export type AccessSize = 1 | 2 | 4 | 8;
@@ -127,7 +129,7 @@ export class ErdmaDevice {
       () => this.host.now(),
       this.name,
     );
-    this.faults = new FaultPlan(this.tracer);
+    this.faults = opts.faults ?? new FaultPlan(this.tracer);
     const defer = this.host.defer
       ? (fn: () => void) => this.host.defer?.(fn)
       : (fn: () => void) => setImmediate(fn);

@@ -13,10 +13,12 @@ import type { DeviceContext, DeviceDefinition, DeviceModel } from "../vfio-user/
 import type { TraceEvent } from "../vfio-user/trace.ts";
 import { ERDMA_BARS, ERDMA_PCI_IDENTITY, ErdmaDevice } from "./device.ts";
 import type { Fabric } from "./fabric.ts";
+import { FaultPlan } from "./faults.ts";
 import { DmaFault, type ErdmaHost, type GuestMemory } from "./host.ts";
 import type { ErdmaProfile } from "./profile.ts";
 import { profileReflush } from "./profile.ts";
 import type { ErdmaTraceEvent } from "./trace.ts";
+import { Tracer } from "./trace.ts";
 
 export interface ErdmaVfioOptions {
   /** the guest NIC's MAC: the driver binds the RDMA device to the netdev with this address */
@@ -34,11 +36,17 @@ export interface ErdmaVfioOptions {
 /** An erdma PCI function served over vfio-user. */
 export class ErdmaVfioDevice implements DeviceModel {
   readonly definition: DeviceDefinition;
+  /** faults armed for this function; they outlive a reconnect of the client */
+  readonly faults: FaultPlan;
   private core: ErdmaDevice | undefined;
   private ctx: DeviceContext | undefined;
 
   constructor(private readonly opts: ErdmaVfioOptions) {
     const profile = opts.profile ?? profileReflush;
+    const name = opts.name ?? "erdma";
+    this.faults = new FaultPlan(
+      new Tracer((e) => opts.trace?.(e), opts.now ?? (() => performance.now()), name),
+    );
     this.definition = {
       name: opts.name ?? "erdma",
       identity: { ...ERDMA_PCI_IDENTITY },
@@ -68,6 +76,11 @@ export class ErdmaVfioDevice implements DeviceModel {
     return this.core;
   }
 
+  /** The device state (object tables, counters) as JSON; undefined before a client attached. */
+  snapshot(): Record<string, unknown> | undefined {
+    return this.core?.state.snapshot();
+  }
+
   attach(ctx: DeviceContext): void {
     this.ctx = ctx;
     const clock = this.opts.now ?? (() => performance.now());
@@ -78,8 +91,10 @@ export class ErdmaVfioDevice implements DeviceModel {
       now: clock,
       defer: (job) => setImmediate(job),
     };
+    this.core?.dataPathCore?.detach();
     this.core = new ErdmaDevice({
       host,
+      faults: this.faults,
       mac: this.opts.mac,
       profile: this.opts.profile ?? profileReflush,
       name: this.definition.name,
