@@ -22,20 +22,71 @@ export const TOOLS_ARCHIVE = "tools.cpio.gz";
 /** One tool: its C source here and the libraries it links. */
 interface Tool {
   binary: string;
+  /** the main C source, relative to guest/tools */
   source: string;
   libs: string[];
+  /** more C sources of the same program, relative to guest/tools */
+  moreSources?: readonly string[];
+  /** headers the sources include (relative to guest/tools): part of the cache key */
+  headers?: readonly string[];
+  /** compiler flags beyond the common ones */
+  cflags?: readonly string[];
 }
+
+/** The userspace verbs executor (guest/uverbs): the kernel executor's command language on libibverbs/librdmacm. */
+const UVERBS_TOOL: Tool = {
+  binary: "hil-uverbs",
+  source: "../uverbs/main.c",
+  moreSources: ["cmd.c", "trace.c", "obj.c", "cm.c", "post.c", "drain.c"].map((f) => `../uverbs/${f}`),
+  headers: ["../uverbs/uv.h"],
+  libs: ["ibverbs", "rdmacm"],
+  cflags: ["-Wextra"],
+};
 
 export const GUEST_TOOLS: readonly Tool[] = [
   { binary: "hil-verbs-lifecycle", source: "verbs-lifecycle.c", libs: ["ibverbs"] },
+  UVERBS_TOOL,
 ];
 
 /** What building them needs on the host (Debian package names). */
-export const TOOLS_HOST_PACKAGES = ["gcc", "libc6-dev", "libibverbs-dev"] as const;
+export const TOOLS_HOST_PACKAGES = ["gcc", "libc6-dev", "libibverbs-dev", "librdmacm-dev"] as const;
 
 /** Where the guest finds a tool. */
 export function guestToolPath(binary: string): string {
   return `/usr/bin/${binary}`;
+}
+
+/** Every file of a tool that goes into its cache key: sources, then headers. */
+function toolFiles(t: Tool): string[] {
+  return [t.source, ...(t.moreSources ?? []), ...(t.headers ?? [])];
+}
+
+async function compileTool(t: Tool, output: string): Promise<void> {
+  await run(`gcc ${t.source}`, "gcc", [
+    "-O2",
+    "-g",
+    "-Wall",
+    ...(t.cflags ?? []),
+    "-Werror",
+    "-std=gnu11",
+    "-o",
+    output,
+    ...[t.source, ...(t.moreSources ?? [])].map((f) => join(TOOLS_DIR, f)),
+    ...t.libs.map((l) => `-l${l}`),
+  ]);
+}
+
+/**
+ * Builds one guest tool into `outDir` (no cache, no layer), e.g. to run it on the host; returns
+ * the binary's path. Installs the -dev packages it needs first.
+ */
+export async function buildGuestTool(binary: string, outDir: string): Promise<string> {
+  const t = GUEST_TOOLS.find((x) => x.binary === binary);
+  if (!t) throw new Error(`no guest tool ${binary}`);
+  await ensureHostPackages(TOOLS_HOST_PACKAGES);
+  const output = join(outDir, binary);
+  await compileTool(t, output);
+  return output;
 }
 
 async function toolchainFingerprint(): Promise<string[]> {
@@ -49,25 +100,15 @@ async function toolchainFingerprint(): Promise<string[]> {
 export async function buildGuestToolsLayer(): Promise<ImageLayer> {
   await ensureHostPackages(TOOLS_HOST_PACKAGES);
   const parts: (string | Uint8Array)[] = [RECIPE, ...(await toolchainFingerprint())];
-  for (const t of GUEST_TOOLS)
-    parts.push(t.binary, t.libs.join(","), await readFile(join(TOOLS_DIR, t.source)));
+  for (const t of GUEST_TOOLS) {
+    parts.push(t.binary, t.libs.join(","), (t.cflags ?? []).join(" "));
+    for (const f of toolFiles(t)) parts.push(f, await readFile(join(TOOLS_DIR, f)));
+  }
   const key = hashParts(parts);
   const { dir } = await ensureEntry("image/guest-tools", key, { what: "guest tools" }, async (work) => {
     const step = progress.step("[image] building guest tools");
     try {
-      for (const t of GUEST_TOOLS) {
-        await run(`gcc ${t.source}`, "gcc", [
-          "-O2",
-          "-g",
-          "-Wall",
-          "-Werror",
-          "-std=gnu11",
-          "-o",
-          join(work, t.binary),
-          join(TOOLS_DIR, t.source),
-          ...t.libs.map((l) => `-l${l}`),
-        ]);
-      }
+      for (const t of GUEST_TOOLS) await compileTool(t, join(work, t.binary));
       const entries = [
         { kind: "dir" as const, path: "usr", mode: 0o755 },
         { kind: "dir" as const, path: "usr/bin", mode: 0o755 },

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * hil-uverbs: runs guest/kverbs' command language through libibverbs and librdmacm.
+ *
+ *   hil-uverbs [-w DRAIN_MS] [-m MAX_WRS] [FILE]
+ *
+ * Reads commands (one a line, or ';'-separated; blank lines and '#' comments skipped) from FILE
+ * or stdin, all of them before anything runs: a line that is malformed, or an operation of the
+ * kernel executor that makes no sense here, gets a {"ev":"reject"} record naming its line and
+ * nothing runs. Then each command runs in order between a "cmd" and a "done" record; a failed one
+ * does not stop the rest. A drain whose marker does not complete in DRAIN_MS (default 10000)
+ * writes a "hang" record and ends the run. At the end every object left is destroyed.
+ *
+ * Exit status: 0 every command returned 0; 1 a command failed; 2 bad usage or rejected input;
+ * 3 a drain hung.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "uv.h"
+
+struct uv_state uv;
+
+struct uv_script {
+	struct uv_cmd *cmds;
+	unsigned int n;
+	unsigned int rejected;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: hil-uverbs [-w DRAIN_MS] [-m MAX_WRS] [FILE]\n"
+		   "  runs hil_kverbs commands through libibverbs/librdmacm; JSON lines on stdout\n");
+}
+
+static char *read_all(FILE *in, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+
+	while (buf) {
+		size_t got = fread(buf + n, 1, cap - n - 1, in);
+
+		n += got;
+		if (got == 0)
+			break;
+		if (n + 1 == cap) {
+			char *bigger = realloc(buf, cap * 2);
+
+			if (!bigger) {
+				free(buf);
+				return NULL;
+			}
+			buf = bigger;
+			cap *= 2;
+		}
+	}
+	if (!buf || ferror(in)) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+static void trace_reject(const char *line, unsigned int lineno, const char *op, const char *why)
+{
+	char text[UV_ERR_LEN + 64];
+	struct uv_rec r;
+
+	if (op)
+		snprintf(text, sizeof(text), "line %u: %s: %s", lineno, op, why);
+	else
+		snprintf(text, sizeof(text), "line %u: %s", lineno, why);
+	uv_rec_begin(&r, "reject");
+	uv_rec_str(&r, "line", line);
+	uv_rec_str(&r, "why", text);
+	uv_rec_commit(&r);
+}
+
+static bool skipped(const char *line, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+		i++;
+	return i == len || line[i] == '#';
+}
+
+/* Parses every command of the text; rejects are traced and counted. */
+static int parse_script(char *text, struct uv_script *s)
+{
+	unsigned int lineno = 1;
+	char *p = text;
+
+	s->cmds = calloc(UV_MAX_LINES, sizeof(*s->cmds));
+	if (!s->cmds)
+		return -ENOMEM;
+	while (*p) {
+		size_t len = strcspn(p, "\n;");
+		char sep = p[len];
+		const char *why = NULL;
+		struct uv_cmd *cmd = &s->cmds[s->n];
+
+		while (len && (*p == ' ' || *p == '\t')) {
+			p++;
+			len--;
+		}
+		while (len && (p[len - 1] == '\r' || p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		if (!skipped(p, len)) {
+			char saved = p[len];
+
+			p[len] = '\0';
+			if (s->n == UV_MAX_LINES) {
+				trace_reject(p, lineno, NULL, "too many commands");
+				s->rejected++;
+			} else if (uv_parse(p, len, cmd, &why)) {
+				trace_reject(p, lineno, cmd->op ? cmd->op->name : NULL, why);
+				s->rejected++;
+			} else {
+				cmd->lineno = lineno;
+				cmd->id = s->n + 1;
+				s->n++;
+			}
+			p[len] = saved;
+		}
+		p += strcspn(p, "\n;");
+		if (sep == '\n')
+			lineno++;
+		if (*p)
+			p++;
+	}
+	return 0;
+}
+
+static void trace_hello(void)
+{
+	struct utsname u;
+	struct uv_rec r;
+
+	if (uname(&u))
+		strcpy(u.release, "unknown");
+	uv_rec_begin(&r, "hello");
+	uv_rec_int(&r, "version", UV_VERSION);
+	uv_rec_str(&r, "release", u.release);
+	uv_rec_int(&r, "pid", getpid());
+	uv_rec_commit(&r);
+}
+
+/* The devices librdmacm knows, as the kernel executor's ib_client reports them. */
+static void list_devices(void)
+{
+	int n = 0;
+
+	uv.devs = rdma_get_devices(&n);
+	for (int i = 0; uv.devs && i < n; i++) {
+		struct uv_rec r;
+
+		uv_rec_begin(&r, "ibdev");
+		uv_rec_str(&r, "name", ibv_get_device_name(uv.devs[i]->device));
+		uv_rec_str(&r, "action", "add");
+		uv_rec_commit(&r);
+	}
+}
+
+static int execute(struct uv_cmd *cmd)
+{
+	uint64_t t0 = uv_now_ns();
+	struct uv_rec r;
+	int rc;
+
+	uv_rec_begin(&r, "cmd");
+	uv_rec_uint(&r, "id", cmd->id);
+	uv_rec_str(&r, "line", cmd->line);
+	uv_rec_commit(&r);
+
+	rc = cmd->op->run(cmd);
+
+	uv_rec_begin(&r, "done");
+	uv_rec_uint(&r, "id", cmd->id);
+	uv_rec_str(&r, "op", cmd->op->name);
+	uv_rec_int(&r, "rc", rc);
+	uv_rec_uint(&r, "us", (uv_now_ns() - t0) / 1000);
+	if (cmd->err[0])
+		uv_rec_str(&r, "err", cmd->err);
+	uv_rec_commit(&r);
+	return rc;
+}
+
+static int parse_opt_u32(const char *v, uint32_t *out)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(v, &end, 0);
+	if (errno || *end || end == v || *v == '-' || n == 0 || n > UINT32_MAX)
+		return -1;
+	*out = (uint32_t)n;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct uv_script script = { 0 };
+	FILE *in = stdin;
+	size_t len = 0;
+	char *text;
+	int opt, status = 0;
+
+	uv.drain_timeout_ms = 10000;
+	uv.max_wrs = 65536;
+	while ((opt = getopt(argc, argv, "w:m:h")) != -1) {
+		if (opt == 'w' && !parse_opt_u32(optarg, &uv.drain_timeout_ms))
+			continue;
+		if (opt == 'm' && !parse_opt_u32(optarg, &uv.max_wrs))
+			continue;
+		usage(opt == 'h' ? stdout : stderr);
+		return opt == 'h' ? 0 : 2;
+	}
+	if (argc - optind > 1) {
+		usage(stderr);
+		return 2;
+	}
+	if (optind < argc) {
+		in = fopen(argv[optind], "r");
+		if (!in) {
+			fprintf(stderr, "hil-uverbs: %s: %s\n", argv[optind], strerror(errno));
+			return 2;
+		}
+	}
+	text = read_all(in, &len);
+	if (in != stdin)
+		fclose(in);
+	if (!text) {
+		fprintf(stderr, "hil-uverbs: cannot read the commands\n");
+		return 2;
+	}
+
+	uv_trace_init();
+	trace_hello();
+	if (parse_script(text, &script)) {
+		fprintf(stderr, "hil-uverbs: out of memory\n");
+		free(text);
+		return 2;
+	}
+	free(text);
+	if (script.rejected) {
+		free(script.cmds);
+		return 2;
+	}
+	list_devices();
+	for (unsigned int i = 0; i < script.n && !uv.hung; i++)
+		if (execute(&script.cmds[i]))
+			status = 1;
+	uv_teardown_all(uv.hung ? "exit after a hang" : "exit");
+	if (uv.devs)
+		rdma_free_devices(uv.devs);
+	free(script.cmds);
+	return uv.hung ? 3 : status;
+}
