@@ -1,9 +1,21 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import type { Command } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import { DEFAULT_GUEST_MAC, prepareGuest, withGuest } from "../boot.ts";
+import { renderScenarioTable } from "../report/scenario-table.ts";
 import { renderVerdictTable } from "../report/table.ts";
 import { runSmokeChecks } from "../run/smoke.ts";
+import { runSuite, suiteResults } from "../run/suite.ts";
+import {
+  DRIVERS,
+  type DriverName,
+  EXECUTORS,
+  type ExecutorKind,
+  ORACLE_PROFILES,
+  type OracleProfile,
+} from "../scenario/schema.ts";
+import { selectScenarios } from "../scenario/select.ts";
+import { HilError } from "../util/errors.ts";
 import { progress } from "../util/progress.ts";
 import { type CheckResult, exitCodeFor } from "../verdict.ts";
 import { addDeviceOptions, type DeviceOptionValues, deviceOptions } from "./device-options.ts";
@@ -15,6 +27,23 @@ export const HW_TRACE_FILE = "hw-trace.jsonl";
 interface RunOptionValues extends KernelOptionValues, DeviceOptionValues {
   runDir?: string;
   json?: boolean;
+  scenario?: string;
+  executor?: ExecutorKind;
+  driver?: DriverName;
+  oracle?: OracleProfile[];
+}
+
+function oracleList(value: string): OracleProfile[] {
+  const list = value.split(",").map((v) => v.trim());
+  for (const v of list)
+    if (!(ORACLE_PROFILES as readonly string[]).includes(v))
+      throw new InvalidArgumentError(`"${v}" is not an oracle profile (${ORACLE_PROFILES.join(", ")})`);
+  return list as OracleProfile[];
+}
+
+/** The drain suite asked for: any of --scenario, --executor, --driver, --oracle. */
+function wantsSuite(opts: RunOptionValues): boolean {
+  return [opts.scenario, opts.executor, opts.driver, opts.oracle].some((v) => v !== undefined);
 }
 
 function defaultRunDir(): string {
@@ -33,11 +62,42 @@ export function register(program: Command): void {
       `where the verdicts, the console log and the device's hardware trace (${HW_TRACE_FILE}) go (default: runs/<timestamp>)`,
     )
     .option("--json", "print the verdicts as JSON instead of a table")
+    .option(
+      "--scenario <glob>",
+      "run the drain suite: scenario names from fixtures/scenarios (e.g. 'drain-*') or paths to scenario files (comma-separated)",
+    )
+    .addOption(
+      new Option("--executor <kind>", "the in-guest executor of the drain suite (default: kernel)").choices(
+        EXECUTORS,
+      ),
+    )
+    .addOption(
+      new Option(
+        "--driver <name>",
+        "the RDMA driver under test in the drain suite: erdma (the emulated device; default) or siw (soft-iWARP on the guest NIC, no device)",
+      ).choices(DRIVERS),
+    )
+    .option(
+      "--oracle <profiles>",
+      `judge the drain suite under these oracle profiles only (comma-separated: ${ORACLE_PROFILES.join(", ")}; default: each scenario's own)`,
+      oracleList,
+    )
     .addHelpText(
       "after",
-      "\nExit status: 0 every verdict PASS or SKIP; 1 a check FAILed; 3 the harness could not judge (ERROR or MISS);\n2 bad input.\n",
+      [
+        "",
+        "Without --scenario, --executor, --driver or --oracle, run judges the guest smoke checks. With any of them it",
+        "runs the drain suite: each scenario (all of fixtures/scenarios without --scenario) on one guest, judged by",
+        "the oracle (rules 1-9 of DESIGN.md, per oracle profile), a verdict table with a column per profile, and a",
+        "run directory with verdicts.json, traces/<scenario>.jsonl and console.log.",
+        "",
+        "Exit status: 0 every verdict PASS or SKIP; 1 a check or rule FAILed; 3 the harness could not judge",
+        "(ERROR or MISS, e.g. --executor user before the userspace executor exists); 2 bad input.",
+        "",
+      ].join("\n"),
     );
   addDeviceOptions(addKernelOptions(cmd)).action(async (opts: RunOptionValues) => {
+    if (wantsSuite(opts)) return runDrainSuite(opts);
     const runDir = opts.runDir ? resolve(opts.runDir) : defaultRunDir();
     const device = deviceOptions(opts, opts.device ? { traceFile: join(runDir, HW_TRACE_FILE) } : {});
     await mkdir(runDir, { recursive: true });
@@ -92,4 +152,62 @@ export function register(program: Command): void {
     progress.info(`[run] run directory: ${runDir}`);
     process.exitCode = exitCodeFor(results);
   });
+}
+
+async function runDrainSuite(opts: RunOptionValues): Promise<void> {
+  const driver = opts.driver ?? "erdma";
+  const executor = opts.executor ?? "kernel";
+  if (driver === "siw" && opts.profile)
+    throw new HilError("--profile sets the emulated erdma device's behaviour; --driver siw attaches none");
+  if (driver === "erdma" && !opts.device)
+    throw new HilError("--driver erdma needs the emulated device (drop --no-device, or use --driver siw)");
+  const runDir = opts.runDir ? resolve(opts.runDir) : defaultRunDir();
+  const scenarios = await selectScenarios(opts.scenario);
+  const device =
+    driver === "erdma" ? deviceOptions(opts, { traceFile: join(runDir, HW_TRACE_FILE) }) : undefined;
+  await mkdir(runDir, { recursive: true });
+  const prepared = await prepareGuest(kernelRequest(opts));
+  let report: Awaited<ReturnType<typeof runSuite>>;
+  let results: CheckResult[];
+  try {
+    report = await runSuite({
+      prepared,
+      scenarios,
+      runDir,
+      driver,
+      executor,
+      ...(device ? { deviceProfile: device.profileName, hwTraceFile: device.traceFile } : {}),
+      ...(opts.oracle ? { profiles: opts.oracle } : {}),
+    });
+    results = suiteResults(report);
+  } catch (err) {
+    report = { driver, executor, scenarios: [], boots: 0, timings: { bootMs: 0, runMs: 0, judgeMs: 0 } };
+    results = [
+      {
+        id: "suite",
+        title: "the drain suite runs",
+        verdict: "ERROR",
+        reason: err instanceof Error ? (err.message.split("\n")[0] ?? "") : String(err),
+        evidence:
+          err instanceof Error && "format" in err
+            ? String((err as { format(): string }).format()).split("\n")
+            : [],
+      },
+    ];
+  }
+  const record = {
+    kernel: prepared.kernel.describe,
+    release: prepared.kernel.release,
+    ...report,
+    device: device ? { profile: device.profileName, trace: HW_TRACE_FILE } : null,
+    results,
+  };
+  await writeFile(join(runDir, "verdicts.json"), `${JSON.stringify(record, null, 2)}\n`);
+  if (opts.json) process.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
+  else
+    process.stdout.write(
+      results.some((r) => r.id === "suite") ? renderVerdictTable(results) : renderScenarioTable(results),
+    );
+  progress.info(`[run] run directory: ${runDir}`);
+  process.exitCode = exitCodeFor(results);
 }

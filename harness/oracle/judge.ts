@@ -1,0 +1,74 @@
+/**
+ * The oracle: every rule judged on one scenario's trace under each oracle profile, and the
+ * scenario's verdict per profile (a FAIL anywhere is a FAIL; all SKIP is a SKIP).
+ */
+import type { OracleProfile } from "../scenario/schema.ts";
+import type { Verdict } from "../verdict.ts";
+import { TraceModel } from "./model.ts";
+import type { ScenarioTrace } from "./observations.ts";
+import type { Rule, RuleId, RuleResult } from "./rule.ts";
+import { rule4 } from "./rules/completion-order.ts";
+import { consoleRule } from "./rules/console-clean.ts";
+import { rule7 } from "./rules/defined-fields.ts";
+import { rule9 } from "./rules/drain-contract.ts";
+import { rule5 } from "./rules/flushed-once.ts";
+import { rule3 } from "./rules/partial-post.ts";
+import { rule1, rule2 } from "./rules/post-in-error.ts";
+import { returnsRule } from "./rules/returns.ts";
+import { rule8 } from "./rules/sq-error.ts";
+import { rule6 } from "./rules/unsignaled.ts";
+
+export const RULES: readonly Rule[] = [
+  rule1,
+  rule2,
+  rule3,
+  rule4,
+  rule5,
+  rule6,
+  rule7,
+  rule8,
+  rule9,
+  returnsRule,
+  consoleRule,
+];
+
+export interface RuleVerdict extends RuleResult {
+  rule: RuleId;
+  title: string;
+  citation: string;
+}
+
+export interface ProfileJudgement {
+  profile: OracleProfile;
+  verdict: Verdict;
+  rules: RuleVerdict[];
+}
+
+const PRECEDENCE: readonly Verdict[] = ["FAIL", "ERROR", "MISS", "PASS", "SKIP"];
+
+/** The verdict of several: the first of FAIL, ERROR, MISS, PASS, SKIP that occurs. */
+export function combineVerdicts(verdicts: readonly Verdict[]): Verdict {
+  return PRECEDENCE.find((v) => verdicts.includes(v)) ?? "SKIP";
+}
+
+/** Why the trace cannot be judged (records lost or refused), if it cannot. */
+export function traceDefect(trace: ScenarioTrace): string | undefined {
+  const lost = trace.records.filter((r) => r.ev === "overflow" || r.truncated).length;
+  if (lost > 0) return `the executor's trace lost records (${lost} overflow/truncated)`;
+  const rejected = trace.records.find((r) => r.ev === "reject");
+  if (rejected?.ev === "reject") return `the executor refused a command: ${rejected.line}: ${rejected.why}`;
+  return undefined;
+}
+
+export function judgeTrace(trace: ScenarioTrace, profiles: readonly OracleProfile[]): ProfileJudgement[] {
+  const defect = traceDefect(trace);
+  const model = defect ? undefined : new TraceModel(trace.records);
+  return profiles.map((profile) => {
+    const rules = RULES.map((rule): RuleVerdict => {
+      const head = { rule: rule.id, title: rule.title, citation: rule.citation };
+      if (!model) return { ...head, verdict: "ERROR", reason: defect ?? "" };
+      return { ...head, ...rule.judge({ model, observations: trace.observations, profile }) };
+    });
+    return { profile, verdict: combineVerdicts(rules.map((r) => r.verdict)), rules };
+  });
+}

@@ -1,0 +1,14 @@
+/** No WARN, BUG, oops, panic, hung task, lockdep or RCU stall on the console during the scenario. */
+import { fail, pass, type Rule } from "../rule.ts";
+
+export const consoleRule: Rule = {
+  id: "console",
+  title: "the kernel console stays clean",
+  citation:
+    "Linux verbs.c __ib_drain_sq/__ib_drain_rq WARN_ONCE when the ERR transition or the marker post fails",
+  judge({ observations }) {
+    const events = observations.filter((o) => o.ev === "console");
+    if (events.length === 0) return pass("no kernel warnings on the console");
+    return fail(events.map((e) => ({ reason: `${e.kind}: ${e.text}`, evidence: e.trace.slice(0, 10) })));
+  },
+};

@@ -1,0 +1,51 @@
+/**
+ * Rule 5: every outstanding WR completes exactly once, on the CQ of its own queue (send_cq for
+ * the SQ, recv_cq for the RQ), and nothing completes that was never posted.
+ */
+import { quote } from "../model.ts";
+import { fail, type Problem, pass, type Rule } from "../rule.ts";
+
+export const rule5: Rule = {
+  id: "5",
+  title: "every outstanding WR is completed exactly once, on its own CQ",
+  citation:
+    "IBTA Vol 1 11.4.1.1/11.4.1.2 (each WR posted in Error completes with a flush error) and ch. 10.8 (a WQ's completions go to the CQ it was created with); Linux ib_drain_qp()",
+  judge({ model }) {
+    const problems: Problem[] = [];
+    for (const c of model.completions) {
+      if (!c.wr) {
+        problems.push({
+          reason: `a completion for ${c.rec.qp} ${c.rec.queue} WR ${c.rec.wr_id} that was never posted`,
+          evidence: [quote(model.records, c.at)],
+        });
+        continue;
+      }
+      const want = model.cqOf(c.wr.qp, c.wr.queue);
+      if (want !== undefined && c.rec.cq !== want)
+        problems.push({
+          reason: `${c.wr.qp} ${c.wr.queue} WR ${c.wr.wrId} completed on ${c.rec.cq}, its queue's CQ is ${want}`,
+          evidence: [quote(model.records, c.at)],
+        });
+    }
+    let owed = 0;
+    for (const w of model.wrs) {
+      if (w.completions.length > 1)
+        problems.push({
+          reason: `${w.qp} ${w.queue} WR ${w.wrId} completed ${w.completions.length} times`,
+          evidence: w.completions.map((c) => quote(model.records, c.at)),
+        });
+      if (!w.accepted) continue;
+      if (model.deadline(w) === undefined) continue;
+      owed++;
+      if (w.completions.length === 0)
+        problems.push({
+          reason: `${w.qp} ${w.queue} WR ${w.wrId} (posted in ${w.postedIn}) never completed though ${w.qp} ended in ERR`,
+          evidence: [quote(model.records, w.at)],
+        });
+    }
+    if (problems.length > 0) return fail(problems);
+    return pass(
+      `${model.completions.length} completion(s), each of a posted WR on its own CQ, none twice; ${owed} owed completion(s) all present`,
+    );
+  },
+};

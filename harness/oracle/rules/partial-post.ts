@@ -1,0 +1,44 @@
+/**
+ * Rule 3: a post call that fails names the WR it stopped at (*bad_wr); the WRs before it were
+ * posted and complete like any other, the WR at *bad_wr and those after it were not and never do.
+ */
+import { quote } from "../model.ts";
+import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
+
+export const rule3: Rule = {
+  id: "3",
+  title: "a partial post counts: WRs before *bad_wr were posted and complete, the rest never do",
+  citation:
+    "Linux include/rdma/ib_verbs.h ib_post_send()/ib_post_recv(): on an immediate failure *bad_wr references the WR that failed to be posted",
+  judge({ model }) {
+    const failed = model.calls.filter((c) => c.rc !== 0);
+    if (failed.length === 0) return skip("no post call failed");
+    const problems: Problem[] = [];
+    for (const call of failed) {
+      const ev = [quote(model.records, call.at)];
+      if (call.retAt !== undefined) ev.push(quote(model.records, call.retAt));
+      if (call.bad === null) {
+        problems.push({
+          reason: `post call ${call.call} on ${call.qp} returned ${call.rc} without *bad_wr`,
+          evidence: ev,
+        });
+        continue;
+      }
+      for (const w of call.wrs) {
+        if (!w.accepted && w.completions.length > 0)
+          problems.push({
+            reason: `WR ${w.wrId} at or after *bad_wr (index ${call.bad}) of call ${call.call} was not posted but completed`,
+            evidence: [...ev, ...w.completions.map((c) => quote(model.records, c.at))],
+          });
+        if (w.accepted && w.completions.length === 0 && model.deadline(w) !== undefined)
+          problems.push({
+            reason: `WR ${w.wrId} before *bad_wr (index ${call.bad}) of call ${call.call} was posted but never completed`,
+            evidence: ev,
+          });
+      }
+    }
+    if (problems.length > 0) return fail(problems);
+    const before = failed.reduce((n, c) => n + c.wrs.filter((w) => w.accepted).length, 0);
+    return pass(`${failed.length} partial post(s): ${before} WR(s) before *bad_wr completed, none after`);
+  },
+};

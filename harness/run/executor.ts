@@ -1,0 +1,38 @@
+/**
+ * What the suite needs of an in-guest executor: it runs a compiled scenario (hil_kverbs command
+ * lines) and returns the trace records they produced, plus what it saw stuck. The kernel module
+ * (guest/kverbs) runs it step by step under a watchdog per step; a userspace program speaking the
+ * same command language may run it in one go. Each is made for a booted guest by a factory.
+ */
+import type { PreparedGuest } from "../boot.ts";
+import type { KvRecord } from "../kverbs/trace.ts";
+import type { StuckObservation } from "../oracle/observations.ts";
+import type { CompiledScenario } from "../scenario/compile.ts";
+import type { ExecutorKind } from "../scenario/schema.ts";
+
+export interface ExecutorOutcome {
+  records: KvRecord[];
+  stuck: StuckObservation[];
+  /** the run broke (setup failed, the executor threw): the scenario is an ERROR */
+  error?: string;
+}
+
+export interface ScenarioExecutor {
+  readonly kind: ExecutorKind;
+  /** true once something got stuck: nothing more can run in this guest */
+  readonly wedged: boolean;
+  runScenario(compiled: CompiledScenario): Promise<ExecutorOutcome>;
+  /** destroys what is left and unloads; throws when something stays behind */
+  close(): Promise<void>;
+}
+
+/** What an executor is made with: the running guest and what was built for it. */
+export interface ExecutorGuest {
+  exec(
+    command: string,
+    opts?: { timeoutMs?: number },
+  ): Promise<{ exitCode: number; stdout: string; stderr: string }>;
+  copyTo(localPath: string, remotePath: string, opts?: { mode?: number }): Promise<void>;
+}
+
+export type ExecutorFactory = (guest: ExecutorGuest, prepared: PreparedGuest) => Promise<ScenarioExecutor>;

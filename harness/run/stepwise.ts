@@ -1,0 +1,64 @@
+/**
+ * A scenario run one step at a time on an executor that keeps its verbs objects between calls:
+ * clear the trace, connect the pair, run each step under its watchdog, settle the CQs, destroy
+ * everything. A stuck step ends the scenario; a broken setup is an error.
+ */
+import type { KvRecord } from "../kverbs/trace.ts";
+import type { StuckObservation } from "../oracle/observations.ts";
+import type { CompiledScenario } from "../scenario/compile.ts";
+import type { ExecutorOutcome } from "./executor.ts";
+import { settleCommands } from "./settle.ts";
+
+export interface StuckCommand {
+  op: string;
+  ms: number;
+  stack: string;
+  state: string;
+}
+
+/** An executor driven by command lines, its state kept between calls. */
+export interface CommandRunner {
+  /** empties the trace (a scenario's trace starts here) */
+  clear(): Promise<void>;
+  /** sends the lines, waits up to timeoutMs for all of them; `stuck` when they did not finish */
+  run(lines: readonly string[], timeoutMs: number): Promise<{ records: KvRecord[]; stuck?: StuckCommand }>;
+}
+
+const SETTLE_WAIT_MS = 2000;
+const TEARDOWN_TIMEOUT_MS = 30_000;
+
+function failedCommands(records: readonly KvRecord[]): string[] {
+  return records.flatMap((r) =>
+    r.ev === "done" && r.rc !== 0 ? [`${r.op}: rc ${r.rc}${r.err ? ` (${r.err})` : ""}`] : [],
+  );
+}
+
+export async function runStepwise(
+  runner: CommandRunner,
+  compiled: CompiledScenario,
+): Promise<ExecutorOutcome> {
+  const records: KvRecord[] = [];
+  const stuck: StuckObservation[] = [];
+  const outcome = (error?: string): ExecutorOutcome => ({ records, stuck, ...(error ? { error } : {}) });
+  const step = async (lines: readonly string[], timeoutMs: number, index: number): Promise<boolean> => {
+    const r = await runner.run(lines, timeoutMs);
+    records.push(...r.records);
+    if (r.stuck) stuck.push({ ev: "stuck", step: index, ...r.stuck });
+    return !r.stuck;
+  };
+  try {
+    await runner.clear();
+    if (!(await step(compiled.setup, compiled.setupTimeoutMs, -1)))
+      return outcome(`setup did not finish: ${stuck[0]?.op} stuck for ${stuck[0]?.ms} ms`);
+    const setupFailures = failedCommands(records);
+    if (setupFailures.length > 0) return outcome(`setup failed: ${setupFailures.join("; ")}`);
+    for (const s of compiled.steps) if (!(await step(s.commands, s.timeoutMs, s.index))) return outcome();
+    const end = compiled.steps.length;
+    const settle = settleCommands(records, compiled.cqs, SETTLE_WAIT_MS);
+    if (!(await step(settle, SETTLE_WAIT_MS * settle.length + 10_000, end))) return outcome();
+    await step(["reset"], TEARDOWN_TIMEOUT_MS, end);
+    return outcome();
+  } catch (err) {
+    return outcome(err instanceof Error ? err.message : String(err));
+  }
+}

@@ -1,0 +1,49 @@
+/** Whether a scenario runs in this suite, and if not, the verdict that says why. */
+import type { CompiledScenario } from "../scenario/compile.ts";
+import type { DriverName, ExecutorKind, Scenario } from "../scenario/schema.ts";
+
+export interface SuiteTarget {
+  driver: DriverName;
+  executor: ExecutorKind;
+  /** the erdma device profile (driver erdma only) */
+  deviceProfile?: string;
+}
+
+export type Plan = { run: true } | { run: false; verdict: "SKIP" | "MISS"; reason: string };
+
+/** Scenario-level applicability: the drivers, executors and device profiles it names. */
+export function planScenario(s: Scenario, target: SuiteTarget): Plan {
+  if (!s.drivers.includes(target.driver))
+    return { run: false, verdict: "SKIP", reason: `meant for ${s.drivers.join(", ")}, not ${target.driver}` };
+  if (!s.executors.includes(target.executor))
+    return { run: false, verdict: "SKIP", reason: `meant for the ${s.executors.join(", ")} executor(s)` };
+  if (
+    target.driver === "erdma" &&
+    s.device_profiles &&
+    target.deviceProfile &&
+    !s.device_profiles.includes(target.deviceProfile)
+  )
+    return {
+      run: false,
+      verdict: "SKIP",
+      reason: `meant for device profile(s) ${s.device_profiles.join(", ")}, not ${target.deviceProfile}`,
+    };
+  return { run: true };
+}
+
+/**
+ * Step-level: a step the executor cannot carry out makes the scenario a MISS; a device fault on
+ * siw (no device model to inject it into) makes it a SKIP.
+ */
+export function planSteps(c: CompiledScenario, target: SuiteTarget): Plan {
+  const step = c.steps.find((s) => s.unsupported);
+  if (!step?.unsupported) return { run: true };
+  const where = `step ${step.index + 1} (line ${step.line})`;
+  if (step.unsupported.needs === "device-model" && target.driver === "siw")
+    return {
+      run: false,
+      verdict: "SKIP",
+      reason: `${where}: ${step.unsupported.reason}; siw has no device model`,
+    };
+  return { run: false, verdict: "MISS", reason: `${where}: ${step.unsupported.reason}` };
+}

@@ -1,0 +1,208 @@
+/**
+ * A scenario as hil_kverbs command lines (guest/kverbs/README.md): the setup connects the QP under
+ * test to a peer over rdma_cm on the guest's own address, then each step becomes one or more
+ * commands with its own watchdog. Steps an executor cannot carry out are marked, not dropped.
+ */
+import { kvCommand } from "../kverbs/driver.ts";
+import type { Scenario, Step, StepKind } from "./schema.ts";
+
+/** The verbs object names the compiled commands use. */
+export const NAMES = {
+  pd: "pd",
+  qp: "qp",
+  peer: "peer",
+  listener: "lsn",
+  sharedCq: "cq",
+  sendCq: "scq",
+  recvCq: "rcq",
+  peerCq: "pcq",
+} as const;
+
+export interface CompileOptions {
+  /** the guest address the RDMA device is bound to */
+  addr: string;
+  /** the rdma_cm port of this scenario's connection */
+  port: number;
+}
+
+/** Why a step cannot run: the executor lacks it, or it needs a device model's fault API. */
+export interface Unsupported {
+  needs: "executor" | "device-model";
+  reason: string;
+}
+
+export interface CompiledStep {
+  index: number;
+  /** the step's line in the scenario file */
+  line: number;
+  kind: StepKind;
+  commands: string[];
+  /** the watchdog: the commands must finish within this */
+  timeoutMs: number;
+  unsupported?: Unsupported;
+}
+
+export interface CompiledScenario {
+  scenario: Scenario;
+  setup: string[];
+  setupTimeoutMs: number;
+  steps: CompiledStep[];
+  /** the CQs of the pair, for settling and teardown */
+  cqs: string[];
+}
+
+const SETUP_TIMEOUT_MS = 30_000;
+/** how long past its own wait a poll or sleep step may take before the watchdog calls it stuck */
+const WAIT_MARGIN_MS = 5_000;
+const FIRST_WR_ID = { qp: { sq: 1000, rq: 2000 }, peer: { sq: 3000, rq: 4000 } } as const;
+
+export function stepKind(step: Step): StepKind {
+  for (const k of ["post_send", "post_recv", "modify", "drain", "poll", "query", "sleep", "fault"] as const)
+    if (k in step) return k;
+  throw new Error("a step of no known kind");
+}
+
+function cqNames(s: Scenario): { send: string; recv: string } {
+  return s.qp.cq === "shared"
+    ? { send: NAMES.sharedCq, recv: NAMES.sharedCq }
+    : { send: NAMES.sendCq, recv: NAMES.recvCq };
+}
+
+function setupCommands(s: Scenario, opts: CompileOptions): string[] {
+  const cq = cqNames(s);
+  const lines = [
+    kvCommand("device", { addr: opts.addr }),
+    kvCommand("pd", { name: NAMES.pd, rkey: "global" }),
+  ];
+  for (const name of new Set([cq.send, cq.recv]))
+    lines.push(kvCommand("cq", { name, depth: s.qp.cq_depth, poll: s.qp.poll }));
+  lines.push(
+    kvCommand("cq", { name: NAMES.peerCq, depth: Math.max(256, s.peer.sq + s.peer.rq), poll: s.peer.poll }),
+    kvCommand("listen", {
+      name: NAMES.listener,
+      addr: opts.addr,
+      port: opts.port,
+      qp: NAMES.peer,
+      pd: NAMES.pd,
+      scq: NAMES.peerCq,
+      rcq: NAMES.peerCq,
+      sq: s.peer.sq,
+      rq: s.peer.rq,
+      buf: s.qp.buf,
+    }),
+    kvCommand("connect", {
+      name: NAMES.qp,
+      addr: opts.addr,
+      port: opts.port,
+      pd: NAMES.pd,
+      scq: cq.send,
+      rcq: cq.recv,
+      sq: s.qp.sq,
+      rq: s.qp.rq,
+      buf: s.qp.buf,
+      sig: s.qp.sig_all ? "all" : "req",
+    }),
+  );
+  return lines;
+}
+
+/** Hands out wr_ids: each queue of each side counts up from its own base, after any explicit one. */
+class WrIds {
+  private readonly next = new Map<string, number>();
+
+  take(side: "qp" | "peer", queue: "sq" | "rq", explicit: number | undefined, count: number): number {
+    const key = `${side}/${queue}`;
+    const first = explicit ?? this.next.get(key) ?? FIRST_WR_ID[side][queue];
+    this.next.set(key, first + count);
+    return first;
+  }
+}
+
+function compileStep(
+  s: Scenario,
+  step: Step,
+  ids: WrIds,
+): { commands: string[]; waitMs?: number; unsupported?: Unsupported } {
+  const cq = cqNames(s);
+  if ("post_send" in step) {
+    const p = step.post_send;
+    if (p.op === "reg_mr" || p.op === "local_inv")
+      return {
+        commands: [],
+        unsupported: {
+          needs: "executor",
+          reason: `the executor cannot post op=${p.op} (hil_kverbs has no IB_WR_${p.op.toUpperCase()})`,
+        },
+      };
+    const wrId = ids.take(p.on, "sq", p.wr_id, p.count);
+    return {
+      commands: [
+        kvCommand("post_send", {
+          qp: NAMES[p.on],
+          wr_id: wrId,
+          op: p.op,
+          count: p.count,
+          batch: p.batch,
+          len: p.len,
+          signal: p.signal,
+        }),
+      ],
+    };
+  }
+  if ("post_recv" in step) {
+    const p = step.post_recv;
+    const wrId = ids.take(p.on, "rq", p.wr_id, p.count);
+    return {
+      commands: [
+        kvCommand("post_recv", { qp: NAMES[p.on], wr_id: wrId, count: p.count, batch: p.batch, len: p.len }),
+      ],
+    };
+  }
+  if ("modify" in step)
+    return { commands: [kvCommand("modify", { qp: NAMES[step.modify.on], state: step.modify.state })] };
+  if ("drain" in step)
+    return { commands: [kvCommand("drain", { qp: NAMES[step.drain.on], which: step.drain.which })] };
+  if ("query" in step) return { commands: [kvCommand("query", { qp: NAMES[step.query.on] })] };
+  if ("poll" in step) {
+    const name = step.poll.cq === "peer" ? NAMES.peerCq : cq[step.poll.cq];
+    return {
+      commands: [kvCommand("poll", { cq: name, min: step.poll.min, timeout: step.poll.wait_ms })],
+      waitMs: step.poll.wait_ms,
+    };
+  }
+  if ("sleep" in step) return { commands: [kvCommand("sleep", { ms: step.sleep })], waitMs: step.sleep };
+  return {
+    commands: [],
+    unsupported: {
+      needs: "device-model",
+      reason: `fault ${step.fault.kind} needs the device model's fault injection`,
+    },
+  };
+}
+
+export function compileScenario(s: Scenario, opts: CompileOptions): CompiledScenario {
+  const ids = new WrIds();
+  const steps = s.steps.map((step, index): CompiledStep => {
+    const c = compileStep(s, step, ids);
+    // a step's own timeout_ms is taken as written; the scenario's default leaves room for waits
+    const timeoutMs =
+      step.timeout_ms ??
+      (c.waitMs === undefined ? s.timeout_ms : Math.max(s.timeout_ms, c.waitMs + WAIT_MARGIN_MS));
+    return {
+      index,
+      line: s.stepLines[index] ?? 0,
+      kind: stepKind(step),
+      commands: c.commands,
+      timeoutMs,
+      ...(c.unsupported ? { unsupported: c.unsupported } : {}),
+    };
+  });
+  const cq = cqNames(s);
+  return {
+    scenario: s,
+    setup: setupCommands(s, opts),
+    setupTimeoutMs: SETUP_TIMEOUT_MS,
+    steps,
+    cqs: [...new Set([cq.send, cq.recv, NAMES.peerCq])],
+  };
+}

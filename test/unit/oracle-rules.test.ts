@@ -1,0 +1,431 @@
+// The oracle's rules on hand-built traces: for each rule a trace that keeps it and traces that
+// break it (the verdict quotes the offending records), and where the profiles differ (rule 1/2
+// under iwarp-rdmac, rule 8 under iwarp-rdmac, rule 9 outside linux). Every trace is checked
+// against hil_kverbs's trace schema first, so the rules see what the module can really write.
+import t from "tap";
+import { type KvRecord, kvRecordSchema } from "../../harness/kverbs/trace.ts";
+import { combineVerdicts, judgeTrace, RULES, type RuleVerdict } from "../../harness/oracle/judge.ts";
+import type { Observation } from "../../harness/oracle/observations.ts";
+import type { RuleId } from "../../harness/oracle/rule.ts";
+import type { OracleProfile } from "../../harness/scenario/schema.ts";
+
+const FLUSH = 5;
+const SUCCESS = 0;
+const LOC_PROT_ERR = 4;
+const STATUS_NAMES: Record<number, string> = { 0: "SUCCESS", 4: "LOC_PROT_ERR", 5: "WR_FLUSH_ERR" };
+const OPCODES: Record<string, [number, string]> = {
+  send: [0, "SEND"],
+  write: [1, "RDMA_WRITE"],
+  recv: [128, "RECV"],
+};
+
+interface QpOpts {
+  qpNum: number;
+  scq?: string;
+  rcq?: string;
+  sigAll?: boolean;
+}
+
+/** Writes records the way hil_kverbs does: seq counting up, post/post_ret pairs, cqe with its call. */
+class TraceBuilder {
+  readonly records: KvRecord[] = [];
+  private call = 0;
+  private readonly callOf = new Map<string, { call: number; op: string }>();
+  private readonly qps = new Map<string, Required<QpOpts>>();
+
+  private push(fields: Record<string, unknown>): number {
+    const seq = this.records.length;
+    this.records.push(kvRecordSchema.parse({ seq, ns: seq * 1000, ...fields }));
+    return seq;
+  }
+
+  qp(name: string, o: QpOpts): this {
+    const full = { scq: "cq", rcq: "cq", sigAll: false, ...o };
+    this.qps.set(name, full);
+    this.push({
+      ev: "create",
+      kind: "qp",
+      name,
+      qp_num: o.qpNum,
+      cm: true,
+      scq: full.scq,
+      rcq: full.rcq,
+      sig_all: full.sigAll,
+      max_send_wr: 64,
+      max_recv_wr: 64,
+      max_send_sge: 1,
+      max_inline_data: 0,
+      cmd: 1,
+    });
+    this.push({ ev: "cm", id: name, event: "ESTABLISHED", code: 9, status: 0 });
+    return this;
+  }
+
+  post(
+    qp: string,
+    queue: "sq" | "rq",
+    wrId: number,
+    count: number,
+    o: { signal?: string; rc?: number; bad?: number | null; op?: string } = {},
+  ): this {
+    const call = ++this.call;
+    const op = o.op ?? (queue === "rq" ? "recv" : "send");
+    this.push({
+      ev: "post",
+      call,
+      qp,
+      queue,
+      op,
+      wr_id: wrId,
+      count,
+      index: 0,
+      len: 64,
+      ...(queue === "sq" ? { signal: o.signal ?? "all" } : {}),
+    });
+    this.push({ ev: "post_ret", call, rc: o.rc ?? 0, bad: o.rc ? (o.bad === undefined ? 0 : o.bad) : null });
+    for (let i = 0; i < count; i++) this.callOf.set(`${qp}/${queue}/${wrId + i}`, { call, op });
+    return this;
+  }
+
+  cqe(
+    qp: string,
+    queue: "sq" | "rq",
+    wrId: number,
+    o: { status?: number; cq?: string; opcode?: string; qpNum?: number; call?: number } = {},
+  ): this {
+    const posted = this.callOf.get(`${qp}/${queue}/${wrId}`);
+    const info = this.qps.get(qp);
+    const status = o.status ?? FLUSH;
+    const [opcode, opcodeName] = OPCODES[o.opcode ?? posted?.op ?? "send"] ?? [0, "SEND"];
+    this.push({
+      ev: "cqe",
+      cq: o.cq ?? (queue === "sq" ? info?.scq : info?.rcq) ?? "cq",
+      qp,
+      queue,
+      wr_id: wrId,
+      status,
+      status_name: STATUS_NAMES[status] ?? "UNKNOWN",
+      opcode,
+      opcode_name: opcodeName,
+      qp_num: o.qpNum ?? info?.qpNum ?? 0,
+      vendor_err: 0,
+      byte_len: 0,
+      call: o.call ?? posted?.call ?? 999,
+    });
+    return this;
+  }
+
+  flush(qp: string, queue: "sq" | "rq", from: number, count: number): this {
+    for (let i = 0; i < count; i++) this.cqe(qp, queue, from + i);
+    return this;
+  }
+
+  modify(qp: string, state: string, rc = 0): this {
+    const call = ++this.call;
+    this.push({ ev: "modify", call, qp, state });
+    this.push({ ev: "modify_ret", call, rc });
+    return this;
+  }
+
+  /** the drain record; call drained() for its return */
+  drain(qp: string, which: "qp" | "sq" | "rq"): this {
+    this.push({ ev: "drain", call: ++this.call, qp, which });
+    return this;
+  }
+
+  drained(): this {
+    this.push({ ev: "drain_ret", call: this.call, us: 50 });
+    return this;
+  }
+
+  raw(fields: Record<string, unknown>): this {
+    this.push(fields);
+    return this;
+  }
+}
+
+function pair(): TraceBuilder {
+  return new TraceBuilder().qp("qp", { qpNum: 1 }).qp("peer", { qpNum: 2, scq: "pcq", rcq: "pcq" });
+}
+
+function verdictOf(
+  b: TraceBuilder,
+  rule: RuleId,
+  profile: OracleProfile = "linux",
+  observations: Observation[] = [],
+): RuleVerdict {
+  const [j] = judgeTrace({ records: b.records, observations }, [profile]);
+  const v = j?.rules.find((r) => r.rule === rule);
+  if (!v) throw new Error(`no verdict for rule ${rule}`);
+  return v;
+}
+
+t.test("every rule has a citation and a title", async (t) => {
+  t.same(
+    RULES.map((r) => r.id),
+    ["1", "2", "3", "4", "5", "6", "7", "8", "9", "hang", "console"],
+  );
+  for (const r of RULES) t.ok(r.citation.length > 20 && r.title.length > 10, `rule ${r.id}: ${r.citation}`);
+  t.match(RULES[0]?.citation, /11\.4\.1\.1/);
+  t.match(RULES[8]?.citation, /__ib_drain_sq/);
+});
+
+t.test("rule 1: sends posted in ERROR", async (t) => {
+  const ok = pair().modify("qp", "ERR").post("qp", "sq", 10, 3).flush("qp", "sq", 10, 3);
+  t.equal(verdictOf(ok, "1").verdict, "PASS", verdictOf(ok, "1").reason);
+
+  const immediate = pair().modify("qp", "ERR").post("qp", "sq", 10, 2, { rc: -22, bad: 0 });
+  const linux = verdictOf(immediate, "1", "linux");
+  t.equal(linux.verdict, "FAIL", "linux: an immediate error is a FAIL");
+  t.match(linux.reason, /returned -22, not 0/);
+  t.match(linux.evidence?.join("\n"), /"ev":"post_ret","call":2,"rc":-22/, "quotes the post_ret record");
+  t.equal(verdictOf(immediate, "1", "ib").verdict, "FAIL", "ib: a FAIL too (11.4.1.1)");
+  const rdmac = verdictOf(immediate, "1", "iwarp-rdmac");
+  t.equal(rdmac.verdict, "PASS", "iwarp-rdmac tolerates the immediate error (6.2.4)");
+  t.match(rdmac.reason, /1 immediate error\(s\) tolerated/);
+
+  const success = pair().modify("qp", "ERR").post("qp", "sq", 10, 1).cqe("qp", "sq", 10, { status: SUCCESS });
+  t.match(verdictOf(success, "1").reason, /completed with SUCCESS, not WR_FLUSH_ERR/);
+  t.equal(
+    verdictOf(success, "1", "iwarp-rdmac").verdict,
+    "FAIL",
+    "a WR accepted in ERROR is flushed under every profile",
+  );
+
+  const lost = pair().modify("qp", "ERR").post("qp", "sq", 10, 2).flush("qp", "sq", 10, 1);
+  t.match(verdictOf(lost, "1").reason, /WR 11 .* never completed/);
+
+  t.equal(verdictOf(pair().post("qp", "sq", 1, 1).cqe("qp", "sq", 1, { status: 0 }), "1").verdict, "SKIP");
+});
+
+t.test("rule 2: receives posted in ERROR", async (t) => {
+  const ok = pair().drain("qp", "qp").drained().post("qp", "rq", 20, 4).flush("qp", "rq", 20, 4);
+  t.equal(verdictOf(ok, "2").verdict, "PASS", "a drain leaves the QP in ERR: posts after it are judged");
+  const refused = pair().modify("qp", "ERR").post("qp", "rq", 20, 4, { rc: -5, bad: 0 });
+  t.equal(verdictOf(refused, "2").verdict, "FAIL");
+  t.equal(verdictOf(refused, "2", "iwarp-rdmac").verdict, "PASS");
+  t.equal(verdictOf(refused, "1").verdict, "SKIP", "rule 1 is about the send queue");
+});
+
+t.test("rule 3: partial posts", async (t) => {
+  const ok = pair().modify("qp", "ERR").post("qp", "rq", 30, 4, { rc: -12, bad: 2 }).flush("qp", "rq", 30, 2);
+  t.equal(verdictOf(ok, "3").verdict, "PASS", verdictOf(ok, "3").reason);
+
+  const ghost = pair()
+    .modify("qp", "ERR")
+    .post("qp", "rq", 30, 4, { rc: -12, bad: 2 })
+    .flush("qp", "rq", 30, 4);
+  const v = verdictOf(ghost, "3");
+  t.equal(v.verdict, "FAIL");
+  t.match(v.reason, /WR 32 at or after \*bad_wr \(index 2\) .* was not posted but completed/);
+
+  const noBad = pair().post("qp", "sq", 1, 2, { rc: -12, bad: null });
+  t.match(verdictOf(noBad, "3").reason, /returned -12 without \*bad_wr/);
+
+  const lost = pair().post("qp", "sq", 1, 4, { rc: -12, bad: 3 }).flush("qp", "sq", 1, 2).modify("qp", "ERR");
+  t.match(verdictOf(lost, "3").reason, /WR 3 before \*bad_wr .* never completed/);
+  t.equal(verdictOf(pair(), "3").verdict, "SKIP");
+});
+
+t.test("rule 4: posting order per work queue", async (t) => {
+  const ok = pair()
+    .post("qp", "sq", 1, 4, { signal: "2" })
+    .cqe("qp", "sq", 2, { status: SUCCESS })
+    .modify("qp", "ERR")
+    .cqe("qp", "sq", 4)
+    .post("qp", "rq", 10, 2)
+    .flush("qp", "rq", 10, 2);
+  t.equal(verdictOf(ok, "4").verdict, "PASS", "gaps (unsignaled WRs) are not swaps");
+
+  const swapped = pair()
+    .post("qp", "rq", 10, 3)
+    .modify("qp", "ERR")
+    .cqe("qp", "rq", 10)
+    .cqe("qp", "rq", 12)
+    .cqe("qp", "rq", 11);
+  const v = verdictOf(swapped, "4");
+  t.equal(v.verdict, "FAIL");
+  t.match(v.reason, /qp rq: WR 11 completed after a WR posted later/);
+  t.match(v.evidence?.join("\n"), /"wr_id":12[\s\S]*"wr_id":11/, "quotes both completions, in trace order");
+
+  const interleaved = pair().post("qp", "rq", 10, 2).post("qp", "sq", 1, 2).modify("qp", "ERR");
+  interleaved.cqe("qp", "sq", 1).cqe("qp", "rq", 10).cqe("qp", "sq", 2).cqe("qp", "rq", 11);
+  t.equal(verdictOf(interleaved, "4").verdict, "PASS", "order is per queue, not across queues");
+});
+
+t.test("rule 5: each outstanding WR completes exactly once, on its own CQ", async (t) => {
+  const separate = () =>
+    new TraceBuilder()
+      .qp("qp", { qpNum: 7, scq: "scq", rcq: "rcq" })
+      .post("qp", "rq", 10, 3)
+      .modify("qp", "ERR");
+  t.equal(verdictOf(separate().flush("qp", "rq", 10, 3), "5").verdict, "PASS");
+
+  const twice = separate().flush("qp", "rq", 10, 3).cqe("qp", "rq", 11);
+  t.match(verdictOf(twice, "5").reason, /qp rq WR 11 completed 2 times/);
+
+  const wrongCq = separate().cqe("qp", "rq", 10).cqe("qp", "rq", 11, { cq: "scq" }).cqe("qp", "rq", 12);
+  const w = verdictOf(wrongCq, "5");
+  t.equal(w.verdict, "FAIL");
+  t.match(w.reason, /WR 11 completed on scq, its queue's CQ is rcq/);
+
+  const dropped = separate().cqe("qp", "rq", 10).cqe("qp", "rq", 12);
+  t.match(verdictOf(dropped, "5").reason, /WR 11 \(posted in RTS\) never completed though qp ended in ERR/);
+
+  const ghost = separate().flush("qp", "rq", 10, 3).cqe("qp", "rq", 99, { call: 42 });
+  t.match(verdictOf(ghost, "5").reason, /WR 99 that was never posted/);
+
+  const stillRts = new TraceBuilder().qp("qp", { qpNum: 7 }).post("qp", "rq", 10, 3);
+  t.equal(verdictOf(stillRts, "5").verdict, "PASS", "receives outstanding on a QP in RTS owe nothing yet");
+});
+
+t.test("rule 6: unsignaled WRs", async (t) => {
+  const ok = pair().modify("qp", "ERR").post("qp", "sq", 1, 3, { signal: "none" }).flush("qp", "sq", 1, 3);
+  t.equal(verdictOf(ok, "6").verdict, "PASS");
+
+  const silent = pair()
+    .modify("qp", "ERR")
+    .post("qp", "sq", 1, 3, { signal: "none" })
+    .post("qp", "sq", 4, 1)
+    .cqe("qp", "sq", 4);
+  const v = verdictOf(silent, "6");
+  t.equal(v.verdict, "FAIL");
+  t.match(v.reason, /unsignaled WR 1 posted to qp in ERR got no error completion/);
+
+  const success = pair().post("qp", "sq", 1, 2, { signal: "none" }).cqe("qp", "sq", 1, { status: SUCCESS });
+  t.match(verdictOf(success, "6").reason, /unsignaled WR 1 on qp has a SUCCESS completion/);
+
+  // the storage pattern: an unsignaled WR executed before the error owes nothing, the signaled
+  // SEND after the error is flushed
+  const storage = pair()
+    .post("qp", "sq", 1, 1, { signal: "none", op: "write" })
+    .modify("qp", "ERR")
+    .post("qp", "sq", 2, 1)
+    .cqe("qp", "sq", 2);
+  t.equal(verdictOf(storage, "6").verdict, "PASS");
+  t.equal(verdictOf(storage, "1").verdict, "PASS");
+
+  const sigAll = new TraceBuilder()
+    .qp("qp", { qpNum: 1, sigAll: true })
+    .modify("qp", "ERR")
+    .post("qp", "sq", 1, 2, { signal: "none" });
+  t.equal(verdictOf(sigAll, "6").verdict, "SKIP", "sig_all: no send WR is unsignaled");
+  t.match(verdictOf(sigAll, "5").reason, /WR 1 .* never completed/, "and each is owed a completion");
+});
+
+t.test("rule 7: defined fields; an error completion's opcode is not judged", async (t) => {
+  const oddOpcode = pair()
+    .modify("qp", "ERR")
+    .post("qp", "rq", 10, 1)
+    .cqe("qp", "rq", 10, { opcode: "send" });
+  t.equal(verdictOf(oddOpcode, "7").verdict, "PASS", "a flushed RECV reported as SEND is not judged");
+
+  const wrongOp = pair().post("qp", "sq", 1, 1).cqe("qp", "sq", 1, { status: SUCCESS, opcode: "write" });
+  const v = verdictOf(wrongOp, "7");
+  t.equal(v.verdict, "FAIL");
+  t.match(v.reason, /successful completion of send WR 1 on qp has opcode RDMA_WRITE/);
+
+  const wrongQp = pair().modify("qp", "ERR").post("qp", "rq", 10, 1).cqe("qp", "rq", 10, { qpNum: 9 });
+  t.match(verdictOf(wrongQp, "7").reason, /carries qp_num 9, qp is 1/);
+
+  const unknownStatus = pair()
+    .modify("qp", "ERR")
+    .post("qp", "rq", 10, 1)
+    .cqe("qp", "rq", 10, { status: 77 });
+  t.match(verdictOf(unknownStatus, "7").reason, /status 77, not an IB_WC status/);
+});
+
+t.test("rule 8: receives in SQ Error", async (t) => {
+  t.equal(verdictOf(pair(), "8").verdict, "SKIP", "no SQE in the trace");
+  const ok = pair()
+    .post("qp", "sq", 1, 1)
+    .cqe("qp", "sq", 1, { status: LOC_PROT_ERR })
+    .modify("qp", "SQE")
+    .post("qp", "rq", 10, 2)
+    .cqe("qp", "rq", 10, { status: SUCCESS, opcode: "recv" });
+  // a non-flush error completion would move an RC QP to ERR; the explicit SQE after it wins
+  t.equal(verdictOf(ok, "8").verdict, "PASS", verdictOf(ok, "8").reason);
+  const flushed = pair().modify("qp", "SQE").post("qp", "rq", 10, 2).cqe("qp", "rq", 10);
+  const v = verdictOf(flushed, "8");
+  t.equal(v.verdict, "FAIL");
+  t.match(v.reason, /receive WR 10 on qp was flushed while the QP was in SQE/);
+  t.equal(verdictOf(flushed, "8", "iwarp-rdmac").verdict, "SKIP", "the RDMAC verbs have no SQE state");
+  const refused = pair().modify("qp", "SQE").post("qp", "rq", 10, 1, { rc: -22, bad: 0 });
+  t.match(verdictOf(refused, "8").reason, /receive post call .* in SQE returned -22/);
+});
+
+t.test("rule 9: the Linux drain contract", async (t) => {
+  const ok = pair().post("qp", "rq", 10, 2).drain("qp", "qp").flush("qp", "rq", 10, 2).drained();
+  t.equal(verdictOf(ok, "9").verdict, "PASS");
+  t.equal(verdictOf(ok, "9", "ib").verdict, "SKIP", "judged under linux only");
+
+  const hung = pair().post("qp", "rq", 10, 2).drain("qp", "qp");
+  const stuck: Observation = {
+    ev: "stuck",
+    step: 1,
+    op: "drain",
+    ms: 5003,
+    state: "D (disk sleep)",
+    stack:
+      "[<0>] __wait_for_common+0x8f/0x1b0\n[<0>] __ib_drain_rq+0x8d/0xd0 [ib_core]\n[<0>] ib_drain_qp+0x22/0x60 [ib_core]",
+  };
+  const h = verdictOf(hung, "9", "linux", [stuck]);
+  t.equal(h.verdict, "FAIL");
+  t.match(h.reason, /ib_drain_qp on qp did not return within 5003 ms \(worker D \(disk sleep\)\)/);
+  t.match(h.evidence?.join("\n"), /stack: \[<0>\] __ib_drain_rq/, "the stuck task's stack is the evidence");
+  const hang = verdictOf(hung, "hang", "ib", [stuck]);
+  t.equal(hang.verdict, "FAIL", "a hang fails under every profile");
+
+  const late = pair()
+    .post("qp", "rq", 10, 2)
+    .drain("qp", "rq")
+    .cqe("qp", "rq", 10)
+    .drained()
+    .cqe("qp", "rq", 11);
+  t.match(verdictOf(late, "9").reason, /qp rq WR 11 completed after ib_drain_rq returned/);
+
+  const missing = pair().post("qp", "sq", 1, 2).drain("qp", "sq").cqe("qp", "sq", 1).drained();
+  t.match(verdictOf(missing, "9").reason, /qp sq WR 2 had not completed when ib_drain_sq returned/);
+
+  const otherQueue = pair().post("qp", "rq", 10, 2).drain("qp", "sq").drained().flush("qp", "rq", 10, 2);
+  t.equal(verdictOf(otherQueue, "9").verdict, "PASS", "ib_drain_sq does not wait for receives");
+
+  const warned: Observation = {
+    ev: "console",
+    kind: "warn",
+    text: "WARNING: CPU: 0 PID: 90 at drivers/infiniband/core/verbs.c:2800 __ib_drain_sq+0x1/0x2",
+    trace: ["__ib_drain_sq+0x1/0x2", "ib_drain_qp+0x22/0x60"],
+  };
+  t.match(verdictOf(ok, "9", "linux", [warned]).reason, /the kernel warned during a drain/);
+  t.equal(verdictOf(ok, "console", "ib", [warned]).verdict, "FAIL");
+  t.equal(verdictOf(ok, "console").verdict, "PASS");
+});
+
+t.test("a trace that lost records cannot be judged: ERROR", async (t) => {
+  const b = pair().raw({ ev: "overflow" });
+  const [j] = judgeTrace({ records: b.records, observations: [] }, ["linux"]);
+  t.equal(j?.verdict, "ERROR");
+  t.match(j?.rules[0]?.reason, /lost records/);
+  const r = pair().raw({ ev: "reject", line: "frob", why: "unknown operation" });
+  t.match(
+    judgeTrace({ records: r.records, observations: [] }, ["ib"])[0]?.rules[0]?.reason,
+    /refused a command: frob/,
+  );
+});
+
+t.test("a scenario's verdict per profile", async (t) => {
+  t.equal(combineVerdicts(["PASS", "SKIP", "FAIL", "ERROR"]), "FAIL");
+  t.equal(combineVerdicts(["PASS", "SKIP", "MISS"]), "MISS");
+  t.equal(combineVerdicts(["PASS", "SKIP"]), "PASS");
+  t.equal(combineVerdicts(["SKIP"]), "SKIP");
+  const b = pair().modify("qp", "ERR").post("qp", "sq", 10, 2, { rc: -22, bad: 0 });
+  const js = judgeTrace({ records: b.records, observations: [] }, ["ib", "iwarp-rdmac", "linux"]);
+  t.same(
+    js.map((j) => [j.profile, j.verdict]),
+    [
+      ["ib", "FAIL"],
+      ["iwarp-rdmac", "PASS"],
+      ["linux", "FAIL"],
+    ],
+  );
+});

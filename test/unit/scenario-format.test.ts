@@ -1,0 +1,127 @@
+// The scenario file format: a valid file with its defaults filled in, every fixture scenario
+// valid, and for each kind of mistake one clear error naming the file, the line and the field
+// (the bad files are in test/fixtures/scenarios-bad).
+import { fileURLToPath } from "node:url";
+import t from "tap";
+import { loadScenarioFile, parseScenario } from "../../harness/scenario/load.ts";
+import { selectScenarios } from "../../harness/scenario/select.ts";
+import { HilError } from "../../harness/util/errors.ts";
+
+const BAD = fileURLToPath(new URL("../fixtures/scenarios-bad/", import.meta.url));
+
+async function errorOf(file: string): Promise<HilError> {
+  try {
+    await loadScenarioFile(`${BAD}${file}`);
+  } catch (err) {
+    if (err instanceof HilError) return err;
+    throw err;
+  }
+  throw new Error(`${file} loaded without an error`);
+}
+
+t.test("a scenario with its defaults", async (t) => {
+  const s = parseScenario(
+    [
+      "description: receives flushed by a drain",
+      "covers: [2, 9]",
+      "qp: { cq: separate }",
+      "steps:",
+      "  - post_recv: { count: 3 }",
+      "  - drain: {}",
+      "  - poll: { cq: recv, min: 3 }",
+      "    timeout_ms: 2000",
+    ].join("\n"),
+    "dir/recv-drain.yaml",
+  );
+  t.equal(s.name, "recv-drain", "the name is the file's");
+  t.same(s.profiles, ["ib", "iwarp-rdmac", "linux"]);
+  t.same(s.drivers, ["siw", "erdma"]);
+  t.same(s.qp, {
+    type: "rc",
+    sq: 64,
+    rq: 64,
+    cq: "separate",
+    cq_depth: 256,
+    poll: "direct",
+    sig_all: false,
+    buf: 4096,
+  });
+  t.same(s.steps[1], { drain: { on: "qp", which: "qp" } });
+  t.same(s.steps[2], { poll: { cq: "recv", min: 3, wait_ms: 1000 }, timeout_ms: 2000 });
+  t.same(s.stepLines, [5, 6, 7], "each step's line");
+  t.equal(s.timeout_ms, 10_000);
+});
+
+t.test("every fixture scenario is valid, names unique", async (t) => {
+  const all = await selectScenarios(undefined);
+  t.ok(all.length >= 25, `${all.length} scenarios`);
+  const covered = new Set(all.flatMap((s) => s.covers));
+  for (const rule of [1, 2, 3, 4, 5, 6, 7, 9]) t.ok(covered.has(rule), `rule ${rule} has a scenario`);
+});
+
+t.test("an unknown field: its line, its path", async (t) => {
+  const e = await errorOf("unknown-field.yaml");
+  t.equal(e.where, `${BAD}unknown-field.yaml:5:3`);
+  t.equal(e.message, "qp.rq_depth: unknown field");
+});
+
+t.test("a value of the wrong type, in a step", async (t) => {
+  const e = await errorOf("wrong-type.yaml");
+  t.equal(e.where, `${BAD}wrong-type.yaml:6:7`);
+  t.match(e.message, /^steps\[1\]\.post_send\.count: Invalid input: expected number, received string/);
+});
+
+t.test("a required field missing: the mapping it belongs in", async (t) => {
+  const e = await errorOf("missing-field.yaml");
+  t.equal(e.where, `${BAD}missing-field.yaml:1:1`);
+  t.match(e.message, /^description: Invalid input: expected string, received undefined/);
+});
+
+t.test("a step of no known kind", async (t) => {
+  const e = await errorOf("unknown-step.yaml");
+  t.equal(e.where, `${BAD}unknown-step.yaml:5:5`);
+  t.match(e.message, /^steps\[1\]: a step is one of post_send, post_recv, .*, not flush_everything/);
+});
+
+t.test("a step with two kinds", async (t) => {
+  const e = await errorOf("two-kinds.yaml");
+  t.equal(e.where, `${BAD}two-kinds.yaml:4:5`);
+  t.equal(e.message, "steps[0]: a step has one kind, this one has drain and query");
+});
+
+t.test("a value outside its set", async (t) => {
+  const e = await errorOf("bad-enum.yaml");
+  t.equal(e.where, `${BAD}bad-enum.yaml:4:15`);
+  t.match(e.message, /^steps\[0\]\.modify\.state: Invalid option: expected one of "RESET"\|/);
+});
+
+t.test("a YAML syntax error", async (t) => {
+  const e = await errorOf("yaml-syntax.yaml");
+  t.match(e.where, /yaml-syntax\.yaml:5:\d+$/);
+  t.match(e.message, /^\(yaml\): /);
+});
+
+t.test("a cross-field check: len beyond the QP's buffer", async (t) => {
+  const e = await errorOf("len-over-buf.yaml");
+  t.equal(e.where, `${BAD}len-over-buf.yaml:7:7`);
+  t.equal(e.message, "steps[0].post_send.len: len 2048 is more than the QP's buf 1024");
+});
+
+t.test("several problems: the first is the message, the rest the detail", async (t) => {
+  try {
+    parseScenario("covers: [10]\nbogus: 1\nsteps: []\n", "x.yaml");
+    t.fail("no error");
+  } catch (err) {
+    const e = err as HilError;
+    t.equal(e.where, "x.yaml:1:1");
+    t.match(e.detail, /x\.yaml:1:\d+: covers\[0\]: /);
+    t.match(e.detail, /x\.yaml:2:1: bogus: unknown field/);
+    t.match(e.detail, /x\.yaml:3:\d+: steps: /);
+  }
+});
+
+t.test("a file that is not there", async (t) => {
+  const e = await errorOf("no-such.yaml");
+  t.equal(e.message, "cannot read the scenario file");
+  t.equal(e.where, `${BAD}no-such.yaml`);
+});

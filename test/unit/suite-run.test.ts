@@ -1,0 +1,307 @@
+// The suite's pieces that need no guest: which scenarios run where (SKIP/MISS with the reason),
+// the step-by-step runner against a scripted executor (setup, steps, settle, teardown; a stuck
+// step ends the scenario with its stack; a broken setup is an error), the settle polls for
+// owed completions, the verdict rows and table, and `hil run`'s bad input.
+import { rmSync } from "node:fs";
+import t from "tap";
+import { type KvRecord, kvRecordSchema } from "../../harness/kverbs/trace.ts";
+import { renderScenarioTable } from "../../harness/report/scenario-table.ts";
+import { executorFactory } from "../../harness/run/executors.ts";
+import { owedCompletions, settleCommands } from "../../harness/run/settle.ts";
+import { type CommandRunner, runStepwise, type StuckCommand } from "../../harness/run/stepwise.ts";
+import { type SuiteReport, suiteResults } from "../../harness/run/suite.ts";
+import { planScenario, planSteps } from "../../harness/run/suite-plan.ts";
+import { compileScenario } from "../../harness/scenario/compile.ts";
+import { parseScenario } from "../../harness/scenario/load.ts";
+import { hil, isolate, leftovers } from "../support/cli.ts";
+
+const OPTS = { addr: "10.0.2.15", port: 7700 };
+
+function scenario(lines: string[], name = "s") {
+  return parseScenario(["description: d", "covers: [9]", ...lines].join("\n"), `${name}.yaml`);
+}
+
+t.test("which scenarios run where", async (t) => {
+  const erdmaOnly = scenario(["drivers: [erdma]", "steps: [ { drain: {} } ]"]);
+  t.same(planScenario(erdmaOnly, { driver: "siw", executor: "kernel" }), {
+    run: false,
+    verdict: "SKIP",
+    reason: "meant for erdma, not siw",
+  });
+  t.same(planScenario(erdmaOnly, { driver: "erdma", executor: "kernel" }), { run: true });
+  const userOnly = scenario(["executors: [user]", "steps: [ { drain: {} } ]"]);
+  t.match(planScenario(userOnly, { driver: "siw", executor: "kernel" }), { verdict: "SKIP" });
+  const profiled = scenario(["device_profiles: [erdma-2022]", "steps: [ { drain: {} } ]"]);
+  t.match(planScenario(profiled, { driver: "erdma", executor: "kernel", deviceProfile: "erdma-reflush" }), {
+    verdict: "SKIP",
+    reason: /erdma-2022, not erdma-reflush/,
+  });
+
+  const fault = compileScenario(scenario(["steps:", "  - fault: { kind: drop-cqe }", "  - drain: {}"]), OPTS);
+  t.match(planSteps(fault, { driver: "siw", executor: "kernel" }), {
+    verdict: "SKIP",
+    reason: /^step 1 \(line 4\): .*siw has no device model/,
+  });
+  t.match(planSteps(fault, { driver: "erdma", executor: "kernel" }), { verdict: "MISS" });
+  const regMr = compileScenario(scenario(["steps:", "  - post_send: { op: reg_mr }"]), OPTS);
+  t.match(planSteps(regMr, { driver: "siw", executor: "kernel" }), {
+    verdict: "MISS",
+    reason: /IB_WR_REG_MR/,
+  });
+
+  t.equal(typeof executorFactory("kernel"), "function");
+  t.match(executorFactory("user"), /userspace executor .* not wired/);
+});
+
+/** A scripted executor: answers each run() with records made by `respond`, records every call. */
+class ScriptedRunner implements CommandRunner {
+  readonly calls: Array<{ lines: readonly string[]; timeoutMs: number }> = [];
+  cleared = 0;
+  private seq = 0;
+
+  constructor(
+    private readonly respond: (
+      lines: readonly string[],
+      mk: (f: Record<string, unknown>) => KvRecord,
+    ) => {
+      records?: KvRecord[];
+      stuck?: StuckCommand;
+    },
+  ) {}
+
+  async clear(): Promise<void> {
+    this.cleared++;
+  }
+
+  async run(lines: readonly string[], timeoutMs: number) {
+    this.calls.push({ lines, timeoutMs });
+    const mk = (f: Record<string, unknown>) => kvRecordSchema.parse({ seq: this.seq++, ns: this.seq, ...f });
+    const r = this.respond(lines, mk);
+    return { records: r.records ?? [], ...(r.stuck ? { stuck: r.stuck } : {}) };
+  }
+}
+
+const QP = {
+  ev: "create",
+  kind: "qp",
+  name: "qp",
+  qp_num: 1,
+  cm: true,
+  scq: "cq",
+  rcq: "cq",
+  sig_all: false,
+  max_send_wr: 64,
+  max_recv_wr: 64,
+  max_send_sge: 1,
+  max_inline_data: 0,
+  cmd: 6,
+};
+
+t.test("a scenario step by step: setup, steps, settle for owed completions, teardown", async (t) => {
+  const c = compileScenario(
+    scenario(["steps:", "  - post_recv: { count: 3 }", "  - modify: { state: ERR }"]),
+    OPTS,
+  );
+  const runner = new ScriptedRunner((lines, mk) => {
+    const line = lines[0] ?? "";
+    if (line.startsWith("device"))
+      return { records: [mk(QP), mk({ ev: "done", id: 1, op: "connect", rc: 0, us: 1 })] };
+    if (line.startsWith("post_recv"))
+      return {
+        records: [
+          mk({
+            ev: "post",
+            call: 1,
+            qp: "qp",
+            queue: "rq",
+            op: "recv",
+            wr_id: 2000,
+            count: 3,
+            index: 0,
+            len: 64,
+          }),
+          mk({ ev: "post_ret", call: 1, rc: 0, bad: null }),
+        ],
+      };
+    if (line.startsWith("modify"))
+      return {
+        records: [
+          mk({ ev: "modify", call: 2, qp: "qp", state: "ERR" }),
+          mk({ ev: "modify_ret", call: 2, rc: 0 }),
+        ],
+      };
+    return {};
+  });
+  const out = await runStepwise(runner, c);
+  t.equal(runner.cleared, 1, "the trace is cleared first");
+  t.same(
+    runner.calls.map((x) => x.lines),
+    [
+      c.setup,
+      ["post_recv qp=qp wr_id=2000 count=3"],
+      ["modify qp=qp state=ERR"],
+      ["poll cq=cq min=3 timeout=2000", "poll cq=pcq min=0 timeout=0"],
+      ["reset"],
+    ],
+    "the settle waits for the 3 receives the QP in ERR owes",
+  );
+  t.same(
+    runner.calls.map((x) => x.timeoutMs),
+    [30_000, 10_000, 10_000, 14_000, 30_000],
+  );
+  t.equal(out.error, undefined);
+  t.same(out.stuck, []);
+  t.equal(out.records.length, 6);
+});
+
+t.test("a stuck step ends the scenario, with the stack", async (t) => {
+  const c = compileScenario(scenario(["steps:", "  - drain: {}", "  - query: {}"]), OPTS);
+  const runner = new ScriptedRunner((lines) =>
+    lines[0]?.startsWith("drain")
+      ? { stuck: { op: "drain", ms: 10_004, stack: "[<0>] __ib_drain_sq+0x1/0x2", state: "D (disk sleep)" } }
+      : {},
+  );
+  const out = await runStepwise(runner, c);
+  t.same(out.stuck, [
+    {
+      ev: "stuck",
+      step: 0,
+      op: "drain",
+      ms: 10_004,
+      stack: "[<0>] __ib_drain_sq+0x1/0x2",
+      state: "D (disk sleep)",
+    },
+  ]);
+  t.equal(runner.calls.length, 2, "nothing runs after the stuck step, not even the teardown");
+  t.equal(out.error, undefined, "a hang is a verdict, not a broken run");
+});
+
+t.test("a failed setup is an error; so is an executor that throws", async (t) => {
+  const c = compileScenario(scenario(["steps: [ { drain: {} } ]"]), OPTS);
+  const refused = new ScriptedRunner((_l, mk) => ({
+    records: [mk({ ev: "done", id: 6, op: "connect", rc: -110, us: 5, err: "no route" })],
+  }));
+  t.equal((await runStepwise(refused, c)).error, "setup failed: connect: rc -110 (no route)");
+  const throwing = new ScriptedRunner(() => {
+    throw new Error("ssh went away");
+  });
+  t.equal((await runStepwise(throwing, c)).error, "ssh went away");
+});
+
+t.test("owed completions per CQ", async (t) => {
+  const mk = (seq: number, f: Record<string, unknown>) => kvRecordSchema.parse({ seq, ns: seq, ...f });
+  const records = [
+    mk(0, { ...QP, scq: "scq", rcq: "rcq" }),
+    mk(1, { ev: "post", call: 1, qp: "qp", queue: "rq", op: "recv", wr_id: 1, count: 2, index: 0, len: 8 }),
+    mk(2, { ev: "post_ret", call: 1, rc: 0, bad: null }),
+    mk(3, {
+      ev: "post",
+      call: 2,
+      qp: "qp",
+      queue: "sq",
+      op: "send",
+      wr_id: 9,
+      count: 2,
+      index: 0,
+      len: 8,
+      signal: "none",
+    }),
+    mk(4, { ev: "post_ret", call: 2, rc: 0, bad: null }),
+  ];
+  t.same([...owedCompletions(records)], [], "nothing is owed while the QP is not in ERR");
+  const inErr = [
+    ...records,
+    mk(5, { ev: "modify", call: 3, qp: "qp", state: "ERR" }),
+    mk(6, { ev: "modify_ret", call: 3, rc: 0 }),
+  ];
+  t.same(
+    [...owedCompletions(inErr)],
+    [["rcq", 2]],
+    "receives are owed; unsignaled sends from before may have run",
+  );
+  t.same(settleCommands(inErr, ["scq", "rcq"], 500), [
+    "poll cq=scq min=0 timeout=0",
+    "poll cq=rcq min=2 timeout=500",
+  ]);
+});
+
+t.test("verdict rows and the table", async (t) => {
+  const report: SuiteReport = {
+    driver: "siw",
+    executor: "kernel",
+    boots: 1,
+    timings: { bootMs: 1, runMs: 1, judgeMs: 1 },
+    scenarios: [
+      {
+        name: "drain-a",
+        file: "a.yaml",
+        durationMs: 1,
+        judgements: [
+          {
+            profile: "ib",
+            verdict: "PASS",
+            rules: [{ rule: "9", title: "", citation: "", verdict: "SKIP", reason: "linux only" }],
+          },
+          {
+            profile: "linux",
+            verdict: "FAIL",
+            rules: [
+              { rule: "4", title: "", citation: "", verdict: "PASS", reason: "in order" },
+              {
+                rule: "9",
+                title: "",
+                citation: "",
+                verdict: "FAIL",
+                reason: "did not return",
+                evidence: ["stack: x"],
+              },
+            ],
+          },
+        ],
+      },
+      {
+        name: "fault-b",
+        file: "b.yaml",
+        durationMs: 0,
+        outcome: { verdict: "SKIP", reason: "meant for erdma, not siw" },
+        judgements: [{ profile: "linux", verdict: "SKIP", rules: [] }],
+      },
+    ],
+  };
+  const results = suiteResults(report);
+  t.same(
+    results.map((r) => [r.id, r.verdict, r.reason]),
+    [
+      ["drain-a[ib]", "PASS", "every rule holds"],
+      ["drain-a[linux]", "FAIL", "rule 9: did not return"],
+      ["fault-b[linux]", "SKIP", "meant for erdma, not siw"],
+    ],
+  );
+  t.same(results[1]?.evidence, ["stack: x"]);
+  const table = renderScenarioTable(results).split("\n");
+  t.match(table[0], /^scenario\s+ib\s+linux\s+reason$/);
+  t.match(table[1], /^drain-a\s+PASS\s+FAIL\s+rule 9: did not return$/);
+  t.match(table[2], /^fault-b\s+-\s+SKIP\s+meant for erdma, not siw$/);
+  t.equal(table[3], "hil: 1 passed, 1 failed, 1 skip");
+});
+
+t.test("hil run: bad suite input is one clear error, exit 2, before anything is built", async (t) => {
+  const iso = isolate();
+  t.teardown(() => rmSync(iso.tmp, { recursive: true, force: true }));
+  const none = await hil(["run", "--driver", "siw", "--scenario", "no-such-scenario"], iso.env);
+  t.equal(none.exitCode, 2);
+  t.match(none.stderr, /hil: error: .*scenarios.*: no scenario matches "no-such-scenario"/);
+  const both = await hil(["run", "--driver", "siw", "--profile", "erdma-2022"], iso.env);
+  t.equal(both.exitCode, 2);
+  t.match(both.stderr, /--driver siw attaches none/);
+  const badOracle = await hil(["run", "--oracle", "ib,rocev2"], iso.env);
+  t.equal(badOracle.exitCode, 2);
+  t.match(badOracle.stderr, /"rocev2" is not an oracle profile/);
+  const badExecutor = await hil(["run", "--executor", "gpu"], iso.env);
+  t.equal(badExecutor.exitCode, 2);
+  t.match(badExecutor.stderr, /Allowed choices are kernel, user/);
+  const help = await hil(["run", "--help"], iso.env);
+  t.match(help.stdout, /--scenario <glob>/);
+  t.match(help.stdout, /1 a check or rule FAILed; 3 the harness could not judge/);
+  t.same(leftovers(iso).entries, [], "nothing left in its TMPDIR");
+});
