@@ -49,6 +49,8 @@ export class CompletionQueue {
   cmdsn = 0;
   broken = false;
   events = 0;
+  /** a CQ overrun was traced and the driver has not reported a new CI since */
+  overrun = false;
 
   constructor(
     readonly cqn: number | "cmdq",
@@ -68,6 +70,18 @@ export class CompletionQueue {
   ): Promise<boolean> {
     if (this.broken) return false;
     const index = this.pi;
+    // The device learns the consumer index only from arm doorbells (erdma_cq.c notify_cq), so it
+    // cannot refuse a CQE; like the hardware it writes on, and the trace says when the ring may have
+    // been overrun since the driver last reported its index.
+    if (!this.overrun && distance(index, this.ci, CQ_INDEX_BITS) >= this.depth) {
+      this.overrun = true;
+      this.env.tracer.warn("CQ overrun: more CQEs written than the ring holds since the last reported CI", {
+        cq: this.cqn,
+        pi: index,
+        ci: this.ci,
+        depth: this.depth,
+      });
+    }
     const owner = ownerBit(index, this.depth);
     const addr = this.buffer.address(slot(index, this.depth) * CQE_SIZE);
     const head = new Uint8Array(4);
@@ -122,7 +136,9 @@ export class CompletionQueue {
 
   /** Applies a CQ doorbell; true when armed with a matching CQE already waiting. */
   doorbell(value: bigint): boolean {
-    this.ci = get64n(value, CqDb.CI);
+    const ci = get64n(value, CqDb.CI);
+    if (ci !== this.ci) this.overrun = false;
+    this.ci = ci;
     this.cmdsn = get64n(value, CqDb.CMDSN);
     if (get64n(value, CqDb.ARM) === 1) this.armed = get64n(value, CqDb.SOL) === 1 ? "solicited" : "all";
     return this.matchingPending();

@@ -75,9 +75,17 @@ export class DataPath implements FabricPort {
   /** CQEs held back by a reorder-cqe fault, per CQ */
   private readonly held = new Map<number, CqeFields>();
   private readonly leave: () => void;
+  private readonly unlisten: () => void;
 
   constructor(private readonly env: DataPathEnv) {
     this.leave = env.fabric.join(this);
+    // a cleared stall lets the queues run again
+    this.unlisten = env.faults.onClear(() => {
+      for (const qp of this.qps()) {
+        this.schedule(qp, "sq");
+        if (this.inError(qp)) this.schedule(qp, "rq");
+      }
+    });
   }
 
   get name(): string {
@@ -98,6 +106,7 @@ export class DataPath implements FabricPort {
 
   detach(): void {
     this.leave();
+    this.unlisten();
   }
 
   // ---- events from doorbells and commands ----------------------------------------------------
@@ -170,6 +179,7 @@ export class DataPath implements FabricPort {
         this.scheduled.delete(key);
         const st = this.env.state();
         if (st.qps.get(qp.qpn) !== qp || !ctx.alive()) return;
+        this.env.faults.fire("stall-queue", { qpn: qp.qpn, queue });
         const until = this.env.faults.stalled(qp.qpn, queue);
         if (until !== undefined) {
           if (Number.isFinite(until))
@@ -354,6 +364,20 @@ export class DataPath implements FabricPort {
       recvOp = sqe.kind === "write" ? WqeOp.RECV_IMM : WqeOp.RSP_SEND_IMM;
       word3 = { value: sqe.imm, endian: "le" };
     }
+    const injected = peer.dp.env.faults.fire(
+      "error-wqe",
+      { qpn: peer.qp.qpn, queue: "rq" },
+      { index: rqIndex },
+    );
+    if (injected) {
+      await peer.dp.receiveError(pst, peer.qp, rqIndex, injected.status, "injected");
+      return {
+        done: true,
+        status: WcStatus.GENERAL_ERR,
+        length: 0,
+        reason: "the responder's RQE failed (injected)",
+      };
+    }
     if (sqe.kind === "send") {
       if (data.length > rqe.length) {
         await peer.dp.receiveError(
@@ -380,7 +404,18 @@ export class DataPath implements FabricPort {
       this.count(st, pst, data.length);
       if (sqe.invalidate !== undefined) {
         const mr = pst.mrs.get(sqe.invalidate >>> 8);
-        if (mr && mr.key === (sqe.invalidate & 0xff)) mr.valid = false;
+        if (!mr || mr.key !== (sqe.invalidate & 0xff) || mr.pd !== peer.qp.pd || mr.kind === "dma") {
+          const why = `SEND_WITH_INV of stag 0x${sqe.invalidate.toString(16)}: no MR of the responder's PD`;
+          await peer.dp.receiveError(pst, peer.qp, rqIndex, WcStatus.RECV_STAG_INVALID_ERR, why);
+          return {
+            done: true,
+            status: WcStatus.RECV_STAG_INVALID_ERR,
+            length: 0,
+            reason: why,
+            remoteError: true,
+          };
+        }
+        mr.valid = false;
         recvOp = WqeOp.RECV_INV;
         word3 = { value: sqe.invalidate, endian: "be" };
       }

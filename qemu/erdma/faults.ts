@@ -64,6 +64,7 @@ export class FaultPlan {
   private readonly armed: Armed[] = [];
   private nextId = 1;
   private stalls = new Map<string, number>();
+  private readonly clearListeners = new Set<() => void>();
 
   constructor(private readonly tracer: Tracer) {}
 
@@ -80,6 +81,15 @@ export class FaultPlan {
     this.armed.length = 0;
     this.stalls.clear();
     this.tracer.emit({ kind: "fault", action: "cleared" });
+    for (const listener of this.clearListeners) listener();
+  }
+
+  /** Called after every clear() (a data path resumes stalled queues). */
+  onClear(listener: () => void): () => void {
+    this.clearListeners.add(listener);
+    return () => {
+      this.clearListeners.delete(listener);
+    };
   }
 
   get active(): readonly Fault[] {

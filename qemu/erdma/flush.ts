@@ -23,7 +23,10 @@ export function flushLimit(mode: ErrorFlushMode, qp: QueuePair, queue: "sq" | "r
   let result: FlushLimit = { limit: wq.pi, reason: "pi" };
   if (mode !== "always" && qp.errorAt) result = { limit: pick(qp.errorAt), reason: "error" };
   if (mode === "reflush" && qp.reflushTo) result = { limit: pick(qp.reflushTo), reason: "reflush" };
-  // an index behind the consumer index or more than a queue ahead of it names nothing to flush
-  if (distance(result.limit, wq.ci, WQ_INDEX_BITS) > wq.depth) return { limit: wq.ci, reason: result.reason };
+  // an index behind the consumer index names nothing to flush; one ahead is taken as the hardware
+  // takes a doorbell, even past a full ring (a driver that overfills its queue gets what it wrote)
+  if (distance(result.limit, wq.ci, WQ_INDEX_BITS) >= 2 ** (WQ_INDEX_BITS - 1)) {
+    return { limit: wq.ci, reason: result.reason };
+  }
   return result;
 }
