@@ -6,8 +6,20 @@
  * the device through bar0Read/bar0Write, and runs the interrupt handlers for interrupts the fake
  * host recorded. Constants are the driver's own (erdma_hw.h), not imported from the model.
  */
+import type { Fabric } from "../../qemu/erdma/fabric.ts";
 import { ErdmaDevice, type ErdmaProfile } from "../../qemu/erdma/index.ts";
 import * as R from "./erdma-requests.ts";
+import {
+  decodeCqe,
+  getField,
+  Hdr,
+  pushOneSqe,
+  type SendWr,
+  type Sge,
+  sqDoorbell,
+  type Wc,
+  type WqebbWriter,
+} from "./erdma-sqe.ts";
 import { type FakeGuestMemory, FakeHost } from "./fake-guest.ts";
 
 export type { DriverVersion } from "./erdma-requests.ts";
@@ -200,6 +212,8 @@ export class ErdmaDriver {
   private nextPd = 1;
   /** interrupts the handlers ran for */
   irqCount = 0;
+  /** per kernel QP: swr_tbl, rwr_tbl, sq_ci and sig_all (struct erdma_kqp, erdma_verbs.h) */
+  private readonly kqp = new WeakMap<KernelQp, KqpTables>();
 
   constructor(
     readonly dev: ErdmaDevice,
@@ -862,6 +876,126 @@ export class ErdmaDriver {
     this.w64(SQDB_SHARED_PAGE, db);
   }
 
+  // ---- the data path (erdma_qp.c erdma_post_send / erdma_post_recv, erdma_cq.c poll) --------
+
+  private tables(qp: KernelQp): KqpTables {
+    let t = this.kqp.get(qp);
+    if (!t) {
+      t = { swr: new Array(qp.sqSize), rwr: new Array(qp.rqSize), sqCi: 0, sigAll: false };
+      this.kqp.set(qp, t);
+    }
+    return t;
+  }
+
+  /** IB_SIGNAL_ALL_WR at create time (init_kernel_qp, erdma_verbs.c:508-509) */
+  setSigAll(qp: KernelQp, on = true): void {
+    this.tables(qp).sigAll = on;
+  }
+
+  /** the driver's sq_ci, as erdma_poll_one_cqe last moved it (erdma_cq.c:148-150) */
+  sqCi(qp: KernelQp): number {
+    return this.tables(qp).sqCi;
+  }
+
+  /**
+   * erdma_post_send (erdma_qp.c:499-538): each WR pushed by erdma_push_one_sqe, the doorbell
+   * record and the SQ doorbell kicked after each (kick_sq_db, :490-497). Stops at the first WR
+   * that fails, like the kernel (`bad` is its position). `patch` may corrupt an SQE before its
+   * header is written (malformed-SQE tests), returning a replacement header.
+   */
+  postSend(
+    qp: KernelQp,
+    wrs: SendWr | SendWr[],
+    opts: {
+      patch?: (sqe: {
+        pi: number;
+        put: (offset: number, bytes: Uint8Array) => void;
+        hdr: bigint;
+      }) => bigint | undefined;
+    } = {},
+  ): { ret: 0 | "ENOMEM" | "EINVAL" | "EOPNOTSUPP"; bad?: number; indices: number[] } {
+    const t = this.tables(qp);
+    const list = Array.isArray(wrs) ? wrs : [wrs];
+    const put: WqebbWriter = (index, offset, bytes) => {
+      this.mem.setBytes(qp.sqBuf + BigInt(((index & (qp.sqSize - 1)) >>> 0) * 32 + offset), bytes);
+    };
+    const indices: number[] = [];
+    for (const [i, wr] of list.entries()) {
+      if (((qp.sqPi - t.sqCi) & 0xffff) >= qp.sqSize) return { ret: "ENOMEM", bad: 0, indices };
+      const pi = qp.sqPi;
+      const r = pushOneSqe(put, qp.qpn, pi, wr, { sigAll: t.sigAll });
+      if (!r.ok) return { ret: r.errno, bad: i, indices };
+      t.swr[pi & (qp.sqSize - 1)] = wr.wrId;
+      let hdr = r.hdr;
+      if (opts.patch) {
+        const linear = (offset: number, bytes: Uint8Array) => {
+          for (let k = 0; k < bytes.length; k++) {
+            const o = offset + k;
+            put(pi + Math.floor(o / 32), o % 32, bytes.subarray(k, k + 1));
+          }
+        };
+        hdr = opts.patch({ pi, put: linear, hdr }) ?? hdr;
+      }
+      this.mem.setU64(qp.sqBuf + BigInt(((pi & (qp.sqSize - 1)) >>> 0) * 32), hdr);
+      qp.sqPi = r.nextPi;
+      indices.push(pi);
+      const db = sqDoorbell(qp.qpn, qp.sqPi);
+      this.mem.setU64(qp.sqDbrec, db);
+      this.w64(SQDB_SHARED_PAGE, db);
+    }
+    return { ret: 0, indices };
+  }
+
+  /** erdma_post_recv_one (erdma_qp.c:540-568) with the wr_id kept in rwr_tbl. */
+  postRecvWr(qp: KernelQp, wr: { wrId?: bigint; sge?: Sge } = {}): number {
+    const index = qp.rqPi;
+    this.tables(qp).rwr[index & (qp.rqSize - 1)] = wr.wrId;
+    this.postRecv(qp, wr.sge);
+    return index;
+  }
+
+  /**
+   * IB_WR_REG_MR's preparation: ib_map_mr_sg stores the page list in the FRMR's MTT buffer
+   * (erdma_set_page, erdma_verbs.c:1132-1143); the work request then carries it.
+   */
+  fastRegWr(
+    mr: Mr,
+    a: { key: number; iova: bigint; length: number; access: number; pages: bigint[] } & Omit<
+      Extract<SendWr, { opcode: "REG_MR" }>,
+      "opcode" | "key" | "iova" | "length" | "access" | "pages"
+    >,
+  ): SendWr {
+    if (mr.table === undefined) throw new Error("not an FRMR");
+    a.pages.forEach((p, i) => {
+      this.mem.setU64((mr.table as bigint) + BigInt(i * 8), p);
+    });
+    return { ...a, opcode: "REG_MR" };
+  }
+
+  /** erdma_poll_cq / erdma_poll_one_cqe (erdma_cq.c:110-200): CQEs of unknown QPs are skipped. */
+  pollWc(cq: KernelCq, max = 64): Wc[] {
+    const out: Wc[] = [];
+    while (out.length < max) {
+      const cqIndex = cq.ci;
+      const at = cq.qbuf + BigInt(((cq.ci & (cq.depth - 1)) >>> 0) * 32);
+      const raw = this.mem.bytes(at, 32);
+      const c = decodeCqe(raw);
+      if ((c.owner ^ (cq.ci & cq.depth ? 1 : 0)) === 0) break;
+      cq.ci = (cq.ci + 1) >>> 0;
+      const qp = this.qps.get(c.qpn);
+      if (!qp) continue;
+      const t = this.tables(qp);
+      let wrId: bigint | undefined;
+      if (c.qtype === 0) {
+        const hdr = this.mem.u64(qp.sqBuf + BigInt(((c.qeIdx & (qp.sqSize - 1)) >>> 0) * 32));
+        t.sqCi = (getField(hdr, Hdr.WQEBB_CNT) + c.qeIdx + 1) & 0xffff;
+        wrId = t.swr[c.qeIdx & (qp.sqSize - 1)];
+      } else wrId = t.rwr[c.qeIdx & (qp.rqSize - 1)];
+      out.push({ ...c, wrId, cqIndex });
+    }
+    return out;
+  }
+
   // ---- MRs (erdma_verbs.c) -----------------------------------------------------------------
 
   private allocStag(): number {
@@ -1010,6 +1144,13 @@ export class ErdmaDriver {
   }
 }
 
+interface KqpTables {
+  swr: Array<bigint | undefined>;
+  rwr: Array<bigint | undefined>;
+  sqCi: number;
+  sigAll: boolean;
+}
+
 function emptyEq(): EqState {
   return { eqn: -1, vector: 0, qbuf: 0n, depth: 1, ci: 0, dbrec: 0n, db: 0, ready: false, events: 0 };
 }
@@ -1034,6 +1175,12 @@ export interface SetupOptions {
   memSize?: number;
   probe?: boolean;
   trace?: "all" | "counts";
+  /** the wire this device joins (two devices on one fabric reach each other's QPs) */
+  fabric?: Fabric;
+  /** names the device in the trace */
+  name?: string;
+  /** guest physical address of the fake memory */
+  base?: bigint;
 }
 
 /** A fake host, a device on it and a driver double, probed unless `probe: false`. */
@@ -1042,13 +1189,68 @@ export async function setupErdma(opts: SetupOptions = {}) {
     manual: opts.manual ?? false,
     trace: opts.trace ?? "all",
     ...(opts.memSize ? { size: opts.memSize } : {}),
+    ...(opts.base !== undefined ? { base: opts.base } : {}),
   });
   const dev = new ErdmaDevice({
     host,
     mac: opts.mac ?? "52:54:00:12:34:56",
     ...(opts.profile ? { profile: opts.profile } : {}),
+    ...(opts.fabric ? { fabric: opts.fabric } : {}),
+    ...(opts.name ? { name: opts.name } : {}),
   });
   const drv = new ErdmaDriver(dev, host, { version: opts.version ?? "6.12", cpus: opts.cpus ?? 2 });
   if (opts.probe !== false) await drv.probe();
   return { host, dev, drv };
+}
+
+/** One end of a connection: a driver double and one of its QPs. */
+export interface QpEnd {
+  drv: ErdmaDriver;
+  qp: KernelQp;
+}
+
+/**
+ * What erdma's CM does once the MPA exchange is over (erdma_modify_qp_state_to_rts,
+ * erdma_qp.c:51-100): each side moves its QP to RTS with its own TCP tuple (sip/sport local,
+ * dip/dport remote) and the cookie the peer sent in its MPA private data. The two tuples mirror
+ * each other, which is how the model pairs the QPs.
+ */
+export async function connectQps(
+  a: QpEnd,
+  b: QpEnd,
+  opts: { aIp?: number; bIp?: number; aPort?: number; bPort?: number } = {},
+): Promise<void> {
+  const aIp = opts.aIp ?? 0xc0a8_0001;
+  const bIp = opts.bIp ?? (a.drv === b.drv ? aIp : 0xc0a8_0002);
+  const aPort = opts.aPort ?? 40000 + a.qp.qpn;
+  const bPort = opts.bPort ?? 4791;
+  const rts = (self: QpEnd, peer: QpEnd, sip: number, dip: number, sport: number, dport: number) =>
+    self.drv.modifyQp(self.qp, QpState.RTS, {
+      cookie: peer.qp.cookie,
+      sip,
+      dip,
+      sport,
+      dport,
+      sendNxt: 1000,
+      recvNxt: 2000,
+    });
+  for (const [self, peer, sip, dip, sport, dport] of [
+    [a, b, aIp, bIp, aPort, bPort],
+    [b, a, bIp, aIp, bPort, aPort],
+  ] as const) {
+    const out = await rts(self, peer, sip, dip, sport, dport);
+    if (out[0]?.status !== 0) throw new Error(`MODIFY_QP to RTS of QP ${self.qp.qpn}: ${out[0]?.status}`);
+  }
+}
+
+/** Settles several driver doubles (devices that act on each other over a fabric) until all are quiet. */
+export async function settleAll(...drvs: ErdmaDriver[]): Promise<void> {
+  for (let round = 0; round < 1000; round++) {
+    for (const d of drvs) await d.settle();
+    const busy = drvs.some(
+      (d) => d.host.pendingIrqs.length > 0 || (d.dev.snapshot().pendingJobs as number) > 0,
+    );
+    if (!busy) return;
+  }
+  throw new Error("devices never settled");
 }

@@ -1,0 +1,259 @@
+/**
+ * Fault injection (faults.ts) through the driver double: each fault kind's effect on what the
+ * driver sees, its "fault" trace events (armed, fired with the event's context), nth/count, and
+ * the validation of fault specs.
+ */
+import t from "tap";
+import { ZodError } from "zod";
+import { buffer, pair } from "../doubles/erdma-dp-fixture.ts";
+import { Syndrome as S, type SendWr } from "../doubles/erdma-sqe.ts";
+
+async function writes() {
+  const p = await pair();
+  const src = await buffer(p.a.drv, p.a.pd, 64);
+  const dst = await buffer(p.b.drv, p.b.pd, 64);
+  const w = (wrId: bigint, signaled = true): SendWr => ({
+    opcode: "WRITE",
+    wrId,
+    signaled,
+    remoteAddr: dst.va,
+    rkey: dst.stag,
+    sgl: [src.sge(0, 8)],
+  });
+  const faultEvents = () => p.a.host.ofKind("fault");
+  return { p, src, dst, w, faultEvents };
+}
+
+t.test("error-wqe: the nth SQE completes with the chosen status", async (t) => {
+  const { p, w, faultEvents } = await writes();
+  const id = p.a.dev.faults.add({ kind: "error-wqe", qpn: p.a.qp.qpn, status: S.RETRY_EXC_ERR, nth: 2 });
+  t.equal(typeof id, "number");
+  p.a.drv.postSend(p.a.qp, [w(1n), w(2n, false), w(3n)]);
+  await p.settle();
+  t.match(p.a.drv.pollWc(p.a.scq), [
+    { wrId: 1n, status: S.SUCCESS, qeIdx: 0 },
+    { wrId: 2n, status: S.RETRY_EXC_ERR, qeIdx: 2 },
+    { wrId: 3n, status: S.FLUSH_ERR, qeIdx: 4 },
+  ]);
+  t.equal(p.mqp(p.a)?.stateName, "ERROR");
+  t.equal(p.a.drv.aeqEvents.filter((e) => e.type === 0 && e.data0 === p.a.qp.qpn).length, 1, "QP_FATAL");
+  t.match(faultEvents(), [
+    {
+      action: "armed",
+      id,
+      fault: { kind: "error-wqe", status: S.RETRY_EXC_ERR, nth: 2, count: 1, queue: "sq" },
+    },
+    { action: "fired", id, context: { qpn: p.a.qp.qpn, queue: "sq", index: 2 } },
+  ]);
+  t.same(p.a.dev.faults.active, [], "spent");
+  t.match(
+    p.a.host.ofKind("wqe").find((e) => e.index === 2 && e.queue === "sq"),
+    { status: S.RETRY_EXC_ERR, reason: "injected" },
+  );
+});
+
+t.test("error-wqe for another QP does not fire", async (t) => {
+  const { p, w, faultEvents } = await writes();
+  p.a.dev.faults.add({ kind: "error-wqe", qpn: p.a.qp.qpn + 100, status: 1 });
+  p.a.drv.postSend(p.a.qp, [w(1n)]);
+  await p.settle();
+  t.match(p.a.drv.pollWc(p.a.scq), [{ wrId: 1n, status: 0 }]);
+  t.equal(faultEvents().filter((e) => e.action === "fired").length, 0);
+  t.equal(p.a.dev.faults.active.length, 1, "still armed");
+});
+
+t.test("drop-cqe: the 2nd and 3rd CQEs vanish", async (t) => {
+  const { p, w, faultEvents } = await writes();
+  p.a.dev.faults.add({ kind: "drop-cqe", queue: "sq", nth: 2, count: 2 });
+  p.a.drv.postSend(p.a.qp, [w(1n), w(2n), w(3n), w(4n)]);
+  await p.settle();
+  t.same(
+    p.a.drv.pollWc(p.a.scq).map((c) => c.wrId),
+    [1n, 4n],
+  );
+  t.match(
+    faultEvents().filter((e) => e.action === "fired"),
+    [{ context: { index: 2 } }, { context: { index: 4 } }],
+  );
+  t.equal(p.mqp(p.a)?.sq.ci, 8, "the WQEs themselves ran");
+});
+
+t.test("drop-cqe on the RQ leaves the SQ alone", async (t) => {
+  const { p, src, dst } = await writes();
+  p.a.dev.faults.add({ kind: "drop-cqe", queue: "rq" });
+  p.b.drv.postRecvWr(p.b.qp, { wrId: 9n, sge: dst.sge() });
+  p.a.drv.postSend(p.a.qp, { opcode: "SEND", wrId: 1n, signaled: true, sgl: [src.sge(0, 8)] });
+  await p.settle();
+  t.match(p.a.drv.pollWc(p.a.scq), [{ wrId: 1n, status: 0 }]);
+  t.same(p.b.drv.pollWc(p.b.rcq), [], "the receive CQE was dropped");
+});
+
+t.test("duplicate-cqe: the same completion twice", async (t) => {
+  const { p, w, faultEvents } = await writes();
+  p.a.dev.faults.add({ kind: "duplicate-cqe", qpn: p.a.qp.qpn });
+  p.a.drv.postSend(p.a.qp, [w(1n), w(2n)]);
+  await p.settle();
+  t.match(p.a.drv.pollWc(p.a.scq), [
+    { wrId: 1n, qeIdx: 0 },
+    { wrId: 1n, qeIdx: 0 },
+    { wrId: 2n, qeIdx: 2 },
+  ]);
+  t.equal(faultEvents().filter((e) => e.action === "fired").length, 1);
+});
+
+t.test("delay-cqe: the completion comes later, after the next one", async (t) => {
+  const { p, w, faultEvents } = await writes();
+  p.a.dev.faults.add({ kind: "delay-cqe", ms: 40 });
+  p.a.drv.postSend(p.a.qp, [w(1n), w(2n)]);
+  await p.settle();
+  t.match(p.a.drv.pollWc(p.a.scq), [{ wrId: 2n }], "only the undelayed CQE so far");
+  await new Promise((r) => setTimeout(r, 80));
+  await p.settle();
+  t.match(p.a.drv.pollWc(p.a.scq), [{ wrId: 1n, qeIdx: 0, status: 0 }], "then the delayed one");
+  t.match(faultEvents(), [
+    { action: "armed", fault: { ms: 40 } },
+    { action: "fired", context: { index: 0 } },
+  ]);
+});
+
+t.test("reorder-cqe: a CQE is written after the next one on its CQ", async (t) => {
+  const { p, w } = await writes();
+  p.a.dev.faults.add({ kind: "reorder-cqe", queue: "sq" });
+  p.a.drv.postSend(p.a.qp, [w(1n), w(2n), w(3n)]);
+  await p.settle();
+  t.same(
+    p.a.drv.pollWc(p.a.scq).map((c) => c.wrId),
+    [2n, 1n, 3n],
+  );
+});
+
+t.test("wrong-index: qe_idx off by delta", async (t) => {
+  const { p, w } = await writes();
+  p.a.dev.faults.add({ kind: "wrong-index", delta: 2, nth: 2 });
+  p.a.drv.postSend(p.a.qp, [w(1n), w(2n), w(3n)]);
+  await p.settle();
+  const wcs = p.a.drv.pollWc(p.a.scq);
+  t.same(
+    wcs.map((c) => c.qeIdx),
+    [0, 4, 4],
+    "the second CQE names the third SQE's index",
+  );
+  t.same(
+    wcs.map((c) => c.wrId),
+    [1n, 3n, 3n],
+    "so the driver reports the wrong wr_id",
+  );
+});
+
+t.test("lose-irq: the CEQ interrupt of an armed CQ is not delivered", async (t) => {
+  const { p, w } = await writes();
+  const vector = p.a.scq.eqn; // comp vector 0 -> CEQ 1 -> MSI-X vector 1
+  p.a.drv.notifyCq(p.a.scq);
+  p.a.drv.postSend(p.a.qp, [w(1n)]);
+  await p.settle();
+  t.equal(p.a.scq.events, 1, "without the fault the completion event arrives");
+  p.a.dev.faults.add({ kind: "lose-irq", vector });
+  p.a.drv.pollWc(p.a.scq);
+  p.a.drv.notifyCq(p.a.scq);
+  p.a.drv.postSend(p.a.qp, [w(2n)]);
+  await p.settle();
+  t.equal(p.a.scq.events, 1, "the second event's interrupt was lost");
+  t.match(p.a.drv.pollWc(p.a.scq), [{ wrId: 2n }], "the CQE itself is there");
+  t.match(
+    p.a.host.ofKind("irq").filter((e) => !e.delivered),
+    [{ vector, source: /lost: injected/ }],
+  );
+  t.match(
+    p.a.host.ofKind("fault").filter((e) => e.action === "fired"),
+    [{ fault: { kind: "lose-irq", vector }, context: { vector } }],
+  );
+  // the EQE was written: a handler run (e.g. by polling) finds it
+  p.a.drv.ceqHandler(vector);
+  t.equal(p.a.scq.events, 2);
+});
+
+t.test("ignore-doorbell: the SQ doorbell's producer index is not taken", async (t) => {
+  const { p, w, faultEvents } = await writes();
+  p.a.dev.faults.add({ kind: "ignore-doorbell", queue: "sq", qpn: p.a.qp.qpn });
+  p.a.drv.postSend(p.a.qp, [w(1n)]);
+  await p.settle();
+  t.equal(p.mqp(p.a)?.sq.pi, 0, "the device still has PI 0");
+  t.same(p.a.drv.pollWc(p.a.scq), []);
+  t.match(
+    faultEvents().filter((e) => e.action === "fired"),
+    [{ context: { queue: "sq", pi: 2 } }],
+  );
+  p.a.drv.postSend(p.a.qp, [w(2n)]);
+  await p.settle();
+  t.same(
+    p.a.drv.pollWc(p.a.scq).map((c) => c.wrId),
+    [1n, 2n],
+    "the next doorbell's PI covers both",
+  );
+});
+
+t.test("ignore-doorbell on the RQ: a SEND waits for the next RQ doorbell", async (t) => {
+  const { p, src, dst } = await writes();
+  p.b.dev.faults.add({ kind: "ignore-doorbell", queue: "rq", qpn: p.b.qp.qpn });
+  p.b.drv.postRecvWr(p.b.qp, { wrId: 1n, sge: dst.sge(0, 8) });
+  p.a.drv.postSend(p.a.qp, { opcode: "SEND", wrId: 3n, signaled: true, sgl: [src.sge(0, 8)] });
+  await p.settle();
+  t.same(p.a.drv.pollWc(p.a.scq), [], "no RQE seen: the SEND waits");
+  p.b.drv.postRecvWr(p.b.qp, { wrId: 2n, sge: dst.sge(8, 8) });
+  await p.settle();
+  t.match(p.a.drv.pollWc(p.a.scq), [{ wrId: 3n, status: 0 }]);
+  t.match(p.b.drv.pollWc(p.b.rcq), [{ wrId: 1n, qeIdx: 0 }], "the first RQE was used");
+});
+
+t.test("clear() disarms and is traced", async (t) => {
+  const { p, w, faultEvents } = await writes();
+  p.a.dev.faults.add({ kind: "drop-cqe" });
+  p.a.dev.faults.clear();
+  t.same(p.a.dev.faults.active, []);
+  p.a.drv.postSend(p.a.qp, [w(1n)]);
+  await p.settle();
+  t.equal(p.a.drv.pollWc(p.a.scq).length, 1);
+  t.match(faultEvents(), [{ action: "armed" }, { action: "cleared" }]);
+});
+
+t.test("fault specs are validated", async (t) => {
+  const { p } = await writes();
+  const bad: Array<[string, unknown]> = [
+    ["unknown kind", { kind: "melt" }],
+    ["no kind", { qpn: 1 }],
+    ["not an object", "drop-cqe"],
+    ["error-wqe without a status", { kind: "error-wqe" }],
+    ["error-wqe with status 0 (success is no error)", { kind: "error-wqe", status: 0 }],
+    ["error-wqe with status 256", { kind: "error-wqe", status: 256 }],
+    ["delay-cqe without ms", { kind: "delay-cqe" }],
+    ["delay-cqe of 0 ms", { kind: "delay-cqe", ms: 0 }],
+    ["delay-cqe over a minute", { kind: "delay-cqe", ms: 60_001 }],
+    ["wrong-index without delta", { kind: "wrong-index" }],
+    ["wrong-index with a fractional delta", { kind: "wrong-index", delta: 0.5 }],
+    ["stall-queue without a queue", { kind: "stall-queue" }],
+    ["ignore-doorbell of the CQ", { kind: "ignore-doorbell", queue: "cq" }],
+    ["nth 0", { kind: "drop-cqe", nth: 0 }],
+    ["count -1", { kind: "drop-cqe", count: -1 }],
+    ["negative qpn", { kind: "drop-cqe", qpn: -1 }],
+    ["lose-irq on vector -1", { kind: "lose-irq", vector: -1 }],
+  ];
+  for (const [name, spec] of bad) {
+    t.throws(() => p.a.dev.faults.add(spec), ZodError, name);
+  }
+  t.equal(p.a.host.ofKind("fault").length, 0, "nothing armed, nothing traced");
+  const good = [
+    { kind: "stall-queue", queue: "sq", ms: 5 },
+    { kind: "ignore-doorbell", queue: "rq" },
+    { kind: "lose-irq" },
+    { kind: "reorder-cqe", queue: "rq", count: 3 },
+  ];
+  const ids = good.map((g) => p.a.dev.faults.add(g));
+  t.same(ids, [1, 2, 3, 4], "ids count up");
+  t.match(p.a.dev.faults.active, [
+    { kind: "stall-queue", nth: 1, count: 1 },
+    { kind: "ignore-doorbell" },
+    { kind: "lose-irq" },
+    { kind: "reorder-cqe", count: 3 },
+  ]);
+  t.equal(p.a.host.ofKind("fault").filter((e) => e.action === "armed").length, 4);
+});
