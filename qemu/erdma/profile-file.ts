@@ -63,6 +63,8 @@ const capsSchema = z.strictObject({
 const profileSchema = z.strictObject({
   name: z.string().regex(NAME),
   description: z.string().optional(),
+  /** where the behaviour comes from: a spec section, a driver source, a mailing-list thread */
+  source: z.string().optional(),
   protocol: z.enum(["iwarp", "rocev2"]),
   version: int(1, 0xffff_ffff),
   fwVersion: int(0, 0xffff_ffff),
@@ -148,23 +150,29 @@ function readRaw(file: string, chain: string[]): Record<string, unknown> {
   }
   const base = readRaw(baseFile, [...chain, parent]);
   const caps = { ...((base.caps as Record<string, unknown>) ?? {}), ...(head.data.caps ?? {}) };
-  // the description belongs to the file that says it
-  return { ...base, description: undefined, ...raw, caps };
+  // the description and the source belong to the file that says them
+  return { ...base, description: undefined, source: undefined, ...raw, caps };
 }
 
 /** Loads and validates a profile by name or path. Throws HilError naming the file and the field. */
-export function loadProfile(nameOrPath: string = DEFAULT_PROFILE): ErdmaProfile & { description?: string } {
+export function loadProfile(
+  nameOrPath: string = DEFAULT_PROFILE,
+): ErdmaProfile & { description?: string; source?: string } {
   const file = profilePath(nameOrPath);
   const raw = readRaw(file, [basename(file, ".json")]);
   const parsed = profileSchema.safeParse(raw);
   if (!parsed.success) {
     throw new HilError("invalid device profile", { where: file, detail: issuesText(parsed.error) });
   }
-  const { description, ...profile } = parsed.data;
+  const { description, source, ...profile } = parsed.data;
   try {
     checkProfile(profile);
   } catch (err) {
     throw new HilError((err as Error).message, { where: file });
   }
-  return description === undefined ? profile : { ...profile, description };
+  return {
+    ...profile,
+    ...(description === undefined ? {} : { description }),
+    ...(source === undefined ? {} : { source }),
+  };
 }

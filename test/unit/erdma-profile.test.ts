@@ -6,8 +6,8 @@ import t, { type Test } from "tap";
 import { builtinProfiles, profile2022, profileIbCompliant, profileReflush } from "../../qemu/erdma/index.ts";
 import { DEFAULT_PROFILE, listProfiles, loadProfile, profilePath } from "../../qemu/erdma/profile-file.ts";
 
-function strip<T extends { description?: string }>(p: T): Omit<T, "description"> {
-  const { description: _, ...rest } = p;
+function strip<T extends { description?: string; source?: string }>(p: T): Omit<T, "description" | "source"> {
+  const { description: _d, source: _s, ...rest } = p;
   return rest;
 }
 
@@ -19,6 +19,7 @@ t.test("the shipped profiles are the core's profiles", async (t) => {
   t.same(strip(loadProfile("erdma-ib-compliant")), profileIbCompliant);
   t.same(strip(loadProfile()), profileReflush, "the default");
   t.match(loadProfile("erdma-2022").description, /2022/, "a profile says what it models");
+  for (const name of listProfiles()) t.ok(loadProfile(name).source, `${name} documents its source`);
   t.equal(profilePath("erdma-2022"), join(profilePath("x"), "..", "erdma-2022.json"));
 });
 
