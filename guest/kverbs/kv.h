@@ -201,6 +201,9 @@ struct kv_qp {
 	struct kv_cq *rcq;
 	bool sig_all;
 	u32 inline_len;
+	/* fast-registration MRs (post_send op=reg_mr mr=<i>), one per SQ slot, made on first use */
+	struct ib_mr **mrs;
+	u32 nmrs;
 };
 
 struct kv_listener {
@@ -253,6 +256,7 @@ void kv_listener_destroy(struct kv_listener *l);
 void kv_teardown_all(const char *why);
 
 struct kv_ctx *kv_ctx_get(struct kv_pool *pool);
+void kv_qp_mrs_free(struct kv_qp *q);
 u32 kv_fnv1a(const u8 *p, size_t n);
 void kv_fill_pattern(u8 *p, size_t n, u64 seed);
 

@@ -183,6 +183,9 @@ int kv_op_device(struct kv_cmd *cmd)
 	kv_rec_uint(&r, "max_qp_wr", dev->attrs.max_qp_wr);
 	kv_rec_uint(&r, "max_cqe", dev->attrs.max_cqe);
 	kv_rec_uint(&r, "max_qp_rd_atom", dev->attrs.max_qp_rd_atom);
+	kv_rec_uint(&r, "max_send_sge", dev->attrs.max_send_sge);
+	kv_rec_uint(&r, "max_recv_sge", dev->attrs.max_recv_sge);
+	kv_rec_uint(&r, "max_fast_reg_page_list_len", dev->attrs.max_fast_reg_page_list_len);
 	kv_rec_commit(&r);
 	return 0;
 }
@@ -466,6 +469,8 @@ struct kv_qp *kv_qp_alloc(struct kv_cmd *cmd, const struct kv_qp_params *p,
 	q->peer = NULL;
 	q->qp = NULL;
 	q->id = NULL;
+	q->mrs = NULL;
+	q->nmrs = 0;
 
 	memset(attr, 0, sizeof(*attr));
 	attr->event_handler = kv_qp_event;
@@ -484,6 +489,7 @@ struct kv_qp *kv_qp_alloc(struct kv_cmd *cmd, const struct kv_qp_params *p,
 
 void kv_qp_abandon(struct kv_qp *q)
 {
+	kv_qp_mrs_free(q);
 	if (q->pool)
 		pool_free(q->pool);
 	q->pool = NULL;
@@ -580,6 +586,8 @@ void kv_qp_destroy(struct kv_qp *q, const char *why)
 	kv_rec_str(&r, "why", why);
 	trace_unfinished(&r, q->pool);
 	kv_rec_commit(&r);
+	/* no WR of the QP can use its MRs any more */
+	kv_qp_mrs_free(q);
 	if (q->peer)
 		q->peer->peer = NULL;
 	q->peer = NULL;

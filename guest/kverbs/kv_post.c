@@ -3,13 +3,19 @@
  * Work requests and completions, each verbs call traced before it is made and after it returns
  * (a driver may complete, flush or call back inside the call itself):
  *
- *   post_send qp= wr_id=<first> [op=send|send_imm|write|write_imm|read] [count=1] [len=64]
- *             [batch=count] [signal=all|none|last|<n>] [inline=0|1] [fill=1] [imm=<u32>]
+ *   post_send qp= wr_id=<first> [op=send|send_imm|write|write_imm|read|reg_mr|local_inv|send_inv]
+ *             [count=1] [len=64] [batch=count] [signal=all|none|last|<n>] [inline=0|1] [fill=1]
+ *             [imm=<u32>] [mr=0] [access=local_write,remote_read,remote_write] [bad=<i>]
  *       count WRs with wr_ids first, first+1, ...; `batch` of them chained per ib_post_send;
  *       signal=last signals the last WR of each call, <n> every n-th WR of the command.
  *       SEND payloads are the pattern of kv_fill_pattern(wr_id); WRITE goes to the peer's
  *       receive buffer of the same index, READ reads the peer's send buffer (pd rkey=global).
- *   post_recv qp= wr_id=<first> [count=1] [len=buf] [batch=count]
+ *       reg_mr: IB_WR_REG_MR of the QP's MR mr+i (ib_alloc_mr(IB_MR_TYPE_MEM_REG) on first
+ *       use) mapped with ib_map_mr_sg over `len` bytes (default: all) of SQ slot mr+i, its key
+ *       bumped with ib_update_fast_reg_key; local_inv: IB_WR_LOCAL_INV of MR mr+i's rkey;
+ *       send_inv: IB_WR_SEND_WITH_INV of the peer's MR mr+i (the receiver invalidates it).
+ *       bad=<i>: WR i of each call has max_send_sge+1 SGEs, which the driver must refuse.
+ *   post_recv qp= wr_id=<first> [count=1] [len=buf] [batch=count] [bad=<i>]
  *   poll cq= [min=0] [timeout=1000] [budget=0]   until `min` completions arrived on the CQ since
  *       the previous poll command returned: direct CQs are polled (ib_process_cq_direct, at most
  *       `budget` a pass, 0: all), others are waited on (their handler runs in its own context)
@@ -20,6 +26,7 @@
 #include <linux/delay.h>
 #include <linux/jiffies.h>
 #include <linux/kernel.h>
+#include <linux/scatterlist.h>
 #include <linux/slab.h>
 
 #include "kv.h"
@@ -78,20 +85,31 @@ static const char *wc_opcode_name(enum ib_wc_opcode op)
 	}
 }
 
+/* How a send operation builds its WR: payload from the SQ slot, a peer's buffer, an MR. */
+enum kv_send_kind { KV_SK_SEND, KV_SK_RDMA, KV_SK_REG, KV_SK_LINV, KV_SK_SINV };
+
 struct kv_send_op {
 	const char *name;
 	enum ib_wr_opcode opcode;
-	bool rdma;
+	enum kv_send_kind kind;
 	bool imm;
 };
 
 static const struct kv_send_op send_ops[] = {
-	{ "send", IB_WR_SEND, false, false },
-	{ "send_imm", IB_WR_SEND_WITH_IMM, false, true },
-	{ "write", IB_WR_RDMA_WRITE, true, false },
-	{ "write_imm", IB_WR_RDMA_WRITE_WITH_IMM, true, true },
-	{ "read", IB_WR_RDMA_READ, true, false },
+	{ "send", IB_WR_SEND, KV_SK_SEND, false },
+	{ "send_imm", IB_WR_SEND_WITH_IMM, KV_SK_SEND, true },
+	{ "write", IB_WR_RDMA_WRITE, KV_SK_RDMA, false },
+	{ "write_imm", IB_WR_RDMA_WRITE_WITH_IMM, KV_SK_RDMA, true },
+	{ "read", IB_WR_RDMA_READ, KV_SK_RDMA, false },
+	{ "reg_mr", IB_WR_REG_MR, KV_SK_REG, false },
+	{ "local_inv", IB_WR_LOCAL_INV, KV_SK_LINV, false },
+	{ "send_inv", IB_WR_SEND_WITH_INV, KV_SK_SINV, false },
 };
+
+static bool send_op_has_payload(const struct kv_send_op *op)
+{
+	return op->kind == KV_SK_SEND || op->kind == KV_SK_RDMA || op->kind == KV_SK_SINV;
+}
 
 void kv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
@@ -129,6 +147,8 @@ void kv_done(struct ib_cq *cq, struct ib_wc *wc)
 		kv_rec_int(&r, "n", n);
 	if (wc->wc_flags & IB_WC_WITH_IMM)
 		kv_rec_uint(&r, "imm", be32_to_cpu(wc->ex.imm_data));
+	if (wc->wc_flags & IB_WC_WITH_INVALIDATE)
+		kv_rec_uint(&r, "inv", wc->ex.invalidate_rkey);
 	if (wc->status == IB_WC_SUCCESS && wc->opcode == IB_WC_RECV && c->queue == KV_RQ) {
 		struct kv_slot *s = &pool->slots[KV_RQ][c->slot];
 		u32 len = min(wc->byte_len, pool->slot_len);
@@ -224,7 +244,8 @@ static bool signaled(const struct kv_post_args *a, u32 index, bool last_of_call)
 }
 
 static void trace_post(u64 call, struct kv_qp *q, const char *queue, const char *op,
-		       const struct kv_post_args *a, u64 first, u32 index, u32 n)
+		       const struct kv_post_args *a, u64 first, u32 index, u32 n, s64 mr,
+		       const char *access, int invalid)
 {
 	struct kv_rec r;
 
@@ -239,6 +260,12 @@ static void trace_post(u64 call, struct kv_qp *q, const char *queue, const char 
 	kv_rec_uint(&r, "len", a->len);
 	if (a->signal_text)
 		kv_rec_str(&r, "signal", a->signal_text);
+	if (mr >= 0)
+		kv_rec_uint(&r, "mr", mr);
+	if (access)
+		kv_rec_str(&r, "access", access);
+	if (invalid >= 0)
+		kv_rec_int(&r, "invalid", invalid);
 	kv_rec_commit(&r);
 }
 
@@ -267,122 +294,370 @@ static void post_ret(u64 call, int rc, int bad_index, struct kv_ctx **ctxs, u32 
 	kv_rec_begin(&r, "post_ret");
 	kv_rec_uint(&r, "call", call);
 	kv_rec_int(&r, "rc", rc);
-	if (rc && bad_index >= 0)
+	/* a bad_wr that came back with rc 0 is kept as the evidence of a driver inconsistency */
+	if (bad_index >= 0)
 		kv_rec_int(&r, "bad", bad_index);
 	else
 		kv_rec_null(&r, "bad");
 	kv_rec_commit(&r);
 }
 
-int kv_op_post_send(struct kv_cmd *cmd)
+/* ---- fast-registration MRs: MR i of a QP maps its SQ buffer slot i ---- */
+
+static void trace_mr(struct kv_qp *q, u32 idx, const char *action, struct ib_mr *mr)
+{
+	struct kv_rec r;
+
+	kv_rec_begin(&r, "mr");
+	kv_rec_str(&r, "qp", q->name);
+	kv_rec_uint(&r, "mr", idx);
+	kv_rec_str(&r, "action", action);
+	kv_rec_uint(&r, "lkey", mr->lkey);
+	kv_rec_uint(&r, "rkey", mr->rkey);
+	kv_rec_commit(&r);
+}
+
+/* MR `idx` of the QP, allocated with ib_alloc_mr(IB_MR_TYPE_MEM_REG) on first use. */
+static struct ib_mr *qp_mr(struct kv_cmd *cmd, struct kv_qp *q, u32 idx)
+{
+	u32 max_sg = DIV_ROUND_UP(q->pool->slot_len, PAGE_SIZE) + 1;
+	struct ib_mr *mr;
+
+	if (!q->mrs) {
+		q->nmrs = q->pool->nslots[KV_SQ];
+		q->mrs = kcalloc(q->nmrs, sizeof(*q->mrs), GFP_KERNEL);
+		if (!q->mrs) {
+			q->nmrs = 0;
+			kv_fail(cmd, -ENOMEM, "no memory for the MR table of %s", q->name);
+			return NULL;
+		}
+	}
+	if (idx >= q->nmrs) {
+		kv_fail(cmd, -EINVAL, "mr=%u: QP %s has MRs 0..%u (one per SQ slot)", idx, q->name,
+			q->nmrs - 1);
+		return NULL;
+	}
+	if (q->mrs[idx])
+		return q->mrs[idx];
+	mr = ib_alloc_mr(q->pd->pd, IB_MR_TYPE_MEM_REG, max_sg);
+	if (IS_ERR(mr)) {
+		kv_fail(cmd, PTR_ERR(mr), "ib_alloc_mr(MEM_REG, %u) failed", max_sg);
+		return NULL;
+	}
+	q->mrs[idx] = mr;
+	trace_mr(q, idx, "alloc", mr);
+	return mr;
+}
+
+void kv_qp_mrs_free(struct kv_qp *q)
+{
+	struct kv_rec r;
+	u32 i;
+
+	for (i = 0; i < q->nmrs; i++) {
+		int rc;
+
+		if (!q->mrs[i])
+			continue;
+		rc = ib_dereg_mr(q->mrs[i]);
+		kv_rec_begin(&r, "mr");
+		kv_rec_str(&r, "qp", q->name);
+		kv_rec_uint(&r, "mr", i);
+		kv_rec_str(&r, "action", "dereg");
+		kv_rec_int(&r, "rc", rc);
+		kv_rec_commit(&r);
+	}
+	kfree(q->mrs);
+	q->mrs = NULL;
+	q->nmrs = 0;
+}
+
+/* access=local_write,remote_read,remote_write|none (a comma-separated list) */
+static int parse_access(struct kv_cmd *cmd, const char *text, int *out)
+{
+	char buf[64];
+	char *p = buf, *tok;
+
+	*out = 0;
+	if (strscpy(buf, text, sizeof(buf)) < 0)
+		return kv_fail(cmd, -EINVAL, "access= is too long");
+	while ((tok = strsep(&p, ","))) {
+		if (!strcmp(tok, "local_write"))
+			*out |= IB_ACCESS_LOCAL_WRITE;
+		else if (!strcmp(tok, "remote_read"))
+			*out |= IB_ACCESS_REMOTE_READ;
+		else if (!strcmp(tok, "remote_write"))
+			*out |= IB_ACCESS_REMOTE_WRITE;
+		else if (strcmp(tok, "none"))
+			return kv_fail(cmd, -EINVAL,
+				       "access=%s: a list of local_write, remote_read, remote_write or none",
+				       text);
+	}
+	return 0;
+}
+
+/* Maps MR `mr` over `len` bytes of SQ slot `idx` and gives it a fresh key: the REG_MR WR. */
+static int prepare_reg(struct kv_cmd *cmd, struct kv_qp *q, struct ib_mr *mr, u32 idx, u32 len,
+		       int access, struct ib_reg_wr *wr)
+{
+	struct kv_slot *s = &q->pool->slots[KV_SQ][idx];
+	struct scatterlist sg;
+	int n;
+
+	sg_init_table(&sg, 1);
+	sg.length = len;
+	sg_dma_address(&sg) = s->dma;
+	sg_dma_len(&sg) = len;
+	n = ib_map_mr_sg(mr, &sg, 1, NULL, PAGE_SIZE);
+	if (n != 1)
+		return kv_fail(cmd, n < 0 ? n : -EINVAL, "ib_map_mr_sg of slot %u (%u bytes): %d",
+			       idx, len, n);
+	ib_update_fast_reg_key(mr, (u8)ib_inc_rkey(mr->rkey));
+	wr->mr = mr;
+	wr->key = mr->rkey;
+	wr->access = access;
+	return 0;
+}
+
+/* ---- posting ---- */
+
+union kv_send_wr {
+	struct ib_send_wr wr;
+	struct ib_rdma_wr rdma;
+	struct ib_reg_wr reg;
+};
+
+struct kv_send_req {
+	const struct kv_send_op *op;
+	struct kv_post_args a;
+	u32 inl;
+	u32 fill;
+	u32 imm;
+	bool imm_given;
+	u32 mr;
+	int access;
+	const char *access_text;
+	union kv_send_wr *wrs;
+	struct ib_sge *sges;
+	struct ib_sge *bad_sges;
+	struct kv_ctx **ctxs;
+};
+
+/* Fills WR i of a call: the QP's slot for its payload, the peer's slot, or an MR. */
+static int fill_send_wr(struct kv_cmd *cmd, struct kv_qp *q, struct kv_send_req *s, u32 i,
+			u32 index)
+{
+	const struct kv_send_op *op = s->op;
+	struct kv_pool *pool = q->pool;
+	struct kv_ctx *c = s->ctxs[i];
+	union kv_send_wr *w = &s->wrs[i];
+	struct ib_send_wr *wr = &w->wr;
+	struct ib_mr *mr;
+	u32 mr_idx = s->mr + index;
+	int rc;
+
+	wr->wr_cqe = &c->cqe;
+	wr->opcode = op->opcode;
+	wr->send_flags = c->signaled ? IB_SEND_SIGNALED : 0;
+	if (send_op_has_payload(op)) {
+		struct kv_slot *sl = &pool->slots[KV_SQ][c->slot];
+
+		if (s->fill && op->opcode != IB_WR_RDMA_READ) {
+			kv_fill_pattern(sl->va, s->a.len, c->wr_id);
+			ib_dma_sync_single_for_device(pool->dev, sl->dma, pool->slot_len,
+						      DMA_BIDIRECTIONAL);
+		}
+		s->sges[i].addr = sl->dma;
+		s->sges[i].length = s->a.len;
+		s->sges[i].lkey = q->pd->pd->local_dma_lkey;
+		wr->sg_list = s->a.len ? &s->sges[i] : NULL;
+		wr->num_sge = s->a.len ? 1 : 0;
+		if (s->inl)
+			wr->send_flags |= IB_SEND_INLINE;
+	}
+	if (op->imm)
+		wr->ex.imm_data = cpu_to_be32(s->imm_given ? s->imm : (u32)c->wr_id);
+	switch (op->kind) {
+	case KV_SK_RDMA: {
+		struct kv_pool *pp = q->peer->pool;
+		enum kv_queue pq = op->opcode == IB_WR_RDMA_READ ? KV_SQ : KV_RQ;
+
+		w->rdma.remote_addr = pp->slots[pq][c->seq % pp->nslots[pq]].dma;
+		w->rdma.rkey = q->peer->pd->pd->unsafe_global_rkey;
+		break;
+	}
+	case KV_SK_REG:
+		mr = qp_mr(cmd, q, mr_idx);
+		if (!mr)
+			return -EINVAL;
+		rc = prepare_reg(cmd, q, mr, mr_idx, s->a.len, s->access, &w->reg);
+		if (rc)
+			return rc;
+		trace_mr(q, mr_idx, "map", mr);
+		break;
+	case KV_SK_LINV:
+		mr = qp_mr(cmd, q, mr_idx);
+		if (!mr)
+			return -EINVAL;
+		wr->ex.invalidate_rkey = mr->rkey;
+		break;
+	case KV_SK_SINV:
+		/* the peer's MR of that number: the receiver invalidates it */
+		mr = qp_mr(cmd, q->peer, mr_idx);
+		if (!mr)
+			return -EINVAL;
+		wr->ex.invalidate_rkey = mr->rkey;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/*
+ * bad=<i>: WR i of each call gets one SGE more than the device's maximum, which a driver must
+ * refuse at post time (returning it as *bad_wr), so a partial post can be made on an empty queue.
+ */
+static void make_invalid(struct ib_sge *bad_sges, u32 nbad, const struct ib_sge *like,
+			 int *num_sge)
+{
+	u32 j;
+
+	for (j = 0; j < nbad; j++)
+		bad_sges[j] = *like;
+	*num_sge = nbad;
+}
+
+static int send_request(struct kv_cmd *cmd, struct kv_qp *q, struct kv_send_req *s)
 {
 	const char *opname = kv_arg(cmd, "op") ?: "send";
-	const struct kv_send_op *op = NULL;
-	struct kv_qp *q = need_qp(cmd);
-	struct kv_post_args a;
-	struct ib_rdma_wr *wrs = NULL;
-	struct ib_sge *sges = NULL;
-	struct kv_ctx **ctxs = NULL;
-	struct kv_pool *pool;
-	u32 inl, fill, imm, done, i;
-	bool imm_given;
+	struct kv_pool *pool = q->pool;
+	u32 def_len, i;
 	int rc;
+
+	s->op = NULL;
+	for (i = 0; i < ARRAY_SIZE(send_ops); i++)
+		if (!strcmp(send_ops[i].name, opname))
+			s->op = &send_ops[i];
+	if (!s->op)
+		return kv_fail(cmd, -EINVAL,
+			       "op=%s: send, send_imm, write, write_imm, read, reg_mr, local_inv or send_inv",
+			       opname);
+	/* reg_mr maps the whole slot unless len= says otherwise */
+	def_len = s->op->kind == KV_SK_REG ? pool->slot_len : min_t(u32, 64, pool->slot_len);
+	rc = post_args(cmd, q, def_len, &s->a) ?: kv_arg_u32(cmd, "inline", 0, &s->inl) ?:
+	     kv_arg_u32(cmd, "fill", 1, &s->fill) ?: kv_arg_u32(cmd, "imm", 0, &s->imm) ?:
+	     kv_arg_u32(cmd, "mr", 0, &s->mr);
+	if (rc)
+		return rc;
+	s->imm_given = kv_arg(cmd, "imm");
+	s->access_text = NULL;
+	if (kv_arg(cmd, "access") && s->op->kind != KV_SK_REG)
+		return kv_fail(cmd, -EINVAL, "access= is for op=reg_mr");
+	if (kv_arg(cmd, "mr") && s->op->kind != KV_SK_REG && s->op->kind != KV_SK_LINV &&
+	    s->op->kind != KV_SK_SINV)
+		return kv_fail(cmd, -EINVAL, "mr= is for op=reg_mr, local_inv and send_inv");
+	if (s->op->kind == KV_SK_REG) {
+		s->access_text = kv_arg(cmd, "access") ?: "local_write,remote_read,remote_write";
+		rc = parse_access(cmd, s->access_text, &s->access);
+		if (rc)
+			return rc;
+		if (!s->a.len)
+			return kv_fail(cmd, -EINVAL, "op=reg_mr needs len>0");
+	}
+	if (s->op->kind == KV_SK_RDMA && (!q->peer || !q->pd->global_rkey || !q->peer->pd->global_rkey))
+		return kv_fail(cmd, -EINVAL, "op=%s needs a connected local peer and pd rkey=global",
+			       opname);
+	if (s->op->kind == KV_SK_SINV && !q->peer)
+		return kv_fail(cmd, -EINVAL, "op=send_inv needs a connected local peer (its MR mr=)");
+	return 0;
+}
+
+int kv_op_post_send(struct kv_cmd *cmd)
+{
+	struct kv_qp *q = need_qp(cmd);
+	struct kv_send_req s = {};
+	struct kv_pool *pool;
+	u32 done, i, bad_at = U32_MAX, nbad = 0;
+	int rc, first_rc = 0;
 
 	if (!q)
 		return -ENOENT;
 	pool = q->pool;
-	for (i = 0; i < ARRAY_SIZE(send_ops); i++)
-		if (!strcmp(send_ops[i].name, opname))
-			op = &send_ops[i];
-	if (!op)
-		return kv_fail(cmd, -EINVAL, "op=%s: send, send_imm, write, write_imm or read", opname);
-	rc = post_args(cmd, q, min_t(u32, 64, pool->slot_len), &a) ?:
-	     kv_arg_u32(cmd, "inline", 0, &inl) ?: kv_arg_u32(cmd, "fill", 1, &fill) ?:
-	     kv_arg_u32(cmd, "imm", 0, &imm);
+	rc = send_request(cmd, q, &s) ?: kv_arg_u32(cmd, "bad", U32_MAX, &bad_at);
 	if (rc)
 		return rc;
-	imm_given = kv_arg(cmd, "imm");
-	if (op->rdma && (!q->peer || !q->pd->global_rkey || !q->peer->pd->global_rkey))
-		return kv_fail(cmd, -EINVAL, "op=%s needs a connected local peer and pd rkey=global",
-			       opname);
-
-	wrs = kcalloc(a.batch, sizeof(*wrs), GFP_KERNEL);
-	sges = kcalloc(a.batch, sizeof(*sges), GFP_KERNEL);
-	ctxs = kcalloc(a.batch, sizeof(*ctxs), GFP_KERNEL);
-	if (!wrs || !sges || !ctxs) {
-		rc = kv_fail(cmd, -ENOMEM, "no memory for %u WRs", a.batch);
+	s.wrs = kcalloc(s.a.batch, sizeof(*s.wrs), GFP_KERNEL);
+	s.sges = kcalloc(s.a.batch, sizeof(*s.sges), GFP_KERNEL);
+	s.ctxs = kcalloc(s.a.batch, sizeof(*s.ctxs), GFP_KERNEL);
+	if (bad_at != U32_MAX) {
+		nbad = kv.dev->attrs.max_send_sge + 1;
+		s.bad_sges = kcalloc(nbad, sizeof(*s.bad_sges), GFP_KERNEL);
+	}
+	if (!s.wrs || !s.sges || !s.ctxs || (nbad && !s.bad_sges)) {
+		rc = kv_fail(cmd, -ENOMEM, "no memory for %u WRs", s.a.batch);
 		goto out;
 	}
-	for (done = 0; done < a.count && !rc; done += a.batch) {
-		u32 n = min(a.batch, a.count - done);
+	/* with bad= every call runs (each has its invalid WR); otherwise the first failure stops */
+	for (done = 0; done < s.a.count && (!first_rc || nbad); done += s.a.batch) {
+		u32 n = min(s.a.batch, s.a.count - done);
 		const struct ib_send_wr *bad = NULL;
 		int bad_index = -1;
 		u64 call = ++kv.calls;
 
-		memset(wrs, 0, n * sizeof(*wrs));
+		memset(s.wrs, 0, n * sizeof(*s.wrs));
 		for (i = 0; i < n; i++) {
 			struct kv_ctx *c = kv_ctx_get(pool);
-			struct ib_send_wr *wr = &wrs[i].wr;
-			struct kv_slot *s;
-			u64 wr_id = a.wr_id + done + i;
 
 			if (!c) {
 				rc = kv_fail(cmd, -ENOSPC, "QP %s has posted max_wrs WRs", q->name);
-				unpost(ctxs, i);
+				unpost(s.ctxs, i);
 				goto out;
 			}
-			ctxs[i] = c;
-			c->wr_id = wr_id;
+			s.ctxs[i] = c;
+			c->wr_id = s.a.wr_id + done + i;
 			c->call = call;
 			c->queue = KV_SQ;
 			c->seq = pool->posted[KV_SQ]++;
 			c->slot = c->seq % pool->nslots[KV_SQ];
-			c->opcode = op->opcode;
-			c->signaled = signaled(&a, done + i, i == n - 1);
+			c->opcode = s.op->opcode;
+			c->signaled = signaled(&s.a, done + i, i == n - 1);
 			c->state = KV_CTX_POSTED;
-			s = &pool->slots[KV_SQ][c->slot];
-			if (fill && op->opcode != IB_WR_RDMA_READ) {
-				kv_fill_pattern(s->va, a.len, wr_id);
-				ib_dma_sync_single_for_device(pool->dev, s->dma, pool->slot_len,
-							      DMA_BIDIRECTIONAL);
+			rc = fill_send_wr(cmd, q, &s, i, done + i);
+			if (rc) {
+				unpost(s.ctxs, i + 1);
+				goto out;
 			}
-			sges[i].addr = s->dma;
-			sges[i].length = a.len;
-			sges[i].lkey = q->pd->pd->local_dma_lkey;
-			wr->wr_cqe = &c->cqe;
-			wr->opcode = op->opcode;
-			wr->sg_list = a.len ? &sges[i] : NULL;
-			wr->num_sge = a.len ? 1 : 0;
-			wr->send_flags = (c->signaled ? IB_SEND_SIGNALED : 0) |
-					 (inl ? IB_SEND_INLINE : 0);
-			if (op->imm)
-				wr->ex.imm_data = cpu_to_be32(imm_given ? imm : (u32)wr_id);
-			if (op->rdma) {
-				struct kv_pool *pp = q->peer->pool;
-				enum kv_queue pq = op->opcode == IB_WR_RDMA_READ ? KV_SQ : KV_RQ;
-
-				wrs[i].remote_addr = pp->slots[pq][c->seq % pp->nslots[pq]].dma;
-				wrs[i].rkey = q->peer->pd->pd->unsafe_global_rkey;
+			if (i == bad_at) {
+				make_invalid(s.bad_sges, nbad, &s.sges[i], &s.wrs[i].wr.num_sge);
+				s.wrs[i].wr.sg_list = s.bad_sges;
 			}
 			if (i)
-				wrs[i - 1].wr.next = wr;
+				s.wrs[i - 1].wr.next = &s.wrs[i].wr;
 			c->t_post = ktime_get_ns();
 		}
-		trace_post(call, q, "sq", op->name, &a, a.wr_id + done, done, n);
-		rc = ib_post_send(q->qp, &wrs[0].wr, &bad);
-		if (rc && bad) {
+		trace_post(call, q, "sq", s.op->name, &s.a, s.a.wr_id + done, done, n,
+			   s.op->kind == KV_SK_SEND || s.op->kind == KV_SK_RDMA ? -1 : (s64)s.mr + done,
+			   s.access_text, bad_at < n ? (int)bad_at : -1);
+		rc = ib_post_send(q->qp, &s.wrs[0].wr, &bad);
+		if (bad) {
 			for (i = 0; i < n; i++)
-				if (&wrs[i].wr == bad)
+				if (&s.wrs[i].wr == bad)
 					bad_index = i;
 		}
-		post_ret(call, rc, bad_index, ctxs, n);
-		if (rc)
+		post_ret(call, rc, bad_index, s.ctxs, n);
+		if (rc) {
 			kv_fail(cmd, rc, "ib_post_send failed");
+			if (!first_rc)
+				first_rc = rc;
+		}
 	}
+	rc = first_rc;
 out:
-	kfree(ctxs);
-	kfree(sges);
-	kfree(wrs);
+	kfree(s.bad_sges);
+	kfree(s.ctxs);
+	kfree(s.sges);
+	kfree(s.wrs);
 	return rc;
 }
 
@@ -391,27 +666,31 @@ int kv_op_post_recv(struct kv_cmd *cmd)
 	struct kv_qp *q = need_qp(cmd);
 	struct kv_post_args a;
 	struct ib_recv_wr *wrs = NULL;
-	struct ib_sge *sges = NULL;
+	struct ib_sge *sges = NULL, *bad_sges = NULL;
 	struct kv_ctx **ctxs = NULL;
 	struct kv_pool *pool;
-	u32 done, i;
-	int rc;
+	u32 done, i, bad_at, nbad = 0;
+	int rc, first_rc = 0;
 
 	if (!q)
 		return -ENOENT;
 	pool = q->pool;
-	rc = post_args(cmd, q, pool->slot_len, &a);
+	rc = post_args(cmd, q, pool->slot_len, &a) ?: kv_arg_u32(cmd, "bad", U32_MAX, &bad_at);
 	if (rc)
 		return rc;
 	a.signal_text = NULL;
 	wrs = kcalloc(a.batch, sizeof(*wrs), GFP_KERNEL);
 	sges = kcalloc(a.batch, sizeof(*sges), GFP_KERNEL);
 	ctxs = kcalloc(a.batch, sizeof(*ctxs), GFP_KERNEL);
-	if (!wrs || !sges || !ctxs) {
+	if (bad_at != U32_MAX) {
+		nbad = kv.dev->attrs.max_recv_sge + 1;
+		bad_sges = kcalloc(nbad, sizeof(*bad_sges), GFP_KERNEL);
+	}
+	if (!wrs || !sges || !ctxs || (nbad && !bad_sges)) {
 		rc = kv_fail(cmd, -ENOMEM, "no memory for %u WRs", a.batch);
 		goto out;
 	}
-	for (done = 0; done < a.count && !rc; done += a.batch) {
+	for (done = 0; done < a.count && (!first_rc || nbad); done += a.batch) {
 		u32 n = min(a.batch, a.count - done);
 		const struct ib_recv_wr *bad = NULL;
 		int bad_index = -1;
@@ -442,22 +721,32 @@ int kv_op_post_recv(struct kv_cmd *cmd)
 			wrs[i].wr_cqe = &c->cqe;
 			wrs[i].sg_list = a.len ? &sges[i] : NULL;
 			wrs[i].num_sge = a.len ? 1 : 0;
+			if (i == bad_at) {
+				make_invalid(bad_sges, nbad, &sges[i], &wrs[i].num_sge);
+				wrs[i].sg_list = bad_sges;
+			}
 			if (i)
 				wrs[i - 1].next = &wrs[i];
 			c->t_post = ktime_get_ns();
 		}
-		trace_post(call, q, "rq", "recv", &a, a.wr_id + done, done, n);
+		trace_post(call, q, "rq", "recv", &a, a.wr_id + done, done, n, -1, NULL,
+			   bad_at < n ? (int)bad_at : -1);
 		rc = ib_post_recv(q->qp, &wrs[0], &bad);
-		if (rc && bad) {
+		if (bad) {
 			for (i = 0; i < n; i++)
 				if (&wrs[i] == bad)
 					bad_index = i;
 		}
 		post_ret(call, rc, bad_index, ctxs, n);
-		if (rc)
+		if (rc) {
 			kv_fail(cmd, rc, "ib_post_recv failed");
+			if (!first_rc)
+				first_rc = rc;
+		}
 	}
+	rc = first_rc;
 out:
+	kfree(bad_sges);
 	kfree(ctxs);
 	kfree(sges);
 	kfree(wrs);

@@ -38,9 +38,9 @@ static const struct uv_op uv_ops[] = {
 	{ "connect", uv_op_connect, "!name !addr !port !pd !scq !rcq src timeout " UV_QP_KEYS,
 	  NULL },
 	{ "disconnect", uv_op_disconnect, "!qp", NULL },
-	{ "post_send", uv_op_post_send, "!qp !wr_id op count len batch signal inline fill imm",
-	  NULL },
-	{ "post_recv", uv_op_post_recv, "!qp !wr_id count len batch", NULL },
+	{ "post_send", uv_op_post_send,
+	  "!qp !wr_id op count len batch signal inline fill imm mr access bad", NULL },
+	{ "post_recv", uv_op_post_recv, "!qp !wr_id count len batch bad", NULL },
 	{ "poll", uv_op_poll, "!cq min timeout budget", NULL },
 	{ "modify", uv_op_modify, "!qp !state", NULL },
 	{ "query", uv_op_query, "!qp", NULL },
@@ -158,14 +158,38 @@ static int parse_args(char *p, struct uv_cmd *cmd, const char **why)
 	return 0;
 }
 
-/* A user-only check of values the line fixes: kernel poll contexts. */
+/*
+ * A user-only check of values the line fixes: kernel poll contexts, and the send operations
+ * libibverbs cannot post here. There is no IBV_WR_REG_MR (fast registration is a kernel verb), and
+ * IBV_WR_LOCAL_INV invalidates a memory window or a fast-registered MR, neither of which this
+ * executor makes; libsiw and rdma-core's erdma provider refuse the opcode besides.
+ */
 static int check_user_values(const struct uv_cmd *cmd, const char **why)
 {
 	const char *poll = uv_arg(cmd, "poll");
+	const char *op = uv_arg(cmd, "op");
 
 	if (!strcmp(cmd->op->name, "cq") && poll && strcmp(poll, "direct")) {
 		*why = "not run by the user executor: poll= other than direct is a kernel poll "
 		       "context; this executor polls with ibv_poll_cq (poll=direct)";
+		return -EOPNOTSUPP;
+	}
+	if (strcmp(cmd->op->name, "post_send"))
+		return 0;
+	if (op && !strcmp(op, "reg_mr")) {
+		*why = "not run by the user executor: op=reg_mr is fast registration (IB_WR_REG_MR), "
+		       "a kernel verb; libibverbs has no IBV_WR_REG_MR";
+		return -EOPNOTSUPP;
+	}
+	if (op && !strcmp(op, "local_inv")) {
+		*why = "not run by the user executor: op=local_inv (IBV_WR_LOCAL_INV) needs a memory "
+		       "window or fast-registered MR, which it does not make; libsiw and liberdma "
+		       "refuse the opcode";
+		return -EOPNOTSUPP;
+	}
+	if (uv_arg(cmd, "access") || uv_arg(cmd, "mr")) {
+		*why = "not run by the user executor: access= and mr= name fast-registration MRs "
+		       "(op=reg_mr), a kernel verb";
 		return -EOPNOTSUPP;
 	}
 	return 0;

@@ -181,6 +181,7 @@ int uv_op_device(struct uv_cmd *cmd)
 	if (rc)
 		return uv_fail(cmd, -rc, "ibv_query_device failed");
 	uv.ctx = ctx;
+	uv.max_sge = attr.max_sge > 0 ? (uint32_t)attr.max_sge : 0;
 	uv_rec_begin(&r, "device");
 	uv_rec_str(&r, "name", ibv_get_device_name(ctx->device));
 	uv_rec_str(&r, "how", name ? "name" : "addr");
@@ -188,6 +189,8 @@ int uv_op_device(struct uv_cmd *cmd)
 	uv_rec_uint(&r, "max_qp_wr", (uint64_t)attr.max_qp_wr);
 	uv_rec_uint(&r, "max_cqe", (uint64_t)attr.max_cqe);
 	uv_rec_uint(&r, "max_qp_rd_atom", (uint64_t)attr.max_qp_rd_atom);
+	uv_rec_uint(&r, "max_send_sge", uv.max_sge);
+	uv_rec_uint(&r, "max_recv_sge", uv.max_sge);
 	uv_rec_commit(&r);
 	return 0;
 }

@@ -3,14 +3,18 @@
  * Work requests and completions, each verbs call traced before it is made and after it returns
  * (a provider may complete or flush inside the call itself):
  *
- *   post_send qp= wr_id=<first> [op=send|send_imm|write|write_imm|read] [count=1] [len=64]
- *             [batch=count] [signal=all|none|last|<n>] [inline=0|1] [fill=1] [imm=<u32>]
+ *   post_send qp= wr_id=<first> [op=send|send_imm|write|write_imm|read|send_inv] [count=1]
+ *             [len=64] [batch=count] [signal=all|none|last|<n>] [inline=0|1] [fill=1]
+ *             [imm=<u32>] [bad=<i>]
  *       count WRs with wr_ids first, first+1, ...; `batch` of them chained per ibv_post_send;
  *       signal=last signals the last WR of each call, <n> every n-th WR of the command.
  *       SEND payloads are the pattern of uv_fill_pattern(wr_id); WRITE goes to the peer's
  *       receive buffer of the same index, READ reads the peer's send buffer (both PDs
  *       rkey=global, the peer's MR rkey)
- *   post_recv qp= wr_id=<first> [count=1] [len=buf] [batch=count]
+ *       send_inv: IBV_WR_SEND_WITH_INV of the peer QP's buffer MR (reg_mr and local_inv are
+ *       refused when the input is checked: cmd.c). bad=<i>: WR i of each call has max_sge+1
+ *       SGEs, which the provider must refuse (a partial post).
+ *   post_recv qp= wr_id=<first> [count=1] [len=buf] [batch=count] [bad=<i>]
  *   poll cq= [min=0] [timeout=1000] [budget=0]   ibv_poll_cq until `min` completions arrived on
  *       the CQ since the previous poll command returned (at most `budget` a pass, 0: all)
  *   modify qp= state=RESET|INIT|RTR|RTS|SQD|SQE|ERR    ibv_modify_qp(IBV_QP_STATE)
@@ -299,7 +303,8 @@ static bool signaled(const struct uv_post_args *a, uint32_t index, bool last_of_
 }
 
 static void trace_post(uint64_t call, struct uv_qp *q, const char *queue, const char *op,
-		       const struct uv_post_args *a, uint64_t first, uint32_t index, uint32_t n)
+		       const struct uv_post_args *a, uint64_t first, uint32_t index, uint32_t n,
+		       uint32_t invalid)
 {
 	struct uv_rec r;
 
@@ -314,6 +319,8 @@ static void trace_post(uint64_t call, struct uv_qp *q, const char *queue, const 
 	uv_rec_uint(&r, "len", a->len);
 	if (a->signal_text)
 		uv_rec_str(&r, "signal", a->signal_text);
+	if (invalid < n)
+		uv_rec_uint(&r, "invalid", invalid);
 	uv_rec_commit(&r);
 }
 
@@ -330,7 +337,8 @@ static void post_ret(uint64_t call, int rc, int bad_index, struct uv_ctx **ctxs,
 	uv_rec_begin(&r, "post_ret");
 	uv_rec_uint(&r, "call", call);
 	uv_rec_int(&r, "rc", rc);
-	if (rc && bad_index >= 0)
+	/* a provider may hand back *bad_wr and still return 0 (libsiw does): keep the evidence */
+	if (bad_index >= 0)
 		uv_rec_int(&r, "bad", bad_index);
 	else
 		uv_rec_null(&r, "bad");
@@ -360,20 +368,27 @@ struct uv_send_op {
 	enum ibv_wr_opcode opcode;
 	bool rdma;
 	bool imm;
+	/* SEND_WITH_INV: the receiver invalidates the peer QP's buffer MR */
+	bool inv;
 };
 
 static const struct uv_send_op send_ops[] = {
-	{ "send", IBV_WR_SEND, false, false },
-	{ "send_imm", IBV_WR_SEND_WITH_IMM, false, true },
-	{ "write", IBV_WR_RDMA_WRITE, true, false },
-	{ "write_imm", IBV_WR_RDMA_WRITE_WITH_IMM, true, true },
-	{ "read", IBV_WR_RDMA_READ, true, false },
+	{ "send", IBV_WR_SEND, false, false, false },
+	{ "send_imm", IBV_WR_SEND_WITH_IMM, false, true, false },
+	{ "write", IBV_WR_RDMA_WRITE, true, false, false },
+	{ "write_imm", IBV_WR_RDMA_WRITE_WITH_IMM, true, true, false },
+	{ "read", IBV_WR_RDMA_READ, true, false, false },
+	{ "send_inv", IBV_WR_SEND_WITH_INV, false, false, true },
 };
+
+/* bad=<i>: WR i of a call gets one SGE more than the device's max_sge */
+#define UV_BAD_SGES 64
 
 struct uv_send_batch {
 	struct ibv_send_wr wrs[UV_MAX_BATCH];
 	struct ibv_sge sges[UV_MAX_BATCH];
 	struct uv_ctx *ctxs[UV_MAX_BATCH];
+	struct ibv_sge bad_sges[UV_BAD_SGES];
 };
 
 struct uv_send_req {
@@ -383,7 +398,21 @@ struct uv_send_req {
 	uint32_t fill;
 	uint32_t imm;
 	bool imm_given;
+	/* bad=: the index in each call of the WR made invalid, UINT32_MAX: none */
+	uint32_t bad_at;
 };
+
+/* Makes `wr` carry one SGE more than the device's max_sge, copies of its own first SGE. */
+static void make_invalid(struct ibv_sge *bad_sges, const struct ibv_sge *like, int *num_sge,
+			 struct ibv_sge **sg_list)
+{
+	uint32_t n = uv.max_sge + 1;
+
+	for (uint32_t j = 0; j < n; j++)
+		bad_sges[j] = *like;
+	*num_sge = (int)n;
+	*sg_list = bad_sges;
+}
 
 static void fill_send_wr(struct uv_qp *q, const struct uv_send_req *s, struct uv_ctx *c,
 			 uint32_t index, struct ibv_send_wr *wr, struct ibv_sge *sge)
@@ -403,6 +432,8 @@ static void fill_send_wr(struct uv_qp *q, const struct uv_send_req *s, struct uv
 	wr->send_flags = (c->signaled ? IBV_SEND_SIGNALED : 0) | (s->inl ? IBV_SEND_INLINE : 0);
 	if (s->op->imm)
 		wr->imm_data = htonl(s->imm_given ? s->imm : (uint32_t)c->wr_id);
+	if (s->op->inv)
+		wr->invalidate_rkey = q->peer->pool->mr->rkey;
 	if (s->op->rdma) {
 		struct uv_pool *pp = q->peer->pool;
 		enum uv_queue pq = s->op->opcode == IBV_WR_RDMA_READ ? UV_SQ : UV_RQ;
@@ -433,18 +464,32 @@ static int send_call(struct uv_cmd *cmd, struct uv_qp *q, const struct uv_send_r
 		b->ctxs[i] = c;
 		c->signaled = signaled(&s->a, done + i, i == n - 1);
 		fill_send_wr(q, s, c, index, &b->wrs[i], &b->sges[i]);
+		if (i == s->bad_at)
+			make_invalid(b->bad_sges, &b->sges[i], &b->wrs[i].num_sge, &b->wrs[i].sg_list);
 		if (i)
 			b->wrs[i - 1].next = &b->wrs[i];
 	}
-	trace_post(call, q, "sq", s->op->name, &s->a, s->a.wr_id + done, done, n);
+	trace_post(call, q, "sq", s->op->name, &s->a, s->a.wr_id + done, done, n, s->bad_at);
 	rc = -ibv_post_send(q->qp, &b->wrs[0], &bad);
-	for (uint32_t i = 0; rc && bad && i < n; i++)
+	for (uint32_t i = 0; bad && i < n; i++)
 		if (&b->wrs[i] == bad)
 			bad_index = (int)i;
 	post_ret(call, rc, bad_index, b->ctxs, n);
 	if (rc)
 		uv_fail(cmd, rc, "ibv_post_send failed");
 	return rc;
+}
+
+static int bad_arg(struct uv_cmd *cmd, uint32_t *bad_at)
+{
+	int rc = uv_arg_u32(cmd, "bad", UINT32_MAX, bad_at);
+
+	if (rc)
+		return rc;
+	if (*bad_at != UINT32_MAX && uv.max_sge + 1 > UV_BAD_SGES)
+		return uv_fail(cmd, -EINVAL, "bad=: the device's max_sge %u is more than %d",
+			       uv.max_sge, UV_BAD_SGES - 1);
+	return 0;
 }
 
 static int send_request(struct uv_cmd *cmd, struct uv_qp *q, struct uv_send_req *s)
@@ -457,11 +502,12 @@ static int send_request(struct uv_cmd *cmd, struct uv_qp *q, struct uv_send_req 
 		if (!strcmp(send_ops[i].name, opname))
 			s->op = &send_ops[i];
 	if (!s->op)
-		return uv_fail(cmd, -EINVAL, "op=%s: send, send_imm, write, write_imm or read",
-			       opname);
+		return uv_fail(cmd, -EINVAL,
+			       "op=%s: send, send_imm, write, write_imm, read or send_inv", opname);
 	s->imm_given = uv_arg(cmd, "imm") != NULL;
 	return post_args(cmd, q, def_len, &s->a) ?: uv_arg_u32(cmd, "inline", 0, &s->inl) ?:
-	       uv_arg_u32(cmd, "fill", 1, &s->fill) ?: uv_arg_u32(cmd, "imm", 0, &s->imm);
+	       uv_arg_u32(cmd, "fill", 1, &s->fill) ?: uv_arg_u32(cmd, "imm", 0, &s->imm) ?:
+	       bad_arg(cmd, &s->bad_at);
 }
 
 int uv_op_post_send(struct uv_cmd *cmd)
@@ -479,13 +525,21 @@ int uv_op_post_send(struct uv_cmd *cmd)
 	if (s.op->rdma && (!q->peer || !q->pd->remote || !q->peer->pd->remote))
 		return uv_fail(cmd, -EINVAL, "op=%s needs a connected local peer and pd rkey=global",
 			       s.op->name);
+	if (s.op->inv && !q->peer)
+		return uv_fail(cmd, -EINVAL, "op=send_inv needs a connected local peer (its MR)");
 	b = malloc(sizeof(*b));
 	if (!b)
 		return uv_fail(cmd, -ENOMEM, "no memory for %u WRs", s.a.batch);
-	for (uint32_t done = 0; done < s.a.count && !rc; done += s.a.batch) {
+	/* with bad= every call runs (each has its invalid WR); otherwise the first failure stops */
+	for (uint32_t done = 0; done < s.a.count && (!rc || s.bad_at != UINT32_MAX);
+	     done += s.a.batch) {
 		uint32_t n = s.a.count - done < s.a.batch ? s.a.count - done : s.a.batch;
+		int call_rc = send_call(cmd, q, &s, b, done, n);
 
-		rc = send_call(cmd, q, &s, b, done, n);
+		if (!rc)
+			rc = call_rc;
+		if (call_rc == -ENOSPC)
+			break;
 	}
 	free(b);
 	return rc;
@@ -495,10 +549,11 @@ struct uv_recv_batch {
 	struct ibv_recv_wr wrs[UV_MAX_BATCH];
 	struct ibv_sge sges[UV_MAX_BATCH];
 	struct uv_ctx *ctxs[UV_MAX_BATCH];
+	struct ibv_sge bad_sges[UV_BAD_SGES];
 };
 
 static int recv_call(struct uv_cmd *cmd, struct uv_qp *q, const struct uv_post_args *a,
-		     struct uv_recv_batch *b, uint32_t done, uint32_t n)
+		     struct uv_recv_batch *b, uint32_t done, uint32_t n, uint32_t bad_at)
 {
 	struct ibv_recv_wr *bad = NULL;
 	uint64_t call = ++uv.calls;
@@ -521,12 +576,14 @@ static int recv_call(struct uv_cmd *cmd, struct uv_qp *q, const struct uv_post_a
 		b->wrs[i].wr_id = index;
 		b->wrs[i].sg_list = a->len ? &b->sges[i] : NULL;
 		b->wrs[i].num_sge = a->len ? 1 : 0;
+		if (i == bad_at)
+			make_invalid(b->bad_sges, &b->sges[i], &b->wrs[i].num_sge, &b->wrs[i].sg_list);
 		if (i)
 			b->wrs[i - 1].next = &b->wrs[i];
 	}
-	trace_post(call, q, "rq", "recv", a, a->wr_id + done, done, n);
+	trace_post(call, q, "rq", "recv", a, a->wr_id + done, done, n, bad_at);
 	rc = -ibv_post_recv(q->qp, &b->wrs[0], &bad);
-	for (uint32_t i = 0; rc && bad && i < n; i++)
+	for (uint32_t i = 0; bad && i < n; i++)
 		if (&b->wrs[i] == bad)
 			bad_index = (int)i;
 	post_ret(call, rc, bad_index, b->ctxs, n);
@@ -540,21 +597,26 @@ int uv_op_post_recv(struct uv_cmd *cmd)
 	struct uv_qp *q = need_qp(cmd);
 	struct uv_recv_batch *b;
 	struct uv_post_args a;
+	uint32_t bad_at;
 	int rc;
 
 	if (!q)
 		return -ENOENT;
-	rc = post_args(cmd, q, q->pool->slot_len, &a);
+	rc = post_args(cmd, q, q->pool->slot_len, &a) ?: bad_arg(cmd, &bad_at);
 	if (rc)
 		return rc;
 	a.signal_text = NULL;
 	b = malloc(sizeof(*b));
 	if (!b)
 		return uv_fail(cmd, -ENOMEM, "no memory for %u WRs", a.batch);
-	for (uint32_t done = 0; done < a.count && !rc; done += a.batch) {
+	for (uint32_t done = 0; done < a.count && (!rc || bad_at != UINT32_MAX); done += a.batch) {
 		uint32_t n = a.count - done < a.batch ? a.count - done : a.batch;
+		int call_rc = recv_call(cmd, q, &a, b, done, n, bad_at);
 
-		rc = recv_call(cmd, q, &a, b, done, n);
+		if (!rc)
+			rc = call_rc;
+		if (call_rc == -ENOSPC)
+			break;
 	}
 	free(b);
 	return rc;

@@ -214,6 +214,8 @@ struct uv_state {
 	struct uv_pool *graveyard;
 	uint64_t calls;
 	uint32_t max_wrs;
+	/* the device's max_sge: bad=<i> gives a WR one SGE more */
+	uint32_t max_sge;
 	uint32_t drain_timeout_ms;
 	/* a drain timed out: nothing more runs */
 	bool hung;

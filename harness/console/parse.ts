@@ -1,13 +1,55 @@
-/** Kernel console lines that mean something went wrong, found by a table of patterns. */
+/**
+ * Kernel console lines that mean something went wrong, found by a table of patterns, with what
+ * the report around them says: the stack frames, the process, a WARN's location and message.
+ * The formats are the real ones of Linux 6.1 and 6.12 (test/fixtures/console/ holds captured logs:
+ * 6.12 adds "UID:" to the CPU line; without frame pointers every frame is printed "? ").
+ * parseBlockedTasks reads sysrq-w dumps, which are evidence the harness asks for, not a problem.
+ */
 export type ConsoleEventKind = "warn" | "bug" | "oops" | "panic" | "hung-task" | "lockdep" | "rcu-stall";
+
+/** One line of a call trace: `[? ]fn+0xoff/0xsize [module]`. */
+export interface StackFrame {
+  fn: string;
+  offset: number;
+  size: number;
+  module?: string;
+  /** false for the "? " frames the unwinder only guessed (all of them without frame pointers) */
+  reliable: boolean;
+}
+
+export interface ConsoleProcess {
+  comm: string;
+  pid: number;
+}
 
 export interface ConsoleEvent {
   kind: ConsoleEventKind;
   /** 1-based line number in the console log */
   line: number;
+  /** the last line of the report that belongs to it (1-based) */
+  endLine: number;
   text: string;
   /** the Call Trace lines that follow, if any */
   trace: string[];
+  /** the trace lines that are stack frames, parsed */
+  frames: StackFrame[];
+  /** the task the report is about (hung task, or the CPU/Comm line of a WARN, BUG or oops) */
+  process?: ConsoleProcess;
+  /** a WARN's source location, "file:line" */
+  at?: string;
+  /** the instruction the report points at: a WARN's function, or the RIP line's */
+  rip?: string;
+  /** a WARN's own message: the lines between "cut here" and "WARNING:" (WARN_ONCE's format) */
+  message?: string;
+}
+
+/** A task in D state listed by sysrq-w ("Show Blocked State"). */
+export interface BlockedTask {
+  line: number;
+  process: ConsoleProcess;
+  state: string;
+  trace: string[];
+  frames: StackFrame[];
 }
 
 const PATTERNS: ReadonlyArray<{ kind: ConsoleEventKind; re: RegExp }> = [
@@ -24,6 +66,13 @@ const PATTERNS: ReadonlyArray<{ kind: ConsoleEventKind; re: RegExp }> = [
 ];
 
 const TIMESTAMP = /^\[\s*\d+\.\d+\]\s?/;
+const FRAME = /^(\? )?([\w.$]+)\+0x([0-9a-f]+)\/0x([0-9a-f]+)(?: \[([\w-]+)\])?/;
+const CPU_LINE = /\bCPU: \d+ (?:UID: \d+ )?PID: (\d+) Comm: (\S+)/;
+const HUNG = /\bINFO: task (.+):(\d+) blocked for more than/;
+const TASK_LINE = /^task:(\S+)\s+state:(\S+)\s.*?\bpid:\s*(\d+)/;
+const WARN_AT = /\bWARNING: CPU: \d+ PID: \d+ at (\S+) (\S+\+0x[0-9a-f]+\/0x[0-9a-f]+(?: \[[\w-]+\])?)/;
+const RIP = /^RIP: [0-9a-f]{4}:(\S+\+0x[0-9a-f]+\/0x[0-9a-f]+(?: \[[\w-]+\])?)/;
+const CUT_HERE = /-+\[ cut here \]-+/;
 
 function stripTimestamp(line: string): string {
   return line.replace(TIMESTAMP, "");
@@ -37,6 +86,88 @@ function classify(line: string): ConsoleEventKind | undefined {
   return PATTERNS.find((p) => p.re.test(text))?.kind;
 }
 
+/** A call trace line as a frame, or undefined when it is not one (registers, markers). */
+export function parseFrame(line: string): StackFrame | undefined {
+  const m = FRAME.exec(line.trim());
+  if (!m) return undefined;
+  const frame: StackFrame = {
+    fn: m[2] as string,
+    offset: Number.parseInt(m[3] as string, 16),
+    size: Number.parseInt(m[4] as string, 16),
+    reliable: m[1] === undefined,
+  };
+  if (m[5]) frame.module = m[5];
+  return frame;
+}
+
+function framesOf(trace: readonly string[]): StackFrame[] {
+  return trace.map(parseFrame).filter((f): f is StackFrame => f !== undefined);
+}
+
+/** The Call Trace after line `from` (0-based), up to </TASK> or the end marker: its lines and where it ended. */
+function readTrace(lines: readonly string[], from: number): { trace: string[]; end: number } {
+  const trace: string[] = [];
+  let inTrace = false;
+  let end = from;
+  for (let j = from + 1; j < lines.length && j < from + 80; j++) {
+    const text = stripTimestamp(lines[j] ?? "");
+    if (/^\s*Call Trace:/.test(text)) {
+      inTrace = true;
+      end = j;
+      continue;
+    }
+    if (!inTrace) {
+      if (classify(lines[j] ?? "") || /^\s*sysrq: /.test(text)) break;
+      continue;
+    }
+    if (/^\s*<\/?(TASK|IRQ)>/.test(text)) {
+      end = j;
+      if (text.includes("</TASK>")) break;
+      continue;
+    }
+    if (/---\[ end trace/.test(text) || !/^\s+\S/.test(text)) break;
+    trace.push(text.trim());
+    end = j;
+  }
+  const next = stripTimestamp(lines[end + 1] ?? "");
+  if (/---\[ end trace/.test(next)) end++;
+  return { trace, end };
+}
+
+function processOf(
+  kind: ConsoleEventKind,
+  lines: readonly string[],
+  i: number,
+  end: number,
+): ConsoleProcess | undefined {
+  const first = stripTimestamp(lines[i] ?? "");
+  if (kind === "hung-task") {
+    const m = HUNG.exec(first);
+    if (m) return { comm: m[1] as string, pid: Number(m[2]) };
+  }
+  for (let j = i; j <= end; j++) {
+    const m = CPU_LINE.exec(stripTimestamp(lines[j] ?? ""));
+    if (m) return { comm: m[2] as string, pid: Number(m[1]) };
+    const t = TASK_LINE.exec(stripTimestamp(lines[j] ?? "").trim());
+    if (t) return { comm: t[1] as string, pid: Number(t[3]) };
+  }
+  return undefined;
+}
+
+/** A WARN's message: what WARN()/WARN_ONCE() printed between "cut here" and the WARNING line. */
+function warnMessage(lines: readonly string[], i: number): string | undefined {
+  for (let j = i - 1; j >= 0 && j >= i - 12; j--) {
+    if (CUT_HERE.test(lines[j] ?? "")) {
+      const msg = lines
+        .slice(j + 1, i)
+        .map((l) => stripTimestamp(l).trim())
+        .filter(Boolean);
+      return msg.length ? msg.join("\n") : undefined;
+    }
+  }
+  return undefined;
+}
+
 /** Finds every event in a console log, with the call trace that follows it (up to its end marker). */
 export function parseConsole(log: string): ConsoleEvent[] {
   const lines = log.split(/\r?\n/);
@@ -45,26 +176,51 @@ export function parseConsole(log: string): ConsoleEvent[] {
     const raw = lines[i] ?? "";
     const kind = classify(raw);
     if (!kind) continue;
-    const trace: string[] = [];
-    let inTrace = false;
-    for (let j = i + 1; j < lines.length && j < i + 80; j++) {
-      const text = stripTimestamp(lines[j] ?? "");
-      if (/^\s*Call Trace:/.test(text)) {
-        inTrace = true;
-        continue;
-      }
-      if (!inTrace) {
-        if (classify(lines[j] ?? "")) break;
-        continue;
-      }
-      if (/^\s*<\/?(TASK|IRQ)>/.test(text)) {
-        if (text.includes("</TASK>")) break;
-        continue;
-      }
-      if (/---\[ end trace/.test(text) || !/^\s+\S/.test(text)) break;
-      trace.push(text.trim());
+    const { trace, end } = readTrace(lines, i);
+    const text = stripTimestamp(raw).trim();
+    const event: ConsoleEvent = { kind, line: i + 1, endLine: end + 1, text, trace, frames: framesOf(trace) };
+    const process = processOf(kind, lines, i, end);
+    if (process) event.process = process;
+    const warnAt = WARN_AT.exec(text);
+    if (warnAt) {
+      event.at = warnAt[1] as string;
+      event.rip = warnAt[2] as string;
     }
-    events.push({ kind, line: i + 1, text: stripTimestamp(raw).trim(), trace });
+    for (let j = i + 1; j <= end && !event.rip; j++) {
+      const rip = RIP.exec(stripTimestamp(lines[j] ?? "").trim());
+      if (rip) event.rip = rip[1] as string;
+    }
+    if (kind === "warn") {
+      const message = warnMessage(lines, i);
+      if (message) event.message = message;
+    }
+    events.push(event);
   }
   return events;
+}
+
+/** The tasks sysrq-w listed after each "sysrq: Show Blocked State", with their stacks. */
+export function parseBlockedTasks(log: string): BlockedTask[] {
+  const lines = log.split(/\r?\n/);
+  const tasks: BlockedTask[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    if (!/\bsysrq: Show Blocked State/.test(lines[i] ?? "")) continue;
+    let j = i + 1;
+    for (;;) {
+      const text = stripTimestamp(lines[j] ?? "").trim();
+      const t = TASK_LINE.exec(text);
+      if (!t) break;
+      const { trace, end } = readTrace(lines, j);
+      tasks.push({
+        line: j + 1,
+        process: { comm: t[1] as string, pid: Number(t[3]) },
+        state: t[2] as string,
+        trace,
+        frames: framesOf(trace),
+      });
+      j = end + 1;
+    }
+    i = j - 1;
+  }
+  return tasks;
 }

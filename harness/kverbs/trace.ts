@@ -17,6 +17,20 @@ const int = z.number().int();
 const uint = z.number().int().nonnegative();
 const queue = z.enum(["sq", "rq"]);
 
+/** The operations of post records: post_send's op= values, and recv. */
+export const POST_OPS = [
+  "send",
+  "send_imm",
+  "write",
+  "write_imm",
+  "read",
+  "reg_mr",
+  "local_inv",
+  "send_inv",
+  "recv",
+] as const;
+export type PostOp = (typeof POST_OPS)[number];
+
 const hello = z.strictObject({
   ...base,
   ev: z.literal("hello"),
@@ -51,6 +65,10 @@ const device = z.strictObject({
   max_qp_wr: uint,
   max_cqe: uint,
   max_qp_rd_atom: uint,
+  /** the device's SGE limits: bad=<i> posts a WR with one SGE more than these */
+  max_send_sge: uint.optional(),
+  max_recv_sge: uint.optional(),
+  max_fast_reg_page_list_len: uint.optional(),
 });
 const create = z.strictObject({
   ...base,
@@ -108,7 +126,7 @@ const post = z.strictObject({
   call: uint,
   qp: z.string(),
   queue,
-  op: z.enum(["send", "send_imm", "write", "write_imm", "read", "recv"]),
+  op: z.enum(POST_OPS),
   /** the first WR's wr_id; the call's WRs are wr_id, wr_id+1, ... */
   wr_id: uint,
   count: uint,
@@ -116,13 +134,38 @@ const post = z.strictObject({
   index: uint,
   len: uint,
   signal: z.string().optional(),
+  /** reg_mr, local_inv, send_inv: the MR number of the call's first WR (the QP's, or for send_inv the peer's) */
+  mr: uint.optional(),
+  /** reg_mr: the access flags asked for */
+  access: z.string().optional(),
+  /** bad=<i>: the index in this call of the WR made invalid (one SGE more than the device allows) */
+  invalid: uint.optional(),
+});
+/**
+ * A fast-registration MR of a QP (post_send op=reg_mr mr=<i>): allocated (ib_alloc_mr), mapped
+ * for a REG_MR WR with a fresh key (ib_map_mr_sg, ib_update_fast_reg_key), deregistered when its
+ * QP is destroyed.
+ */
+const mr = z.strictObject({
+  ...base,
+  ev: z.literal("mr"),
+  qp: z.string(),
+  mr: uint,
+  action: z.enum(["alloc", "map", "dereg"]),
+  lkey: uint.optional(),
+  rkey: uint.optional(),
+  rc: int.optional(),
 });
 const postRet = z.strictObject({
   ...base,
   ev: z.literal("post_ret"),
   call: uint,
   rc: int,
-  /** index of *bad_wr within the call, null when the call succeeded (or gave no bad_wr) */
+  /**
+   * index of *bad_wr within the call, null when none came back. A bad with rc 0 is a driver or
+   * provider inconsistency (libsiw's post_send returns 0 with *bad_wr set when a later WR of the
+   * call is refused); postedWrs goes by rc, so such WRs count as posted.
+   */
   bad: int.nullable(),
 });
 const cqe = z.strictObject({
@@ -144,6 +187,8 @@ const cqe = z.strictObject({
   /** how many completions this WR has had, when more than one */
   n: int.optional(),
   imm: uint.optional(),
+  /** the rkey a SEND_WITH_INV invalidated (IB_WC_WITH_INVALIDATE) */
+  inv: uint.optional(),
   /** FNV-1a 32 of the received bytes (successful RECV) */
   sum: uint.optional(),
 });
@@ -224,6 +269,7 @@ export const kvRecordSchema = z.discriminatedUnion("ev", [
   destroy,
   cm,
   post,
+  mr,
   postRet,
   cqe,
   asyncEvent,
@@ -244,6 +290,7 @@ export type KvRecordOf<E extends KvEvent> = Extract<KvRecord, { ev: E }>;
 export type CqeRecord = KvRecordOf<"cqe">;
 export type DoneRecord = KvRecordOf<"done">;
 export type BenchRecord = KvRecordOf<"bench">;
+export type MrRecord = KvRecordOf<"mr">;
 
 /** The IB_WC_* status values the oracle names. */
 export const WC_SUCCESS = 0;
@@ -307,6 +354,10 @@ export interface PostedWr {
   accepted: boolean;
   /** the call's return code */
   rc: number;
+  /** the WR bad=<i> made invalid on purpose */
+  invalid: boolean;
+  /** reg_mr, local_inv, send_inv: the MR it registers or invalidates */
+  mr?: number;
 }
 
 function isSignaled(signal: string | undefined, indexInCommand: number, last: boolean): boolean {
@@ -346,6 +397,8 @@ export function postedWrs(records: readonly KvRecord[]): PostedWr[] {
           r.queue === "rq" || sigAll.has(r.qp) || isSignaled(r.signal, r.index + i, i === r.count - 1),
         accepted: i < firstRejected,
         rc,
+        invalid: r.invalid === i,
+        ...(r.mr === undefined ? {} : { mr: r.mr + i }),
       });
     }
   });

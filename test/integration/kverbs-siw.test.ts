@@ -150,6 +150,165 @@ for (const base of KERNELS) {
       );
     });
 
+    await t.test(
+      "fast registration: an unsignaled REG_MR then a signaled SEND; LOCAL_INV; SEND_WITH_INV",
+      async (t) => {
+        // the storage pattern of the 2022 thread: fast-register a buffer (unsignaled), then a signaled send
+        const r = await kv.run([
+          kvCommand("post_recv", { qp: "b", wr_id: 800, count: 2 }),
+          kvCommand("post_send", { qp: "a", op: "reg_mr", wr_id: 710, mr: 0, signal: "none" }),
+          kvCommand("post_send", { qp: "a", wr_id: 711, len: 64 }),
+          kvCommand("poll", { cq: "cqa", min: 1, timeout: 10000 }),
+          kvCommand("post_send", { qp: "a", op: "local_inv", wr_id: 712, mr: 0 }),
+          kvCommand("post_send", {
+            qp: "a",
+            op: "reg_mr",
+            wr_id: 713,
+            mr: 1,
+            access: "local_write",
+            len: 512,
+          }),
+          kvCommand("poll", { cq: "cqa", min: 2, timeout: 10000 }),
+          // b registers its MR 2; a's SEND_WITH_INV asks b's side to invalidate it
+          kvCommand("post_send", { qp: "b", op: "reg_mr", wr_id: 720, mr: 2 }),
+          kvCommand("poll", { cq: "cqb", min: 1, timeout: 10000 }),
+          kvCommand("post_send", { qp: "a", op: "send_inv", wr_id: 714, mr: 2, len: 32 }),
+          kvCommand("poll", { cq: "cqa", min: 1, timeout: 10000 }),
+          kvCommand("poll", { cq: "cqb", min: 2, timeout: 10000 }),
+        ]);
+        const posts = recordsOf(r.records, "post").filter((p) => p.qp === "a");
+        t.same(
+          posts.map((p) => [p.op, p.wr_id, p.mr, p.access]),
+          [
+            ["reg_mr", 710, 0, "local_write,remote_read,remote_write"],
+            ["send", 711, undefined, undefined],
+            ["local_inv", 712, 0, undefined],
+            ["reg_mr", 713, 1, "local_write"],
+            ["send_inv", 714, 2, undefined],
+          ],
+          "the post records name the op, the MR and the access",
+        );
+        t.same(
+          completionsOf(r.records, "a", "sq").map((c) => [c.wr_id, c.status_name, c.opcode_name]),
+          [
+            [711, "SUCCESS", "SEND"],
+            [712, "SUCCESS", "LOCAL_INV"],
+            [713, "SUCCESS", "REG_MR"],
+            [714, "SUCCESS", "SEND"],
+          ],
+          "the unsignaled REG_MR has no completion; the signaled ones complete in order",
+        );
+        const mrs = recordsOf(r.records, "mr");
+        t.same(
+          mrs.map((m) => [m.qp, m.mr, m.action]),
+          [
+            ["a", 0, "alloc"],
+            ["a", 0, "map"],
+            ["a", 1, "alloc"],
+            ["a", 1, "map"],
+            ["b", 2, "alloc"],
+            ["b", 2, "map"],
+          ],
+          "each MR allocated on first use, mapped for each REG_MR",
+        );
+        for (const n of [0, 1]) {
+          const alloc = mrs.find((m) => m.qp === "a" && m.mr === n && m.action === "alloc");
+          const map = mrs.find((m) => m.qp === "a" && m.mr === n && m.action === "map");
+          t.equal(
+            map?.rkey,
+            (((alloc?.rkey ?? 0) & ~0xff) | (((alloc?.rkey ?? 0) + 1) & 0xff)) >>> 0,
+            `MR ${n}: ib_update_fast_reg_key bumped the key byte (${alloc?.rkey} -> ${map?.rkey})`,
+          );
+        }
+        const bMap = mrs.find((m) => m.qp === "b" && m.mr === 2 && m.action === "map");
+        t.same(
+          completionsOf(r.records, "b", "sq").map((c) => [c.wr_id, c.status_name, c.opcode_name]),
+          [[720, "SUCCESS", "REG_MR"]],
+        );
+        const recvs = completionsOf(r.records, "b", "rq");
+        t.same(
+          recvs.map((c) => [c.wr_id, c.status_name, c.byte_len]),
+          [
+            [800, "SUCCESS", 64],
+            [801, "SUCCESS", 32],
+          ],
+        );
+        t.equal(recvs[1]?.inv, bMap?.rkey, "the receive reports the rkey the SEND_WITH_INV invalidated");
+        t.equal(recvs[0]?.inv, undefined, "a plain SEND invalidates nothing");
+      },
+    );
+
+    await t.test("bad=<i>: the i-th WR of each call is refused; the WRs before it are posted", async (t) => {
+      const dev = recordsOf(kv.records, "device")[0];
+      t.ok(
+        (dev?.max_send_sge ?? 0) > 0 && (dev?.max_recv_sge ?? 0) > 0,
+        "the device record has its SGE limits",
+      );
+      const r = await kv.run(
+        [
+          kvCommand("post_recv", { qp: "b", wr_id: 900, count: 6, batch: 3, bad: 1 }),
+          kvCommand("post_send", { qp: "a", wr_id: 950, count: 4, bad: 2 }),
+          kvCommand("poll", { cq: "cqa", min: 2, timeout: 10000 }),
+          kvCommand("poll", { cq: "cqb", min: 2, timeout: 10000 }),
+        ],
+        { check: false },
+      );
+      t.same(
+        r.done.map((d) => [d.op, d.rc]),
+        [
+          ["post_recv", -22],
+          ["post_send", -22],
+          ["poll", 0],
+          ["poll", 0],
+        ],
+        "the posts fail with EINVAL (too many SGEs), the polls get what was posted",
+      );
+      t.same(
+        recordsOf(r.records, "post").map((p) => [p.queue, p.wr_id, p.count, p.invalid]),
+        [
+          ["rq", 900, 3, 1],
+          ["rq", 903, 3, 1],
+          ["sq", 950, 4, 2],
+        ],
+        "each call made its WR invalid",
+      );
+      t.same(
+        recordsOf(r.records, "post_ret").map((p) => [p.rc, p.bad]),
+        [
+          [-22, 1],
+          [-22, 1],
+          [-22, 2],
+        ],
+        "post_ret's bad is the index of the invalid WR",
+      );
+      const posted = postedWrs(r.records);
+      t.same(
+        posted.filter((w) => w.accepted).map((w) => w.wrId),
+        [900, 903, 950, 951],
+        "the WRs before *bad_wr were posted",
+      );
+      t.same(
+        posted.filter((w) => w.invalid).map((w) => w.wrId),
+        [901, 904, 952],
+      );
+      t.same(
+        completionsOf(r.records, "b", "rq").map((c) => [c.wr_id, c.status_name]),
+        [
+          [900, "SUCCESS"],
+          [903, "SUCCESS"],
+        ],
+        "the posted receives take the two sends, in order",
+      );
+      t.same(
+        completionsOf(r.records, "a", "sq").map((c) => [c.wr_id, c.status_name]),
+        [
+          [950, "SUCCESS"],
+          [951, "SUCCESS"],
+        ],
+        "and only the posted sends complete",
+      );
+    });
+
     await t.test("drain: outstanding receives are flushed in order before ib_drain_qp returns", async (t) => {
       const N = 16;
       const r = await kv.run(
@@ -281,6 +440,17 @@ for (const base of KERNELS) {
       t.ok(
         destroyed.filter((d) => d.kind === "qp").every((d) => d.unfinished_count === 0),
         "no QP had unfinished WRs",
+      );
+      t.same(
+        recordsOf(kv.records, "mr")
+          .filter((m) => m.action === "dereg")
+          .map((m) => [m.qp, m.mr, m.rc]),
+        [
+          ["a", 0, 0],
+          ["a", 1, 0],
+          ["b", 2, 0],
+        ],
+        "the fast-registration MRs were deregistered with their QPs",
       );
       const res = await g.exec("rdma resource show");
       t.match(res.stdout, /siw0: pd 0 cq 0 qp 0 cm_id 0 mr 0/, "no verbs objects left on siw0");

@@ -36,6 +36,8 @@ t.setTimeout(10 * 60 * 1000);
 
 const GUEST_IP = "10.0.2.15";
 const PORT = 7472;
+const LIBSIW_LOST_POST_ERROR =
+  "libsiw's siw_post_send returns the doorbell's 0 after push_send_wqe refused a WR and set *bad_wr";
 const SIW_USER_POSTS_IN_ERROR =
   "siw/libsiw never complete WRs a user QP posts in ERROR (siw_post_send/siw_post_receive flush only kernel callers' WR lists)";
 
@@ -321,6 +323,134 @@ t.test("hil-uverbs on siw, debian:6.12", async (t) => {
     await t.rejects(runUverbs(g, ["device name=siw0", "post_send qp=nosuch wr_id=1"]), {
       message: /1 command\(s\) failed/,
       detail: /no QP nosuch/,
+    });
+  });
+
+  await t.test("bad=<i> partial posts; send_inv; reg_mr and local_inv refused", async (t) => {
+    const port = PORT + 10;
+    const r = await runUverbs(
+      g,
+      [
+        `device addr=${GUEST_IP}`,
+        "pd name=pd0 rkey=global",
+        "cq name=cqa depth=256",
+        "cq name=cqb depth=256",
+        `listen name=L addr=${GUEST_IP} port=${port} qp=b pd=pd0 scq=cqb rcq=cqb`,
+        `connect name=a addr=${GUEST_IP} port=${port} pd=pd0 scq=cqa rcq=cqa`,
+        "post_recv qp=b wr_id=900 count=6 batch=3 bad=1",
+        "post_send qp=a wr_id=950 count=4 bad=2",
+        "poll cq=cqa min=2 timeout=10000",
+        "poll cq=cqb min=2 timeout=10000",
+        "post_recv qp=b wr_id=960 count=1",
+        "post_send qp=a op=send_inv wr_id=970 len=32",
+        "poll cq=cqa min=1 timeout=5000",
+        "poll cq=cqb min=1 timeout=5000",
+      ],
+      { timeoutMs: 90_000, check: false },
+    );
+    const dev = recordsOf(r.records, "device")[0];
+    t.ok((dev?.max_send_sge ?? 0) > 0, `the device record has max_sge (${dev?.max_send_sge})`);
+    // libsiw returns -EINVAL where ibv_post_recv(3) says errno; the executor negates what the
+    // call returns, so the trace shows +22. Its post_send loses the error altogether: push_send_wqe
+    // fails and sets *bad_wr, then the doorbell's result overwrites rv (providers/siw/siw.c).
+    t.same(
+      r.done.slice(6, 10).map((d) => [d.op, d.rc]),
+      [
+        ["post_recv", 22],
+        ["post_send", 0],
+        ["poll", 0],
+        ["poll", 0],
+      ],
+      "libsiw refuses the receive with too many SGEs; the polls get what was posted",
+    );
+    t.same(
+      recordsOf(r.records, "post")
+        .slice(0, 3)
+        .map((p) => [p.queue, p.wr_id, p.invalid]),
+      [
+        ["rq", 900, 1],
+        ["rq", 903, 1],
+        ["sq", 950, 2],
+      ],
+      "each call made its WR invalid",
+    );
+    t.same(
+      recordsOf(r.records, "post_ret")
+        .slice(0, 3)
+        .map((p) => [p.rc, p.bad]),
+      [
+        [22, 1],
+        [22, 1],
+        [0, 2],
+      ],
+      "post_ret's bad is the index of the invalid WR in each call, even where libsiw returns 0",
+    );
+    t.equal(recordsOf(r.records, "post_ret")[2]?.rc, -22, "ibv_post_send fails when it hands back *bad_wr", {
+      todo: LIBSIW_LOST_POST_ERROR,
+    });
+    t.same(
+      postedWrs(r.records)
+        .filter((w) => w.queue === "rq" && w.wrId < 960 && w.accepted)
+        .map((w) => w.wrId),
+      [900, 903],
+      "the receives before *bad_wr were posted",
+    );
+    t.same(
+      completionsOf(r.records, "b", "rq")
+        .filter((c) => c.wr_id < 960)
+        .map((c) => [c.wr_id, c.status_name]),
+      [
+        [900, "SUCCESS"],
+        [903, "SUCCESS"],
+      ],
+    );
+    t.same(
+      completionsOf(r.records, "a", "sq")
+        .filter((c) => c.wr_id < 960)
+        .map((c) => [c.wr_id, c.status_name]),
+      [
+        [950, "SUCCESS"],
+        [951, "SUCCESS"],
+      ],
+      "only the sends before the invalid one went out",
+    );
+    t.same(
+      recordsOf(r.records, "destroy")
+        .find((d) => d.kind === "qp" && d.name === "a")
+        ?.unfinished?.map((u) => u.wr_id),
+      [952, 953],
+      "the call's rc 0 left 952 and 953 counted as posted: they are listed as never completed",
+    );
+    // send_inv of the peer's ibv_reg_mr MR: a plain MR cannot be invalidated remotely (only a
+    // memory window or a fast-registered MR can), so the receiver completes in error
+    const inv = recordsOf(r.records, "post").find((p) => p.op === "send_inv");
+    t.same(inv && [inv.qp, inv.wr_id], ["a", 970], "send_inv is posted as IBV_WR_SEND_WITH_INV");
+    t.same(
+      completionsOf(r.records, "a", "sq")
+        .filter((c) => c.wr_id === 970)
+        .map((c) => [c.status_name, c.opcode_name]),
+      [["SUCCESS", "SEND"]],
+      "the sender's SEND completes",
+    );
+    t.same(
+      completionsOf(r.records, "b", "rq")
+        .filter((c) => c.wr_id === 960)
+        .map((c) => c.status_name),
+      ["REM_INV_REQ_ERR"],
+      "the receiver refuses to invalidate a plain MR",
+    );
+
+    await t.rejects(runUverbs(g, ["device name=siw0", "post_send qp=a wr_id=1 op=reg_mr"]), {
+      message: /refused the input/,
+      detail: /line 2: post_send: not run by the user executor: op=reg_mr is fast registration/,
+    });
+    await t.rejects(runUverbs(g, ["device name=siw0", "post_send qp=a wr_id=1 op=local_inv"]), {
+      message: /refused the input/,
+      detail: /line 2: post_send: not run by the user executor: op=local_inv/,
+    });
+    await t.rejects(runUverbs(g, ["device name=siw0", "post_send qp=a wr_id=1 op=send_inv mr=1"]), {
+      message: /refused the input/,
+      detail: /access= and mr= name fast-registration MRs/,
     });
   });
 

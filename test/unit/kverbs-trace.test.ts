@@ -144,3 +144,57 @@ t.test("compiler output: errors with their source line, warnings", async (t) => 
   t.same(errorLines(out), [out[1], out[2], out[3], out[5]]);
   t.same(warningLines(out), [out[4]]);
 });
+
+t.test("fast registration, invalidation and bad= records", async (t) => {
+  // the shapes hil_kverbs writes for post_send op=reg_mr/local_inv/send_inv and bad=<i> (siw, 6.12)
+  const trace = [
+    '{"seq":0,"ns":0,"ev":"device","name":"siw0","how":"addr","node_type":4,"max_qp_wr":32768,"max_cqe":3276800,"max_qp_rd_atom":128,"max_send_sge":6,"max_recv_sge":6,"max_fast_reg_page_list_len":256}',
+    '{"seq":1,"ns":0,"ev":"mr","qp":"a","mr":0,"action":"alloc","lkey":1899568640,"rkey":1899568640}',
+    '{"seq":2,"ns":0,"ev":"mr","qp":"a","mr":0,"action":"map","lkey":1899568641,"rkey":1899568641}',
+    '{"seq":3,"ns":0,"ev":"post","call":5,"qp":"a","queue":"sq","op":"reg_mr","wr_id":710,"count":1,"index":0,"len":4096,"signal":"none","mr":0,"access":"local_write,remote_read,remote_write"}',
+    '{"seq":4,"ns":0,"ev":"post_ret","call":5,"rc":0,"bad":null}',
+    '{"seq":5,"ns":0,"ev":"post","call":6,"qp":"a","queue":"sq","op":"local_inv","wr_id":712,"count":2,"index":0,"len":64,"signal":"all","mr":0}',
+    '{"seq":6,"ns":0,"ev":"post_ret","call":6,"rc":0,"bad":null}',
+    '{"seq":7,"ns":0,"ev":"cqe","cq":"cqa","qp":"a","queue":"sq","wr_id":712,"status":0,"status_name":"SUCCESS","opcode":6,"opcode_name":"LOCAL_INV","qp_num":1,"vendor_err":0,"byte_len":0,"call":6}',
+    '{"seq":8,"ns":0,"ev":"cqe","cq":"cqb","qp":"b","queue":"rq","wr_id":801,"status":0,"status_name":"SUCCESS","opcode":128,"opcode_name":"RECV","qp_num":2,"vendor_err":0,"byte_len":32,"call":3,"inv":972194817,"sum":1}',
+    '{"seq":9,"ns":0,"ev":"post","call":7,"qp":"b","queue":"rq","op":"recv","wr_id":900,"count":3,"index":0,"len":4096,"invalid":1}',
+    '{"seq":10,"ns":0,"ev":"post_ret","call":7,"rc":-22,"bad":1}',
+    '{"seq":11,"ns":0,"ev":"mr","qp":"a","mr":0,"action":"dereg","rc":0}',
+  ];
+  const records = parseTrace(`${trace.join("\n")}\n`);
+  t.equal(recordsOf(records, "device")[0]?.max_send_sge, 6);
+  t.same(
+    recordsOf(records, "mr").map((m) => [m.action, m.rkey, m.rc]),
+    [
+      ["alloc", 1899568640, undefined],
+      ["map", 1899568641, undefined],
+      ["dereg", undefined, 0],
+    ],
+  );
+  t.equal(completionsOf(records, "b", "rq")[0]?.inv, 972194817, "the invalidated rkey of a SEND_WITH_INV");
+  const wrs = postedWrs(records);
+  t.same(
+    wrs.map((w) => [w.op, w.wrId, w.signaled, w.accepted, w.invalid, w.mr]),
+    [
+      ["reg_mr", 710, false, true, false, 0],
+      ["local_inv", 712, true, true, false, 0],
+      ["local_inv", 713, true, true, false, 1],
+      ["recv", 900, true, true, false, undefined],
+      ["recv", 901, true, false, true, undefined],
+      ["recv", 902, true, false, false, undefined],
+    ],
+    "MR numbers count up per WR; the invalid WR and those after it were not posted",
+  );
+  t.throws(() => parseTrace(`${trace[1]?.replace('"alloc"', '"free"')}\n`), {
+    message: /not a valid record/,
+    detail: /action/,
+  });
+  t.throws(() => parseTrace(`${trace[3]?.replace('"reg_mr"', '"bind_mw"')}\n`), {
+    message: /not a valid record/,
+    detail: /op/,
+  });
+  t.throws(() => parseTrace(`${trace[9]?.replace('"invalid":1', '"invalid":-1')}\n`), {
+    message: /not a valid record/,
+    detail: /invalid/,
+  });
+});

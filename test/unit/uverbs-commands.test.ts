@@ -112,3 +112,31 @@ t.test("options and files", async (t) => {
   t.equal(missing.code, UVERBS_EXIT.rejected);
   t.match(missing.stderr, /nonexistent: No such file/);
 });
+
+t.test(
+  "fast registration and local invalidation are refused with the reason; bad= and send_inv are known",
+  async (t) => {
+    const r = await runHost(
+      [
+        "device name=siw0",
+        "post_send qp=a wr_id=1 op=reg_mr",
+        "post_send qp=a wr_id=1 op=local_inv",
+        "post_send qp=a wr_id=1 op=send_inv mr=2",
+        "post_send qp=a wr_id=1 op=send access=local_write",
+        "post_send qp=a wr_id=1 op=send_inv bad=0",
+        "post_recv qp=b wr_id=1 count=4 bad=2",
+      ].join("\n"),
+    );
+    t.equal(r.code, UVERBS_EXIT.rejected);
+    t.same(
+      recordsOf(parseUverbsTrace(r.stdout).records, "reject").map((x) => x.why),
+      [
+        "line 2: post_send: not run by the user executor: op=reg_mr is fast registration (IB_WR_REG_MR), a kernel verb; libibverbs has no IBV_WR_REG_MR",
+        "line 3: post_send: not run by the user executor: op=local_inv (IBV_WR_LOCAL_INV) needs a memory window or fast-registered MR, which it does not make; libsiw and liberdma refuse the opcode",
+        "line 4: post_send: not run by the user executor: access= and mr= name fast-registration MRs (op=reg_mr), a kernel verb",
+        "line 5: post_send: not run by the user executor: access= and mr= name fast-registration MRs (op=reg_mr), a kernel verb",
+      ],
+      "lines 6 and 7 (send_inv, bad=) pass the check",
+    );
+  },
+);
