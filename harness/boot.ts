@@ -1,5 +1,18 @@
 import { buildGuestToolsLayer } from "../guest/tools/build.ts";
-import { type AttachedErdma, startErdma } from "../qemu/erdma/attach.ts";
+import {
+  type AttachedErdma,
+  type AttachedErdmaFabric,
+  type FabricErdma,
+  startErdma,
+  startErdmaFabric,
+} from "../qemu/erdma/attach.ts";
+import {
+  createFabricNetwork,
+  FABRIC_IPS,
+  FABRIC_MACS,
+  FABRIC_PREFIX,
+  type FabricNetwork,
+} from "../qemu/launch/fabric-net.ts";
 import { type Guest, type StartGuestOptions, startGuest } from "../qemu/launch/guest.ts";
 import type { ExecOptions } from "../qemu/launch/ssh.ts";
 import type { QemuInstall } from "../qemu/launch/types.ts";
@@ -87,8 +100,13 @@ export async function bootPrepared(prepared: PreparedGuest, opts: BootOptions = 
 }
 
 function withDevice(guest: Guest, device: AttachedErdma | undefined): BootedGuest {
+  return extendGuest(guest, { device }, () => device?.stop() ?? Promise.resolve());
+}
+
+/** `guest` with `extra` beside it; dispose() disposes of the guest, then runs `alsoDispose`. */
+function extendGuest<E extends object>(guest: Guest, extra: E, alsoDispose: () => Promise<void>): Guest & E {
   return {
-    device,
+    ...extra,
     get pid() {
       return guest.pid;
     },
@@ -118,7 +136,7 @@ function withDevice(guest: Guest, device: AttachedErdma | undefined): BootedGues
       try {
         await guest.dispose();
       } finally {
-        await device?.stop();
+        await alsoDispose();
       }
     },
   };
@@ -135,5 +153,141 @@ export async function withGuest<T>(
     return await fn(guest);
   } finally {
     await guest.dispose();
+  }
+}
+
+/** One guest of a pair: its erdma device (on the shared fabric) and its fabric NIC. */
+export interface PairedGuest extends Guest {
+  /** 0 or 1 */
+  readonly index: number;
+  readonly device: FabricErdma;
+  /** this guest's IPv4 address on the fabric network (prefix FABRIC_PREFIX) */
+  readonly fabricIp: string;
+  /** the fabric NIC's MAC, which the erdma device reports (so the driver binds to that NIC) */
+  readonly fabricMac: string;
+}
+
+export interface PairOptions
+  extends Omit<
+    BootOptions,
+    "device" | "mac" | "sshPort" | "keepConsole" | "onConsoleLine" | "onQemuStarted"
+  > {
+  /** each guest's erdma device (profile, trace file); default: the default profile, no trace */
+  devices?: readonly [DeviceOptions?, DeviceOptions?];
+  /** copy guest i's console log to keepConsoles[i] when it is disposed of (or fails to boot) */
+  keepConsoles?: readonly [string?, string?];
+  /** boot the two guests at the same time (default) or one after the other */
+  parallel?: boolean;
+  onQemuStarted?: (guest: number, info: { pid: number; workDir: string; sshPort: number }) => void;
+}
+
+/** Two running guests whose erdma devices share one fabric, their fabric NICs on one wire. */
+export interface BootedPair {
+  readonly guests: readonly [PairedGuest, PairedGuest];
+  /** the guests' fabric addresses, in guest order */
+  readonly fabricIps: readonly [string, string];
+  /** the device server process serving both devices */
+  readonly server: AttachedErdmaFabric;
+  /** the wire's run dir (its unix datagram sockets) */
+  readonly network: FabricNetwork;
+  /** disposes of both guests, stops the server, removes every temp dir; safe to call twice */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Boots two guests (same kernel and image), each with its own emulated erdma device, the devices
+ * served by one process on one fabric. Each guest keeps its SSH NIC (user networking) and gets a
+ * fabric NIC on a wire shared with the other guest, with the MAC its device reports and a static
+ * IPv4. A failed boot disposes of whatever started before the error propagates.
+ */
+export async function bootPair(prepared: PreparedGuest, opts: PairOptions = {}): Promise<BootedPair> {
+  const { devices: deviceOpts, keepConsoles, parallel = true, onQemuStarted, ...guestOpts } = opts;
+  const step = progress.step("[device] erdma fabric (2 devices, one server)");
+  let server: AttachedErdmaFabric;
+  try {
+    server = await startErdmaFabric(
+      FABRIC_MACS.map((mac, i) => ({
+        mac,
+        profile: deviceOpts?.[i]?.profile,
+        traceFile: deviceOpts?.[i]?.traceFile,
+      })),
+      { onWarning: (line) => progress.info(`[device] ${line}`) },
+    );
+    step.succeed(`server pid ${server.pid}`);
+  } catch (err) {
+    step.fail();
+    throw err;
+  }
+  let network: FabricNetwork | undefined;
+  const booted: (PairedGuest | undefined)[] = [undefined, undefined];
+  const cleanUp = async () => {
+    await Promise.allSettled(booted.map((g) => g?.dispose()));
+    await server.stop();
+    await network?.dispose();
+  };
+  try {
+    const net = await createFabricNetwork();
+    network = net;
+    const bootOne = async (i: 0 | 1): Promise<PairedGuest> => {
+      const device = server.devices[i] as FabricErdma;
+      const fabricIp = FABRIC_IPS[i];
+      const guest = await startGuest({
+        ...guestOpts,
+        name: `guest${i}`,
+        qemu: prepared.qemu,
+        kernel: prepared.kernel.bzImage,
+        initrd: prepared.initrd,
+        fabric: { mac: device.mac, ipCidr: `${fabricIp}/${FABRIC_PREFIX}`, link: net.links[i] },
+        kernelArgs: [`hil.hostname=hil-guest${i}`, ...(guestOpts.kernelArgs ?? [])],
+        keepConsole: keepConsoles?.[i],
+        onQemuStarted: onQemuStarted ? (info) => onQemuStarted(i, info) : undefined,
+        extraQemuArgs: [...device.qemuArgs, ...(guestOpts.extraQemuArgs ?? [])],
+      });
+      const paired = extendGuest(
+        guest,
+        { index: i, device, fabricIp, fabricMac: device.mac },
+        async () => {},
+      );
+      booted[i] = paired;
+      return paired;
+    };
+    let guests: [PairedGuest, PairedGuest];
+    if (parallel) {
+      const results = await Promise.allSettled([bootOne(0), bootOne(1)]);
+      const failed = results.find((r) => r.status === "rejected");
+      if (failed) throw failed.reason;
+      guests = [booted[0] as PairedGuest, booted[1] as PairedGuest];
+    } else {
+      guests = [await bootOne(0), await bootOne(1)];
+    }
+    let disposed: Promise<void> | undefined;
+    return {
+      guests,
+      fabricIps: [guests[0].fabricIp, guests[1].fabricIp],
+      server,
+      network: net,
+      dispose() {
+        disposed ??= cleanUp();
+        return disposed;
+      },
+    };
+  } catch (err) {
+    // the boot's error is the one to report; cleaning up is best effort (exit hooks back it up)
+    await cleanUp().catch(() => {});
+    throw err;
+  }
+}
+
+/** Boots a pair, runs `fn` with it, and always disposes of both guests, the server and the wire. */
+export async function withGuestPair<T>(
+  prepared: PreparedGuest,
+  opts: PairOptions,
+  fn: (pair: BootedPair) => Promise<T>,
+): Promise<T> {
+  const pair = await bootPair(prepared, opts);
+  try {
+    return await fn(pair);
+  } finally {
+    await pair.dispose();
   }
 }

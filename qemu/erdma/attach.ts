@@ -1,16 +1,19 @@
 /**
- * One emulated erdma device for one guest: a device server process (qemu/vfio-user/main.ts
- * --device erdma) started before QEMU with the guest NIC's MAC, its socket in a temp dir of its
- * own, and the QEMU arguments that attach it. `stop()` ends the process and removes the dir; a
- * signal or exit of this process does the same, so no path leaves a server, socket or dir behind.
+ * Emulated erdma devices for guests: a device server process (qemu/vfio-user/main.ts --device
+ * erdma) started before QEMU with each guest NIC's MAC, its sockets in a temp dir of its own, and
+ * the QEMU arguments that attach them. startErdma: one device for one guest. startErdmaFabric:
+ * several devices in one process on one fabric, one per guest, so QPs in different guests reach
+ * each other. `stop()` ends the process and removes the dir; a signal or exit of this process does
+ * the same, so no path leaves a server, socket or dir behind.
  */
 import { rmSync } from "node:fs";
 import { rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { onProcessExit } from "../../harness/util/cleanup.ts";
+import { HilError } from "../../harness/util/errors.ts";
 import { vfioUserPciArgs } from "../launch/cmdline.ts";
 import { createRunDir, sweepStaleRunDirs } from "../launch/rundir.ts";
-import { startServerProcess } from "../vfio-user/process.ts";
+import { type ServerProcess, startDevicesProcess } from "../vfio-user/process.ts";
 import { DEFAULT_PROFILE, loadProfile } from "./profile-file.ts";
 
 const DIR_PREFIX = "hil-erdma-";
@@ -43,10 +46,60 @@ export interface AttachedErdma {
   stop(): Promise<void>;
 }
 
-/** Starts the device server; resolves once it listens. Throws HilError (nothing left) otherwise. */
-export async function startErdma(opts: ErdmaAttachOptions): Promise<AttachedErdma> {
-  const profile = opts.profile ?? DEFAULT_PROFILE;
-  loadProfile(profile); // a bad profile is the user's error: say so before anything starts
+export interface ErdmaFabricDevice {
+  /** the MAC of the guest NIC on the fabric network */
+  mac: string;
+  /** profile name (fixtures/profiles) or file; default erdma-reflush */
+  profile?: string;
+  /** write this device's hardware trace (JSON lines) here; the file is truncated first */
+  traceFile?: string;
+}
+
+export interface ErdmaFabricOptions {
+  /** each warning line the server prints */
+  onWarning?: (line: string) => void;
+}
+
+/** One device of a fabric: what its guest's QEMU needs. */
+export interface FabricErdma {
+  /** the device's name in the server's log and trace lines (`dev`): erdma0, erdma1, ... */
+  readonly name: string;
+  readonly mac: string;
+  readonly socketPath: string;
+  readonly profile: string;
+  readonly traceFile: string | undefined;
+  /** -device arguments for this device's guest */
+  readonly qemuArgs: string[];
+}
+
+/** Devices served by one process on one fabric. */
+export interface AttachedErdmaFabric {
+  readonly pid: number;
+  readonly devices: readonly FabricErdma[];
+  /** what the server printed on stderr */
+  readonly log: readonly string[];
+  readonly exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  /** stops the server (SIGTERM, then SIGKILL) and removes its dir; safe to call twice */
+  stop(): Promise<void>;
+}
+
+interface RunningServer {
+  server: ServerProcess;
+  dir: string;
+  /** stops the server and removes the dir, once */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts a server for `devices` (socket i is `<dir>/<socketName(i)>`) in a fresh run dir. Throws
+ * HilError with nothing left behind if it does not listen.
+ */
+async function startInRunDir(
+  devices: readonly ErdmaFabricDevice[],
+  socketName: (i: number) => string,
+  onWarning: ((line: string) => void) | undefined,
+): Promise<RunningServer> {
+  for (const d of devices) loadProfile(d.profile ?? DEFAULT_PROFILE); // the user's error: say so before anything starts
   sweepStaleRunDirs(DIR_PREFIX);
   const dir = await createRunDir(DIR_PREFIX);
   let pid: number | undefined;
@@ -64,31 +117,25 @@ export async function startErdma(opts: ErdmaAttachOptions): Promise<AttachedErdm
     await rm(dir, { recursive: true, force: true });
     unregister();
   };
-  const socketPath = join(dir, "erdma.sock");
   try {
-    if (opts.traceFile) await writeFile(opts.traceFile, "");
-    const server = await startServerProcess({
-      socketPath,
+    for (const d of devices) if (d.traceFile) await writeFile(d.traceFile, "");
+    const server = await startDevicesProcess({
       device: "erdma",
-      mac: opts.mac,
-      profile,
-      traceFile: opts.traceFile,
+      devices: devices.map((d, i) => ({
+        socketPath: join(dir, socketName(i)),
+        mac: d.mac,
+        profile: d.profile ?? DEFAULT_PROFILE,
+        traceFile: d.traceFile,
+      })),
       onStderr: (line) => {
-        if (/\bwarn\b/.test(line)) opts.onWarning?.(line);
+        if (/\bwarn\b/.test(line)) onWarning?.(line);
       },
     });
     pid = server.pid;
     let stopped: Promise<void> | undefined;
     return {
-      pid: server.pid,
-      socketPath,
-      profile,
-      traceFile: opts.traceFile,
-      log: server.stderr,
-      qemuArgs: vfioUserPciArgs(socketPath, ERDMA_QEMU_ID),
-      get exit() {
-        return server.exit;
-      },
+      server,
+      dir,
       stop() {
         stopped ??= (async () => {
           try {
@@ -104,4 +151,63 @@ export async function startErdma(opts: ErdmaAttachOptions): Promise<AttachedErdm
     await cleanDir();
     throw err;
   }
+}
+
+/** Starts the device server; resolves once it listens. Throws HilError (nothing left) otherwise. */
+export async function startErdma(opts: ErdmaAttachOptions): Promise<AttachedErdma> {
+  const profile = opts.profile ?? DEFAULT_PROFILE;
+  const running = await startInRunDir(
+    [{ mac: opts.mac, profile, traceFile: opts.traceFile }],
+    () => "erdma.sock",
+    opts.onWarning,
+  );
+  const { server } = running;
+  return {
+    pid: server.pid,
+    socketPath: server.socketPath,
+    profile,
+    traceFile: opts.traceFile,
+    log: server.stderr,
+    qemuArgs: vfioUserPciArgs(server.socketPath, ERDMA_QEMU_ID),
+    get exit() {
+      return server.exit;
+    },
+    stop: () => running.stop(),
+  };
+}
+
+/**
+ * Starts one server process for several erdma devices on one fabric (device i is `erdma<i>`,
+ * for guest i); resolves once every socket listens. Throws HilError (nothing left) otherwise.
+ */
+export async function startErdmaFabric(
+  devices: readonly ErdmaFabricDevice[],
+  opts: ErdmaFabricOptions = {},
+): Promise<AttachedErdmaFabric> {
+  if (devices.length < 2) throw new HilError(`a fabric joins at least 2 devices (got ${devices.length})`);
+  const macs = devices.map((d) => d.mac.toLowerCase());
+  const twice = macs.find((m, i) => macs.indexOf(m) !== i);
+  if (twice) throw new HilError(`two devices on one fabric have the MAC ${twice}: each needs its own`);
+  const running = await startInRunDir(devices, (i) => `erdma${i}.sock`, opts.onWarning);
+  const { server } = running;
+  return {
+    pid: server.pid,
+    devices: devices.map((d, i) => {
+      const socketPath = server.socketPaths[i] as string;
+      return {
+        name: `erdma${i}`,
+        mac: d.mac,
+        socketPath,
+        profile: d.profile ?? DEFAULT_PROFILE,
+        traceFile: d.traceFile,
+        // each guest has one erdma device: its QEMU id is the same in every guest
+        qemuArgs: vfioUserPciArgs(socketPath, ERDMA_QEMU_ID),
+      };
+    }),
+    log: server.stderr,
+    get exit() {
+      return server.exit;
+    },
+    stop: () => running.stop(),
+  };
 }

@@ -2,6 +2,24 @@ import { HilError } from "../../harness/util/errors.ts";
 
 export type Accel = "kvm" | "tcg";
 
+/**
+ * A point-to-point Ethernet link to another guest: QEMU's `dgram` netdev over unix datagram
+ * sockets. QEMU binds `localPath` (removing a stale file first) and sends to `remotePath`, the
+ * other guest's `localPath`; frames sent before the other guest is up are dropped, as on a wire.
+ */
+export interface DgramLink {
+  localPath: string;
+  remotePath: string;
+}
+
+/** A guest's NIC on the fabric network (the one the erdma device binds to), with a static IPv4. */
+export interface FabricNic {
+  mac: string;
+  /** the guest's address and prefix on the fabric, e.g. 10.99.0.1/24 (init sets it: hil.fabric_ip) */
+  ipCidr: string;
+  link: DgramLink;
+}
+
 /** Everything that decides a guest's QEMU command line. */
 export interface GuestSpec {
   accel: Accel;
@@ -27,6 +45,8 @@ export interface GuestSpec {
   /** user networking with SSH forwarded from 127.0.0.1:sshPort; absent: no NIC at all */
   network?: { sshPort: number; mac: string };
   firmwareDirs: readonly string[];
+  /** a second NIC on a network shared with other guests; needs `network` (the SSH NIC) too */
+  fabric?: FabricNic;
   /** more -device/-object/... arguments, e.g. the erdma device behind vfio-user */
   extraArgs?: readonly string[];
 }
@@ -35,6 +55,11 @@ export interface GuestSpec {
 export const KERNEL_CMDLINE_MAX = 2048;
 
 const MAC = /^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/i;
+const IPV4_CIDR = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/;
+/** sun_path holds 108 bytes with the terminating NUL */
+const UNIX_PATH_MAX = 107;
+/** QEMU's netdev id of the fabric NIC */
+export const FABRIC_NETDEV_ID = "fabric0";
 
 export function authKeyParam(publicKeyLine: string): string {
   return `hil.authkey=${Buffer.from(`${publicKeyLine.trim()}\n`, "utf8").toString("base64")}`;
@@ -45,6 +70,7 @@ export function kernelCommandLine(spec: GuestSpec): string {
   const params = ["console=ttyS0,115200", "panic=-1", "no_timer_check", `loglevel=${spec.loglevel}`];
   if (spec.probe) params.push("hil.probe");
   if (spec.authorizedKey) params.push(authKeyParam(spec.authorizedKey));
+  if (spec.fabric) params.push(...fabricParams(spec.fabric));
   params.push(...(spec.kernelArgs ?? []));
   const line = params.join(" ");
   if (Buffer.byteLength(line) >= KERNEL_CMDLINE_MAX) {
@@ -56,6 +82,40 @@ export function kernelCommandLine(spec: GuestSpec): string {
     );
   }
   return line;
+}
+
+/** What init needs to configure the fabric NIC: which NIC (by MAC) and its address. */
+export function fabricParams(nic: FabricNic): string[] {
+  return [`hil.fabric_mac=${nic.mac.toLowerCase()}`, `hil.fabric_ip=${nic.ipCidr}`];
+}
+
+function checkMac(mac: string, what: string): void {
+  if (!MAC.test(mac))
+    throw new HilError(`bad ${what} MAC address ${JSON.stringify(mac)} (want xx:xx:xx:xx:xx:xx)`);
+  if ((Number.parseInt(mac.slice(0, 2), 16) & 1) === 1)
+    throw new HilError(`${what} MAC address ${mac} is a multicast address`);
+}
+
+function checkFabric(fabric: FabricNic, network: GuestSpec["network"]): void {
+  checkMac(fabric.mac, "fabric NIC");
+  if (!network) throw new HilError("a fabric NIC needs the SSH NIC too (spec.network)");
+  if (network.mac.toLowerCase() === fabric.mac.toLowerCase())
+    throw new HilError(`the fabric NIC and the SSH NIC both have the MAC ${fabric.mac}: each needs its own`);
+  const m = IPV4_CIDR.exec(fabric.ipCidr);
+  const octets = m?.slice(1, 5).map(Number) ?? [];
+  const prefix = Number(m?.[5]);
+  if (!m || octets.some((o) => o > 255) || prefix < 1 || prefix > 30)
+    throw new HilError(
+      `bad fabric address ${JSON.stringify(fabric.ipCidr)} (want a.b.c.d/prefix, prefix 1-30)`,
+    );
+  const { localPath, remotePath } = fabric.link;
+  if (!localPath || !remotePath || localPath === remotePath)
+    throw new HilError(
+      `a fabric link needs two different socket paths (local ${JSON.stringify(localPath)}, remote ${JSON.stringify(remotePath)})`,
+    );
+  for (const path of [localPath, remotePath])
+    if (Buffer.byteLength(path) > UNIX_PATH_MAX)
+      throw new HilError(`the fabric socket path is longer than ${UNIX_PATH_MAX} bytes`, { where: path });
 }
 
 function checkSpec(spec: GuestSpec): void {
@@ -72,6 +132,7 @@ function checkSpec(spec: GuestSpec): void {
     if (!Number.isInteger(sshPort) || sshPort < 1 || sshPort > 65535)
       throw new HilError(`bad SSH port ${sshPort}`);
   }
+  if (spec.fabric) checkFabric(spec.fabric, spec.network);
 }
 
 /** A value inside a QEMU "key=value,..." option: commas are doubled. */
@@ -122,8 +183,20 @@ export function qemuArgv(spec: GuestSpec): string[] {
       `virtio-net-pci,netdev=net0,mac=${spec.network.mac.toLowerCase()},romfile=`,
     );
   }
+  if (spec.fabric) argv.push(...fabricNicArgs(spec.fabric));
   argv.push(...(spec.extraArgs ?? []));
   return argv;
+}
+
+/** The fabric NIC: a virtio-net behind a dgram netdev over unix datagram sockets (no root, no tap). */
+export function fabricNicArgs(nic: FabricNic): string[] {
+  const { localPath, remotePath } = nic.link;
+  return [
+    "-netdev",
+    `dgram,id=${FABRIC_NETDEV_ID},local.type=unix,local.path=${optValue(localPath)},remote.type=unix,remote.path=${optValue(remotePath)}`,
+    "-device",
+    `virtio-net-pci,netdev=${FABRIC_NETDEV_ID},mac=${nic.mac.toLowerCase()},romfile=`,
+  ];
 }
 
 /** The -device argument (JSON form) attaching a PCI device served over vfio-user at `socketPath`. */

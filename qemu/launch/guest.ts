@@ -7,7 +7,7 @@ import { onProcessExit } from "../../harness/util/cleanup.ts";
 import { HilError } from "../../harness/util/errors.ts";
 import { progress } from "../../harness/util/progress.ts";
 import { resolveAccel } from "./accel.ts";
-import { type Accel, type GuestSpec, qemuArgv } from "./cmdline.ts";
+import { type Accel, type FabricNic, type GuestSpec, qemuArgv } from "./cmdline.ts";
 import { ConsoleFollower } from "./console.ts";
 import { freeLoopbackPort, isHostForwardFailure } from "./ports.ts";
 import { describeExit, QemuProcess } from "./process.ts";
@@ -44,6 +44,10 @@ export interface StartGuestOptions {
   cpus?: number;
   /** the virtio-net MAC (the erdma device binds to the netdev with the MAC it reports) */
   mac?: string;
+  /** a second NIC on a network shared with another guest, with a static IPv4 (the fabric) */
+  fabric?: FabricNic;
+  /** names the guest in progress lines (default "guest") */
+  name?: string;
   loglevel?: number;
   kernelArgs?: readonly string[];
   /** more QEMU arguments: -device/-object for the devices under test */
@@ -323,7 +327,7 @@ export async function startGuest(opts: StartGuestOptions): Promise<Guest> {
   await writeFile(join(workDir, "id_ed25519"), keys.privateKey, { mode: 0o600 });
   await writeFile(join(workDir, "id_ed25519.pub"), `${keys.publicKey}\n`);
 
-  const step = progress.step(`[guest] booting (${accel})`);
+  const step = progress.step(`[${opts.name ?? "guest"}] booting (${accel})`);
   let follower = new ConsoleFollower(consoleLog);
   let qemuProcess: QemuProcess | undefined;
   let lastFailure: BootFailure | undefined;
@@ -345,6 +349,7 @@ export async function startGuest(opts: StartGuestOptions): Promise<Guest> {
         consoleLog,
         qmpSocket: join(workDir, "qmp.sock"),
         network: { sshPort, mac: opts.mac ?? DEFAULT_MAC },
+        fabric: opts.fabric,
         firmwareDirs: opts.qemu.firmwareDirs,
         extraArgs: opts.extraQemuArgs,
       };

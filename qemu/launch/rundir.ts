@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdtemp, rename, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -16,10 +16,22 @@ function alive(pid: number): boolean {
   }
 }
 
+function readOwner(dir: string): string | undefined {
+  try {
+    return readFileSync(join(dir, OWNER_FILE), "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
 /** A fresh temp dir for one run, marked with this process's pid. */
 export async function createRunDir(prefix: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
-  await writeFile(join(dir, OWNER_FILE), `${process.pid}\n`);
+  // renamed into place: a sweep running meanwhile (another guest booting beside this one) must
+  // never read a half-written owner file
+  const partial = join(dir, `${OWNER_FILE}.partial`);
+  await writeFile(partial, `${process.pid}\n`);
+  await rename(partial, join(dir, OWNER_FILE));
   return dir;
 }
 
@@ -38,13 +50,8 @@ export function sweepStaleRunDirs(prefix: string, root = tmpdir()): string[] {
   for (const name of names) {
     const dir = join(root, name);
     try {
-      let stale: boolean;
-      try {
-        const owner = Number.parseInt(readFileSync(join(dir, OWNER_FILE), "utf8"), 10);
-        stale = !owner || !alive(owner);
-      } catch {
-        stale = Date.now() - statSync(dir).mtimeMs > UNOWNED_GRACE_MS;
-      }
+      const owner = Number.parseInt(readOwner(dir) ?? "", 10);
+      const stale = owner > 0 ? !alive(owner) : Date.now() - statSync(dir).mtimeMs > UNOWNED_GRACE_MS;
       if (stale) {
         rmSync(dir, { recursive: true, force: true });
         removed.push(dir);

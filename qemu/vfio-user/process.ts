@@ -24,9 +24,37 @@ export interface ServerProcessOptions {
   startTimeoutMs?: number;
 }
 
+/** One of several devices served by one process. */
+export interface ServedDevice {
+  socketPath: string;
+  /** erdma: the guest NIC's MAC (required for erdma) */
+  mac?: string;
+  /** erdma: a profile name (fixtures/profiles) or file; give one for every device or for none */
+  profile?: string;
+  /** this device's own trace file; give one for every device or for none */
+  traceFile?: string;
+}
+
+/**
+ * Several devices of one kind in one process, each on its own socket. erdma devices served
+ * together share one fabric: their QPs reach each other (qemu/vfio-user/main.ts).
+ */
+export interface DevicesProcessOptions {
+  device?: string;
+  devices: readonly ServedDevice[];
+  /** one trace file for every device's lines (each line names its device in `dev`) */
+  traceFile?: string;
+  dmaTimeoutMs?: number;
+  onStderr?: (line: string) => void;
+  startTimeoutMs?: number;
+}
+
 export interface ServerProcess {
   readonly pid: number;
+  /** the first device's socket */
   readonly socketPath: string;
+  /** every device's socket, in the order given */
+  readonly socketPaths: readonly string[];
   /** exit code or signal once it exited, else undefined */
   readonly exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   /** stderr lines so far */
@@ -46,23 +74,58 @@ function killAllOnExit(): void {
   });
 }
 
-export async function startServerProcess(opts: ServerProcessOptions): Promise<ServerProcess> {
-  killAllOnExit();
-  const args = [
-    "--import",
-    "tsx",
-    MAIN,
-    "--socket-path",
-    opts.socketPath,
-    "--device",
-    opts.device ?? "hil-testdev",
-  ];
-  if (opts.mac) args.push("--mac", opts.mac);
-  if (opts.profile) args.push("--profile", opts.profile);
+/** One option per device when they differ, once when all agree, not at all when none has one. */
+function perDeviceOption(flag: string, values: readonly (string | undefined)[]): string[] {
+  const given = values.filter((v): v is string => v !== undefined);
+  if (given.length === 0) return [];
+  if (given.length === values.length && given.every((v) => v === given[0])) return [flag, given[0] as string];
+  if (given.length !== values.length)
+    throw new HilError(`${flag}: give it for every device served by one process, or for none`, {
+      detail: values.map((v, i) => `device ${i + 1}: ${v ?? "(none)"}`).join("\n"),
+    });
+  return given.flatMap((v) => [flag, v]);
+}
+
+/** The arguments of qemu/vfio-user/main.ts for these devices (after `node --import tsx main.ts`). */
+export function serverArgs(opts: DevicesProcessOptions): string[] {
+  if (opts.devices.length === 0) throw new HilError("a device server needs at least one device");
+  if (opts.traceFile && opts.devices.some((d) => d.traceFile))
+    throw new HilError("a trace file for all devices and one per device: pick one");
+  const args = ["--device", opts.device ?? "hil-testdev"];
+  for (const d of opts.devices) args.push("--socket-path", d.socketPath);
+  for (const d of opts.devices) if (d.mac) args.push("--mac", d.mac);
+  args.push(
+    ...perDeviceOption(
+      "--profile",
+      opts.devices.map((d) => d.profile),
+    ),
+  );
   if (opts.traceFile) args.push("--trace", opts.traceFile);
+  else
+    args.push(
+      ...perDeviceOption(
+        "--trace",
+        opts.devices.map((d) => d.traceFile),
+      ),
+    );
   if (opts.dmaTimeoutMs !== undefined) args.push("--dma-timeout-ms", String(opts.dmaTimeoutMs));
   // a server must not outlive us, even if we are killed without a chance to stop it
   args.push("--exit-with-parent");
+  return args;
+}
+
+/** One device in its own server process. */
+export function startServerProcess(opts: ServerProcessOptions): Promise<ServerProcess> {
+  const { socketPath, mac, profile, traceFile, ...rest } = opts;
+  return startDevicesProcess({ ...rest, devices: [{ socketPath, mac, profile }], traceFile });
+}
+
+/** Several devices in one server process; resolves once every socket listens. */
+export async function startDevicesProcess(opts: DevicesProcessOptions): Promise<ServerProcess> {
+  killAllOnExit();
+  const args = ["--import", "tsx", MAIN, ...serverArgs(opts)];
+  const socketPaths = opts.devices.map((d) => d.socketPath);
+  const where = socketPaths.join(", ");
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
   live.add(child);
   const stderr: string[] = [];
@@ -88,12 +151,13 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
     let out = "";
     child.stdout?.on("data", (chunk: Buffer) => {
       out += chunk.toString();
-      if (out.includes(`listening ${opts.socketPath}`)) resolve();
+      const said = new Set(out.split("\n").filter((l) => l.startsWith("listening ")));
+      if (socketPaths.every((p) => said.has(`listening ${p}`))) resolve();
     });
     exited.then((e) =>
       reject(
         new HilError(`vfio-user server exited before listening (${e.code ?? e.signal})`, {
-          where: opts.socketPath,
+          where,
           detail: stderr.slice(-20).join("\n"),
         }),
       ),
@@ -103,10 +167,7 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () =>
-        reject(
-          new HilError(`vfio-user server did not listen within ${timeoutMs} ms`, { where: opts.socketPath }),
-        ),
+      () => reject(new HilError(`vfio-user server did not listen within ${timeoutMs} ms`, { where })),
       timeoutMs,
     );
   });
@@ -117,7 +178,8 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
       await exited;
       clearTimeout(grace);
     }
-    if (existsSync(opts.socketPath) && exit?.signal) rmSync(opts.socketPath, { force: true });
+    // a killed server had no chance to remove its sockets
+    if (exit?.signal) for (const p of socketPaths) if (existsSync(p)) rmSync(p, { force: true });
     return exit as { code: number | null; signal: NodeJS.Signals | null };
   };
   try {
@@ -130,7 +192,8 @@ export async function startServerProcess(opts: ServerProcessOptions): Promise<Se
   }
   return {
     pid: child.pid as number,
-    socketPath: opts.socketPath,
+    socketPath: socketPaths[0] as string,
+    socketPaths,
     get exit() {
       return exit;
     },
