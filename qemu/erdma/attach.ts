@@ -14,6 +14,7 @@ import { HilError } from "../../harness/util/errors.ts";
 import { vfioUserPciArgs } from "../launch/cmdline.ts";
 import { createRunDir, sweepStaleRunDirs } from "../launch/rundir.ts";
 import { type ServerProcess, startDevicesProcess } from "../vfio-user/process.ts";
+import { type ControlReply, controlRequest } from "./control.ts";
 import { DEFAULT_PROFILE, loadProfile } from "./profile-file.ts";
 
 const DIR_PREFIX = "hil-erdma-";
@@ -42,6 +43,10 @@ export interface AttachedErdma {
   readonly qemuArgs: string[];
   /** how the server ended, once it did */
   readonly exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  /** the server's control socket (qemu/erdma/control.ts) */
+  readonly controlPath: string;
+  /** one control request (arm or clear a fault, read state); the device name may be left out */
+  control(req: Record<string, unknown>): Promise<ControlReply>;
   /** stops the server (SIGTERM, then SIGKILL) and removes its dir; safe to call twice */
   stop(): Promise<void>;
 }
@@ -79,6 +84,10 @@ export interface AttachedErdmaFabric {
   /** what the server printed on stderr */
   readonly log: readonly string[];
   readonly exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  /** the server's control socket (qemu/erdma/control.ts) */
+  readonly controlPath: string;
+  /** one control request; name the device (`device: "erdma0"`) */
+  control(req: Record<string, unknown>): Promise<ControlReply>;
   /** stops the server (SIGTERM, then SIGKILL) and removes its dir; safe to call twice */
   stop(): Promise<void>;
 }
@@ -86,6 +95,7 @@ export interface AttachedErdmaFabric {
 interface RunningServer {
   server: ServerProcess;
   dir: string;
+  controlPath: string;
   /** stops the server and removes the dir, once */
   stop(): Promise<void>;
 }
@@ -119,8 +129,10 @@ async function startInRunDir(
   };
   try {
     for (const d of devices) if (d.traceFile) await writeFile(d.traceFile, "");
+    const controlPath = join(dir, "control.sock");
     const server = await startDevicesProcess({
       device: "erdma",
+      controlPath,
       devices: devices.map((d, i) => ({
         socketPath: join(dir, socketName(i)),
         mac: d.mac,
@@ -136,6 +148,7 @@ async function startInRunDir(
     return {
       server,
       dir,
+      controlPath,
       stop() {
         stopped ??= (async () => {
           try {
@@ -172,6 +185,8 @@ export async function startErdma(opts: ErdmaAttachOptions): Promise<AttachedErdm
     get exit() {
       return server.exit;
     },
+    controlPath: running.controlPath,
+    control: (req) => controlRequest(running.controlPath, req),
     stop: () => running.stop(),
   };
 }
@@ -208,6 +223,8 @@ export async function startErdmaFabric(
     get exit() {
       return server.exit;
     },
+    controlPath: running.controlPath,
+    control: (req) => controlRequest(running.controlPath, req),
     stop: () => running.stop(),
   };
 }

@@ -21,6 +21,8 @@
  * elements, interrupts) and the server's session-level events (marked "src":"vfio-user"), each with
  * `t`, milliseconds since the process started (one clock for all devices) and `dev`, the device's
  * name. --trace given once takes every device's lines; else give one per --socket-path.
+ * --control PATH (erdma) opens the control channel of qemu/erdma/control.ts: arm and clear faults,
+ * read device state, for every device of the process by name.
  * --exit-with-parent stops the server (as SIGTERM would) once the process that started it is gone,
  * even if that one was killed without a chance to stop it.
  *
@@ -33,6 +35,7 @@ import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { isHilError } from "../../harness/util/errors.ts";
+import { type ControlledDevice, startControlServer } from "../erdma/control.ts";
 import { parseMac } from "../erdma/device.ts";
 import { Fabric } from "../erdma/fabric.ts";
 import type { ErdmaProfile } from "../erdma/profile.ts";
@@ -45,7 +48,7 @@ import { startServer, type TraceEvent, type VfioUserServer } from "./server.ts";
 const USAGE = [
   "usage: main.ts --socket-path PATH [--socket-path PATH ...] [--device hil-testdev|erdma]",
   "               [--mac MAC ...] [--profile NAME|FILE ...] [--trace FILE|- ...] [--quiet]",
-  "               [--dma-timeout-ms N] [--exit-with-parent]",
+  "               [--dma-timeout-ms N] [--exit-with-parent] [--control PATH]",
   "  one device per --socket-path; erdma: one --mac per --socket-path (same order), all erdma",
   "  devices of the process on one fabric; --profile and --trace: once for all, or once per device",
 ].join("\n");
@@ -78,6 +81,8 @@ export interface ServerPlan {
   quiet: boolean;
   dmaTimeoutMs?: number;
   exitWithParent: boolean;
+  /** erdma: the control socket (faults, state) for every device of the process */
+  controlPath?: string;
 }
 
 /** One value for every device, or one per device; `what` names the option in the error. */
@@ -109,6 +114,7 @@ export function parseServerArgs(argv: readonly string[]): ServerPlan | undefined
         quiet: { type: "boolean", default: false },
         "dma-timeout-ms": { type: "string" },
         "exit-with-parent": { type: "boolean", default: false },
+        control: { type: "string" },
         help: { type: "boolean", default: false },
       },
       strict: true,
@@ -123,6 +129,11 @@ export function parseServerArgs(argv: readonly string[]): ServerPlan | undefined
   if (v.help) return undefined;
   const sockets = v["socket-path"] ?? [];
   if (sockets.length === 0) throw new UsageError("--socket-path is required");
+  if (v.control !== undefined && v.device !== "erdma")
+    throw new UsageError("--control belongs to --device erdma");
+  if (v.control === "") throw new UsageError("--control must not be empty");
+  if (v.control !== undefined && sockets.includes(v.control))
+    throw new UsageError(`--control ${v.control} is also a --socket-path`);
   if (sockets.some((s) => s === "")) throw new UsageError("--socket-path must not be empty");
   const sameSocket = duplicate(sockets.map((s) => resolve(s)));
   if (sameSocket) throw new UsageError(`--socket-path ${sameSocket} is given twice: one socket per device`);
@@ -167,6 +178,7 @@ export function parseServerArgs(argv: readonly string[]): ServerPlan | undefined
     quiet: v.quiet ?? false,
     ...(dmaTimeout !== undefined ? { dmaTimeoutMs: Number(dmaTimeout) } : {}),
     exitWithParent: v["exit-with-parent"] ?? false,
+    ...(v.control !== undefined ? { controlPath: v.control } : {}),
   };
 }
 
@@ -271,6 +283,8 @@ async function main(): Promise<void> {
   const fabric = plan.kind === "erdma" && plan.devices.length > 1 ? new Fabric() : undefined;
   const tagged = plan.kind === "erdma" || plan.devices.length > 1;
   const servers: VfioUserServer[] = [];
+  const controlled = new Map<string, ControlledDevice>();
+  let control: { close(): Promise<void> } | undefined;
   const quiet = plan.quiet;
   let stopping = false;
   const stop = async (code: number) => {
@@ -279,6 +293,7 @@ async function main(): Promise<void> {
     // the last resort if a receive worker cannot be woken: the parent (or the next run) removes the sockets
     setTimeout(() => process.kill(process.pid, "SIGKILL"), STOP_GRACE_MS).unref();
     await Promise.all(servers.map((s) => s.close()));
+    await control?.close();
     await traces.close();
     process.exit(code);
   };
@@ -301,6 +316,7 @@ async function main(): Promise<void> {
   for (const d of plan.devices) {
     const sink = traces.sink(d.trace);
     const built = buildDevice(plan, d, profiles, fabric, now, sink);
+    if (built.device instanceof ErdmaVfioDevice) controlled.set(d.name, built.device);
     const keep = built.keep;
     const label = plan.devices.length > 1 ? ` ${d.name}` : "";
     try {
@@ -326,8 +342,20 @@ async function main(): Promise<void> {
       await stop(1);
       return;
     }
-    process.stdout.write(`listening ${d.socketPath}\n`);
   }
+  if (plan.controlPath) {
+    try {
+      control = await startControlServer(plan.controlPath, controlled);
+    } catch (err) {
+      process.stderr.write(
+        `vfio-user server: cannot listen on ${plan.controlPath}: ${(err as Error).message}\n`,
+      );
+      await stop(1);
+      return;
+    }
+  }
+  // every socket (and the control socket) accepts connections before the parent hears of any
+  for (const d of plan.devices) process.stdout.write(`listening ${d.socketPath}\n`);
   if (plan.exitWithParent) {
     const parent = process.ppid;
     // an orphan is re-parented (to init or a subreaper): its parent pid changes

@@ -19,6 +19,8 @@ export interface ServerProcessOptions {
   /** append the JSON-lines hardware trace to this file */
   traceFile?: string;
   dmaTimeoutMs?: number;
+  /** erdma: open the control channel (faults, state) on this socket */
+  controlPath?: string;
   /** each line the server prints on stderr (warnings) */
   onStderr?: (line: string) => void;
   startTimeoutMs?: number;
@@ -45,6 +47,8 @@ export interface DevicesProcessOptions {
   /** one trace file for every device's lines (each line names its device in `dev`) */
   traceFile?: string;
   dmaTimeoutMs?: number;
+  /** erdma: open the control channel (faults, state) on this socket */
+  controlPath?: string;
   onStderr?: (line: string) => void;
   startTimeoutMs?: number;
 }
@@ -109,6 +113,7 @@ export function serverArgs(opts: DevicesProcessOptions): string[] {
       ),
     );
   if (opts.dmaTimeoutMs !== undefined) args.push("--dma-timeout-ms", String(opts.dmaTimeoutMs));
+  if (opts.controlPath !== undefined) args.push("--control", opts.controlPath);
   // a server must not outlive us, even if we are killed without a chance to stop it
   args.push("--exit-with-parent");
   return args;

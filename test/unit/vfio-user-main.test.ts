@@ -117,6 +117,11 @@ t.test("bad combinations: one UsageError naming the option and the device", asyn
     ],
     [["--socket-path", "/r/0.sock", "--dma-timeout-ms", "soon"], /bad --dma-timeout-ms soon/],
     [["--socket-path", "/r/0.sock", "--bogus"], /Unknown option '--bogus'/],
+    [["--socket-path", "/r/0.sock", "--control", "/r/c.sock"], /--control belongs to --device erdma/],
+    [
+      [...two, "--mac", MAC0, "--mac", MAC1, "--control", "/r/1.sock"],
+      /--control \/r\/1\.sock is also a --socket-path/,
+    ],
   ];
   for (const [argv, message] of cases) {
     t.throws(() => parseServerArgs(argv), new UsageError(), argv.join(" "));
