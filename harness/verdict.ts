@@ -1,5 +1,9 @@
-/** Verdict words as KCIDB uses them. */
-export const VERDICTS = ["PASS", "FAIL", "ERROR", "MISS", "SKIP"] as const;
+/**
+ * Verdict words as KCIDB uses them (PASS, FAIL, ERROR, MISS, SKIP), plus two for known bugs a
+ * scenario file records: XFAIL (the recorded rule failed as expected) and XPASS (it held though
+ * the bug is recorded: shown, not a failure; the record may be stale or the bug fixed).
+ */
+export const VERDICTS = ["PASS", "FAIL", "ERROR", "MISS", "SKIP", "XFAIL", "XPASS"] as const;
 export type Verdict = (typeof VERDICTS)[number];
 
 export interface CheckResult {
@@ -12,10 +16,16 @@ export interface CheckResult {
   evidence?: string[];
 }
 
-/** Exit codes of `hil run`: 0 all PASS/SKIP, 1 a check failed, 3 the harness could not judge. */
+/**
+ * Exit codes of `hil run`: 0 every verdict PASS, SKIP, XFAIL or XPASS; 1 a check or rule FAILed;
+ * 3 the harness could not judge (ERROR or MISS), which wins over 1; 2 is bad input (the CLI's).
+ */
 export const EXIT_ALL_PASS = 0;
 export const EXIT_FAILED = 1;
 export const EXIT_NOT_JUDGED = 3;
+
+/** Verdicts that do not fail a run. */
+export const PASSING_VERDICTS: readonly Verdict[] = ["PASS", "SKIP", "XFAIL", "XPASS"];
 
 export function exitCodeFor(results: readonly CheckResult[]): number {
   if (results.some((r) => r.verdict === "ERROR" || r.verdict === "MISS")) return EXIT_NOT_JUDGED;

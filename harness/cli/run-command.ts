@@ -4,8 +4,10 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import { DEFAULT_GUEST_MAC, prepareGuest, withGuest } from "../boot.ts";
 import { renderScenarioTable } from "../report/scenario-table.ts";
 import { renderVerdictTable } from "../report/table.ts";
+import { HW_TRACE_FILE } from "../run/hw-trace.ts";
 import { runSmokeChecks } from "../run/smoke.ts";
 import { runSuite, suiteResults } from "../run/suite.ts";
+import { planScenario } from "../run/suite-plan.ts";
 import {
   DRIVERS,
   type DriverName,
@@ -21,8 +23,8 @@ import { type CheckResult, exitCodeFor } from "../verdict.ts";
 import { addDeviceOptions, type DeviceOptionValues, deviceOptions } from "./device-options.ts";
 import { addKernelOptions, type KernelOptionValues, kernelRequest } from "./kernel-options.ts";
 
-/** The hardware trace of the emulated device, in the run directory. */
-export const HW_TRACE_FILE = "hw-trace.jsonl";
+/** The hardware trace of the emulated device, in the run directory (hw-trace-<n>.jsonl after a reboot). */
+export { HW_TRACE_FILE };
 
 interface RunOptionValues extends KernelOptionValues, DeviceOptionValues {
   runDir?: string;
@@ -41,9 +43,12 @@ function oracleList(value: string): OracleProfile[] {
   return list as OracleProfile[];
 }
 
-/** The drain suite asked for: any of --scenario, --executor, --driver, --oracle. */
-function wantsSuite(opts: RunOptionValues): boolean {
-  return [opts.scenario, opts.executor, opts.driver, opts.oracle].some((v) => v !== undefined);
+/**
+ * The guest smoke checks alone: with --no-device and no suite option (the suite needs a device
+ * on erdma; --driver siw runs it without one).
+ */
+function smokeOnly(opts: RunOptionValues): boolean {
+  return !opts.device && opts.driver === undefined;
 }
 
 function defaultRunDir(): string {
@@ -55,7 +60,7 @@ export function register(program: Command): void {
   const cmd = program
     .command("run")
     .description(
-      "the main job: build what is needed, boot the kernel with the emulated erdma device and judge it; today the checks are the guest smoke checks: kernel, driver, device probe, verbs object lifecycle, console (the drain suite builds on them)",
+      "the main job: build what is needed, boot the kernel with the emulated erdma device, check that the device probes, run the drain suite and judge it",
     )
     .option(
       "--run-dir <dir>",
@@ -86,18 +91,26 @@ export function register(program: Command): void {
       "after",
       [
         "",
-        "Without --scenario, --executor, --driver or --oracle, run judges the guest smoke checks. With any of them it",
-        "runs the drain suite: each scenario (all of fixtures/scenarios without --scenario) on one guest, judged by",
-        "the oracle (rules 1-9 of DESIGN.md, per oracle profile), a verdict table with a column per profile, and a",
-        "run directory with verdicts.json, traces/<scenario>.jsonl and console.log.",
+        "run is the drain suite. Defaults: --kernel debian:6.12, --driver erdma, --profile erdma-reflush, --executor",
+        "kernel, and every scenario of fixtures/scenarios meant for that combination (with --scenario, those not meant",
+        'for it are listed as SKIP). First stage on the first guest, "the device probes": the guest smoke checks (the',
+        "kernel built here runs, erdma loads and probes, rdma-core sees it, a verbs object lifecycle, a clean console);",
+        "if one fails, every scenario is a MISS. Then each scenario on that guest (rebooted after a hang), judged by the",
+        "oracle (rules 1-9 of DESIGN.md, per oracle profile): a verdict table with a column per profile and a run",
+        "directory with verdicts.json, traces/<scenario>.jsonl, traces/<scenario>.hw.jsonl (the device's hardware",
+        "trace of that scenario), console.log and hw-trace.jsonl. --no-device (without --driver) runs the smoke",
+        "checks alone; --driver siw runs the suite on soft-iWARP without the device.",
         "",
-        "Exit status: 0 every verdict PASS or SKIP; 1 a check or rule FAILed; 3 the harness could not judge",
-        "(ERROR or MISS, e.g. --executor user before the userspace executor exists); 2 bad input.",
+        "Known driver bugs recorded in a scenario (known_bugs: rules, driver, kernels, device profiles, executors,",
+        "reference) make those rules' FAILs XFAIL; a recorded rule that holds is an XPASS (shown, not a failure).",
+        "",
+        "Exit status: 0 every verdict PASS, SKIP, XFAIL or XPASS; 1 a check or rule FAILed; 3 the harness could not judge",
+        "(ERROR or MISS, e.g. a fault the device model has no equivalent for), which wins over 1; 2 bad input.",
         "",
       ].join("\n"),
     );
   addDeviceOptions(addKernelOptions(cmd)).action(async (opts: RunOptionValues) => {
-    if (wantsSuite(opts)) return runDrainSuite(opts);
+    if (!smokeOnly(opts)) return runDrainSuite(opts);
     const runDir = opts.runDir ? resolve(opts.runDir) : defaultRunDir();
     const device = deviceOptions(opts, opts.device ? { traceFile: join(runDir, HW_TRACE_FILE) } : {});
     await mkdir(runDir, { recursive: true });
@@ -162,22 +175,41 @@ async function runDrainSuite(opts: RunOptionValues): Promise<void> {
   if (driver === "erdma" && !opts.device)
     throw new HilError("--driver erdma needs the emulated device (drop --no-device, or use --driver siw)");
   const runDir = opts.runDir ? resolve(opts.runDir) : defaultRunDir();
-  const scenarios = await selectScenarios(opts.scenario);
   const device =
     driver === "erdma" ? deviceOptions(opts, { traceFile: join(runDir, HW_TRACE_FILE) }) : undefined;
+  const target = { driver, executor, ...(device ? { deviceProfile: device.profileName } : {}) };
+  let scenarios = await selectScenarios(opts.scenario);
+  if (opts.scenario === undefined) {
+    const meant = scenarios.filter((s) => planScenario(s, target).run);
+    if (meant.length < scenarios.length)
+      progress.info(
+        `[run] ${scenarios.length - meant.length} scenario(s) not meant for ${driver}/${executor}${device ? `/${device.profileName}` : ""} left out`,
+      );
+    scenarios = meant;
+  }
   await mkdir(runDir, { recursive: true });
   const prepared = await prepareGuest(kernelRequest(opts));
   let report: Awaited<ReturnType<typeof runSuite>>;
   let results: CheckResult[];
+  const started = Date.now();
   try {
     report = await runSuite({
       prepared,
       scenarios,
       runDir,
-      driver,
-      executor,
-      ...(device ? { deviceProfile: device.profileName, hwTraceFile: device.traceFile } : {}),
+      ...target,
+      ...(device ? { hwTraceFile: device.traceFile } : {}),
       ...(opts.oracle ? { profiles: opts.oracle } : {}),
+      probe: (guest, traceFile) =>
+        runSmokeChecks(guest, {
+          release: prepared.kernel.release,
+          device: device && {
+            profileName: device.profileName,
+            profile: device.profile,
+            mac: DEFAULT_GUEST_MAC,
+            traceFile,
+          },
+        }),
     });
     results = suiteResults(report);
   } catch (err) {
@@ -200,6 +232,7 @@ async function runDrainSuite(opts: RunOptionValues): Promise<void> {
     release: prepared.kernel.release,
     ...report,
     device: device ? { profile: device.profileName, trace: HW_TRACE_FILE } : null,
+    wallMs: Date.now() - started,
     results,
   };
   await writeFile(join(runDir, "verdicts.json"), `${JSON.stringify(record, null, 2)}\n`);

@@ -36,6 +36,8 @@ export interface RuleVerdict extends RuleResult {
   rule: RuleId;
   title: string;
   citation: string;
+  /** the known driver bug that made this rule an XFAIL or XPASS */
+  knownBug?: { reference: string; note: string };
 }
 
 export interface ProfileJudgement {
@@ -44,9 +46,9 @@ export interface ProfileJudgement {
   rules: RuleVerdict[];
 }
 
-const PRECEDENCE: readonly Verdict[] = ["FAIL", "ERROR", "MISS", "PASS", "SKIP"];
+const PRECEDENCE: readonly Verdict[] = ["FAIL", "ERROR", "MISS", "XFAIL", "XPASS", "PASS", "SKIP"];
 
-/** The verdict of several: the first of FAIL, ERROR, MISS, PASS, SKIP that occurs. */
+/** The verdict of several: the first of FAIL, ERROR, MISS, XFAIL, XPASS, PASS, SKIP that occurs. */
 export function combineVerdicts(verdicts: readonly Verdict[]): Verdict {
   return PRECEDENCE.find((v) => verdicts.includes(v)) ?? "SKIP";
 }

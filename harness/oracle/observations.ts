@@ -25,7 +25,28 @@ export interface ConsoleObservation {
   trace: string[];
 }
 
-export type Observation = StuckObservation | ConsoleObservation;
+/** The user executor's drain posted its marker (libibverbs has no ib_drain_*: it does what it does). */
+export interface MarkerObservation {
+  ev: "marker";
+  /** the drain's call */
+  call: number;
+  qp: string;
+  queue: "sq" | "rq";
+  wr_id: number;
+  /** the post's return: 0 or a negative errno */
+  rc: number;
+}
+
+/** A device fault the suite armed at a step (the erdma model's fault API). */
+export interface FaultObservation {
+  ev: "fault";
+  step: number;
+  kind: string;
+  /** the FaultSpec sent to the device */
+  spec: Record<string, unknown>;
+}
+
+export type Observation = StuckObservation | ConsoleObservation | MarkerObservation | FaultObservation;
 
 export interface ScenarioTrace {
   records: readonly KvRecord[];

@@ -9,14 +9,16 @@ export function renderVerdictTable(results: readonly CheckResult[]): string {
   return `${lines.join("\n")}\n`;
 }
 
+/** `hil: 75 passed, 0 failed, 3 xfail (known bugs), 1 xpass, 2 miss`: zero counts after "failed" left out. */
 export function summaryLine(results: readonly CheckResult[]): string {
   const count = (v: string) => results.filter((r) => r.verdict === v).length;
   const passed = count("PASS");
   const failed = count("FAIL");
-  const others = ["ERROR", "MISS", "SKIP"]
+  const words: Record<string, string> = { XFAIL: "xfail (known bugs)", XPASS: "xpass (known bug not seen)" };
+  const others = ["XFAIL", "XPASS", "ERROR", "MISS", "SKIP"]
     .map((v) => [v, count(v)] as const)
     .filter(([, n]) => n > 0)
-    .map(([v, n]) => `, ${n} ${v.toLowerCase()}`)
+    .map(([v, n]) => `, ${n} ${words[v] ?? v.toLowerCase()}`)
     .join("");
   return `hil: ${passed} passed, ${failed} failed${others}`;
 }

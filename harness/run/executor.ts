@@ -6,13 +6,16 @@
  */
 import type { PreparedGuest } from "../boot.ts";
 import type { KvRecord } from "../kverbs/trace.ts";
-import type { StuckObservation } from "../oracle/observations.ts";
+import type { Observation, StuckObservation } from "../oracle/observations.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
 import type { ExecutorKind } from "../scenario/schema.ts";
+import type { StepwiseHooks } from "./stepwise.ts";
 
 export interface ExecutorOutcome {
   records: KvRecord[];
   stuck: StuckObservation[];
+  /** more the executor saw (the user drain's marker posts) */
+  extra?: Observation[];
   /** the run broke (setup failed, the executor threw): the scenario is an ERROR */
   error?: string;
 }
@@ -21,7 +24,8 @@ export interface ScenarioExecutor {
   readonly kind: ExecutorKind;
   /** true once something got stuck: nothing more can run in this guest */
   readonly wedged: boolean;
-  runScenario(compiled: CompiledScenario): Promise<ExecutorOutcome>;
+  /** runs it; hooks carry out what the executor does not (device faults) */
+  runScenario(compiled: CompiledScenario, hooks?: StepwiseHooks): Promise<ExecutorOutcome>;
   /** destroys what is left and unloads; throws when something stays behind */
   close(): Promise<void>;
 }

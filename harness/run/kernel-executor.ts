@@ -5,8 +5,41 @@ import { KverbsDriver } from "../kverbs/driver.ts";
 import { buildKverbsModule } from "../kverbs/module.ts";
 import type { KvRecord } from "../kverbs/trace.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
+import { progress } from "../util/progress.ts";
 import type { ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
-import { type CommandRunner, runStepwise, type StuckCommand } from "./stepwise.ts";
+import { type CommandRunner, runStepwise, type StepwiseHooks, type StuckCommand } from "./stepwise.ts";
+
+/** Commands of KverbsDriver that only read (the trace, the status): safe to run again. */
+const READ_ONLY = /^(tail -c \+\d+|cat) \/sys\/kernel\/debug\/hil_kverbs\/(trace|status)$/;
+const RETRIES = 2;
+
+/**
+ * The guest shell KverbsDriver uses, with one repair: a read-only command whose SSH channel closed
+ * without an exit status (exit code -1 and no signal: the guest's dropbear now and then closes a
+ * channel before it reports the status) is run again; anything else is returned as it came.
+ * Every exit code -1 is told to onRetry.
+ */
+export function retryingShell(
+  guest: ModuleShell,
+  onRetry?: (command: string, why: string) => void,
+): ModuleShell {
+  return {
+    copyTo: (local, remote, opts) => guest.copyTo(local, remote, opts),
+    async exec(command, opts) {
+      for (let attempt = 0; ; attempt++) {
+        const r = await guest.exec(command, opts);
+        if (r.exitCode !== -1) return r;
+        const signal = (r as { signal?: string }).signal;
+        const again = signal === undefined && attempt < RETRIES && READ_ONLY.test(command);
+        onRetry?.(
+          command,
+          `${signal ? `ended by SIG${signal}` : "no exit status"} (stdout ${r.stdout.length} B${r.stderr ? `, stderr ${JSON.stringify(r.stderr.trim().slice(0, 200))}` : ""})${again ? "; run again" : ""}`,
+        );
+        if (!again) return r;
+      }
+    },
+  };
+}
 
 export class KernelExecutor implements ScenarioExecutor, CommandRunner {
   readonly kind = "kernel" as const;
@@ -20,15 +53,16 @@ export class KernelExecutor implements ScenarioExecutor, CommandRunner {
   /** Builds hil_kverbs for the guest's kernel (cached), copies it in and loads it. */
   static async load(guest: ModuleShell, prepared: PreparedGuest): Promise<KernelExecutor> {
     const mod = await buildKverbsModule(prepared.kernel);
-    return new KernelExecutor(await KverbsDriver.load(guest, mod), guest);
+    const shell = retryingShell(guest, (command, why) => progress.info(`[kverbs] ${command}: ${why}`));
+    return new KernelExecutor(await KverbsDriver.load(shell, mod), guest);
   }
 
   get wedged(): boolean {
     return this.stuckOnce;
   }
 
-  runScenario(compiled: CompiledScenario): Promise<ExecutorOutcome> {
-    return runStepwise(this, compiled);
+  runScenario(compiled: CompiledScenario, hooks?: StepwiseHooks): Promise<ExecutorOutcome> {
+    return runStepwise(this, compiled, hooks);
   }
 
   async clear(): Promise<void> {

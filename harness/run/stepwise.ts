@@ -5,7 +5,7 @@
  */
 import type { KvRecord } from "../kverbs/trace.ts";
 import type { StuckObservation } from "../oracle/observations.ts";
-import type { CompiledScenario } from "../scenario/compile.ts";
+import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
 import type { ExecutorOutcome } from "./executor.ts";
 import { settleCommands } from "./settle.ts";
 
@@ -24,6 +24,12 @@ export interface CommandRunner {
   run(lines: readonly string[], timeoutMs: number): Promise<{ records: KvRecord[]; stuck?: StuckCommand }>;
 }
 
+/** What the suite carries out itself between the executor's steps. */
+export interface StepwiseHooks {
+  /** arms a fault step on the device (the trace so far names the QPs); throws when it cannot */
+  fault?(step: CompiledStep, records: readonly KvRecord[]): Promise<void>;
+}
+
 const SETTLE_WAIT_MS = 2000;
 const TEARDOWN_TIMEOUT_MS = 30_000;
 
@@ -36,6 +42,7 @@ function failedCommands(records: readonly KvRecord[]): string[] {
 export async function runStepwise(
   runner: CommandRunner,
   compiled: CompiledScenario,
+  hooks: StepwiseHooks = {},
 ): Promise<ExecutorOutcome> {
   const records: KvRecord[] = [];
   const stuck: StuckObservation[] = [];
@@ -52,7 +59,19 @@ export async function runStepwise(
       return outcome(`setup did not finish: ${stuck[0]?.op} stuck for ${stuck[0]?.ms} ms`);
     const setupFailures = failedCommands(records);
     if (setupFailures.length > 0) return outcome(`setup failed: ${setupFailures.join("; ")}`);
-    for (const s of compiled.steps) if (!(await step(s.commands, s.timeoutMs, s.index))) return outcome();
+    for (const s of compiled.steps) {
+      if (s.fault) {
+        const where = `step ${s.index + 1} (line ${s.line}): fault ${s.fault.kind}`;
+        if (!hooks.fault) return outcome(`${where}: nothing here arms device faults`);
+        try {
+          await hooks.fault(s, records);
+        } catch (err) {
+          return outcome(`${where}: ${err instanceof Error ? err.message : String(err)}`);
+        }
+        continue;
+      }
+      if (!(await step(s.commands, s.timeoutMs, s.index))) return outcome();
+    }
     const end = compiled.steps.length;
     const settle = settleCommands(records, compiled.cqs, SETTLE_WAIT_MS);
     if (!(await step(settle, SETTLE_WAIT_MS * settle.length + 10_000, end))) return outcome();

@@ -1,6 +1,7 @@
 /** Whether a scenario runs in this suite, and if not, the verdict that says why. */
 import type { CompiledScenario } from "../scenario/compile.ts";
 import type { DriverName, ExecutorKind, Scenario } from "../scenario/schema.ts";
+import { erdmaFaultGap } from "./faults.ts";
 
 export interface SuiteTarget {
   driver: DriverName;
@@ -17,6 +18,12 @@ export function planScenario(s: Scenario, target: SuiteTarget): Plan {
     return { run: false, verdict: "SKIP", reason: `meant for ${s.drivers.join(", ")}, not ${target.driver}` };
   if (!s.executors.includes(target.executor))
     return { run: false, verdict: "SKIP", reason: `meant for the ${s.executors.join(", ")} executor(s)` };
+  if (target.executor === "user" && s.qp.poll !== "direct")
+    return {
+      run: false,
+      verdict: "SKIP",
+      reason: `written for the kernel's ${s.qp.poll} CQ poll context; a user CQ is polled directly`,
+    };
   if (
     target.driver === "erdma" &&
     s.device_profiles &&
@@ -33,17 +40,36 @@ export function planScenario(s: Scenario, target: SuiteTarget): Plan {
 
 /**
  * Step-level: a step the executor cannot carry out makes the scenario a MISS; a device fault on
- * siw (no device model to inject it into) makes it a SKIP.
+ * siw (no device model to inject it into) makes it a SKIP, one the erdma model has no equivalent
+ * for, or one the executor cannot stop for, a MISS.
  */
 export function planSteps(c: CompiledScenario, target: SuiteTarget): Plan {
-  const step = c.steps.find((s) => s.unsupported);
-  if (!step?.unsupported) return { run: true };
-  const where = `step ${step.index + 1} (line ${step.line})`;
-  if (step.unsupported.needs === "device-model" && target.driver === "siw")
-    return {
-      run: false,
-      verdict: "SKIP",
-      reason: `${where}: ${step.unsupported.reason}; siw has no device model`,
-    };
-  return { run: false, verdict: "MISS", reason: `${where}: ${step.unsupported.reason}` };
+  for (const step of c.steps) {
+    const where = `step ${step.index + 1} (line ${step.line})`;
+    if (step.unsupported) {
+      if (step.unsupported.needs === "device-model" && target.driver === "siw")
+        return {
+          run: false,
+          verdict: "SKIP",
+          reason: `${where}: ${step.unsupported.reason}; siw has no device model`,
+        };
+      return { run: false, verdict: "MISS", reason: `${where}: ${step.unsupported.reason}` };
+    }
+    if (!step.fault) continue;
+    if (target.driver === "siw")
+      return {
+        run: false,
+        verdict: "SKIP",
+        reason: `${where}: fault ${step.fault.kind} needs the device model's fault injection; siw has no device model`,
+      };
+    if (target.executor === "user")
+      return {
+        run: false,
+        verdict: "MISS",
+        reason: `${where}: fault ${step.fault.kind}: the user executor runs a scenario in one process, so no fault can be armed between its steps`,
+      };
+    const gap = erdmaFaultGap(step.fault);
+    if (gap) return { run: false, verdict: "MISS", reason: `${where}: ${gap}` };
+  }
+  return { run: true };
 }

@@ -1,22 +1,28 @@
 /**
  * The drain suite: boots one guest (siw on its NIC, or the emulated erdma device), loads the
  * executor, runs each scenario, judges its trace and writes the run directory: verdicts.json,
- * traces/<scenario>.jsonl, console.log (console-<n>.log for guests booted after a hang).
- * A scenario that leaves the executor stuck costs a reboot, never the rest of the suite.
+ * traces/<scenario>.jsonl (and <scenario>.hw.jsonl, the device's hardware trace of that
+ * scenario), console.log and hw-trace.jsonl (console-<n>.log, hw-trace-<n>.jsonl for guests
+ * booted after a hang). A scenario that leaves the executor stuck costs a reboot, never the rest
+ * of the suite. Fault steps are armed on the device's control channel and cleared after each
+ * scenario; known driver bugs recorded in the scenario turn their rules' FAILs into XFAILs.
  */
 import { mkdir, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { type BootedGuest, bootPrepared, DEFAULT_GUEST_MAC, type PreparedGuest } from "../boot.ts";
 import { parseConsole } from "../console/parse.ts";
 import { addSiwLink } from "../kverbs/driver.ts";
 import { judgeTrace, type ProfileJudgement } from "../oracle/judge.ts";
-import type { Observation } from "../oracle/observations.ts";
+import { applyExpectedFailures, applyKnownBugs, type BugTarget, knownBugsFor } from "../oracle/known-bugs.ts";
+import type { FaultObservation, Observation } from "../oracle/observations.ts";
 import { type CompiledScenario, compileScenario } from "../scenario/compile.ts";
-import type { OracleProfile, Scenario } from "../scenario/schema.ts";
+import type { KnownBug, OracleProfile, Scenario } from "../scenario/schema.ts";
 import { progress } from "../util/progress.ts";
-import type { CheckResult, Verdict } from "../verdict.ts";
+import { type CheckResult, PASSING_VERDICTS, type Verdict } from "../verdict.ts";
 import type { ExecutorFactory, ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
 import { executorFactory } from "./executors.ts";
+import { armFault, controlOf } from "./faults.ts";
+import { hwEvidence, hwTraceName, parseHwEvents, settledSize, writeHwSlice } from "./hw-trace.ts";
 import { planScenario, planSteps, type SuiteTarget } from "./suite-plan.ts";
 
 /** The guest's address (QEMU user networking); the RDMA device is bound to its NIC. */
@@ -32,8 +38,13 @@ export interface SuiteOptions extends SuiteTarget {
   profiles?: readonly OracleProfile[];
   /** the executor to use instead of the one registered for `executor` (tests, new executors) */
   executorFactory?: ExecutorFactory;
-  /** the erdma device's hardware trace (driver erdma) */
+  /** the erdma device's hardware trace of the first boot (driver erdma); later boots write beside it */
   hwTraceFile?: string;
+  /**
+   * A first stage on the first guest, before the executor loads ("the device probes"): when one
+   * of its checks is not PASS/SKIP, no scenario runs and each is a MISS naming that check.
+   */
+  probe?: (guest: BootedGuest, hwTraceFile: string | undefined) => Promise<CheckResult[]>;
   /** told each time a guest's QEMU starts (logs; tests that check nothing is left) */
   onQemuStarted?: (info: { pid: number; workDir: string; sshPort: number }) => void;
 }
@@ -46,7 +57,11 @@ export interface ScenarioReport {
   /** set when the scenario did not run (SKIP, MISS) or the run broke (ERROR) */
   outcome?: { verdict: Verdict; reason: string };
   trace?: string;
+  /** the device's hardware trace of this scenario (traces/<name>.hw.jsonl) */
+  hwTrace?: string;
   observations?: Observation[];
+  /** the known driver bugs that applied to this run */
+  knownBugs?: KnownBug[];
   durationMs: number;
 }
 
@@ -55,6 +70,8 @@ export interface SuiteReport {
   executor: string;
   deviceProfile?: string;
   scenarios: ScenarioReport[];
+  /** the probe stage's checks, when there was one */
+  probe?: CheckResult[];
   boots: number;
   timings: { bootMs: number; runMs: number; judgeMs: number };
 }
@@ -73,8 +90,12 @@ function notRun(s: Scenario, profiles: OracleProfile[], verdict: Verdict, reason
   };
 }
 
-/** One CheckResult per scenario and oracle profile, for the table and the exit code. */
+/** The probe stage's checks, then one CheckResult per scenario and oracle profile: the table, the exit code. */
 export function suiteResults(report: SuiteReport): CheckResult[] {
+  return [...(report.probe ?? []), ...scenarioResults(report)];
+}
+
+function scenarioResults(report: SuiteReport): CheckResult[] {
   return report.scenarios.flatMap((s) =>
     s.judgements.map((j): CheckResult => {
       const failing = j.rules.find((r) => r.verdict === j.verdict && r.verdict !== "PASS");
@@ -94,6 +115,40 @@ export function suiteResults(report: SuiteReport): CheckResult[] {
 interface GuestSession {
   guest: BootedGuest;
   executor: ScenarioExecutor;
+  /** this boot's hardware trace file */
+  hwTraceFile?: string;
+}
+
+/** The hardware trace file of the n-th boot: the first as given, later ones beside it. */
+export function hwTraceFileFor(first: string, boot: number): string {
+  if (boot <= 1) return first;
+  const name = basename(first);
+  return join(
+    dirname(first),
+    name === "hw-trace.jsonl" ? hwTraceName(boot) : name.replace(/(\.jsonl)?$/, `-${boot}$1`),
+  );
+}
+
+/** The kernel under test as known-bug records name it: its base and version. */
+export function bugTarget(opts: SuiteOptions): BugTarget {
+  const k = opts.prepared.kernel;
+  return {
+    driver: opts.driver,
+    executor: opts.executor,
+    ...(opts.deviceProfile ? { deviceProfile: opts.deviceProfile } : {}),
+    kernel: { base: k.describe.split(" + ")[0] ?? k.describe, ...(k.version ? { version: k.version } : {}) },
+  };
+}
+
+/** Adds the hardware events that explain it to each FAIL/XFAIL rule's evidence. */
+export function withHwEvidence(judgements: ProfileJudgement[], hw: readonly string[]): ProfileJudgement[] {
+  if (hw.length === 0) return judgements;
+  return judgements.map((j) => ({
+    ...j,
+    rules: j.rules.map((r) =>
+      r.verdict === "FAIL" || r.verdict === "XFAIL" ? { ...r, evidence: [...(r.evidence ?? []), ...hw] } : r,
+    ),
+  }));
 }
 
 export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
@@ -135,22 +190,67 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
       step.update(n, todo.length, item.s.name);
       if (!session) {
         const t0 = Date.now();
-        session = await startSession(opts, factory, report.boots + 1);
+        const started = await startSession(opts, factory, report.boots + 1);
         report.boots++;
         report.timings.bootMs += Date.now() - t0;
+        if (started.probe) report.probe = started.probe;
+        if (!started.session) {
+          const bad = started.probe?.find((r) => !PASSING_VERDICTS.includes(r.verdict));
+          const why = `the device probes stage failed (${bad?.id}: ${bad?.verdict} ${bad?.reason}): no scenario ran`;
+          for (const rest of todo.slice(n)) report.scenarios.push(notRun(rest.s, rest.profiles, "MISS", why));
+          break;
+        }
+        session = started.session;
       }
       const compiled = compileScenario(item.s, { addr: GUEST_ADDR, port: item.port });
+      const control = controlOf(session.guest.device);
+      if (compiled.steps.some((x) => x.fault) && !control) {
+        report.scenarios.push(
+          notRun(item.s, item.profiles, "MISS", "the device server has no control channel to arm faults on"),
+        );
+        continue;
+      }
+      const hwFile = session.hwTraceFile;
+      const hwFrom = hwFile ? await settledSize(hwFile, { maxMs: 200 }) : 0;
       const outcome = await observeScenario(session, compiled);
+      if (control) {
+        const r = await control
+          .control({ op: "clear" })
+          .catch((err: Error) => ({ ok: false, error: err.message }));
+        if (!r.ok) progress.info(`[suite] ${item.s.name}: clearing the device's faults failed: ${r.error}`);
+      }
       report.timings.runMs += outcome.durationMs;
       const traceName = `${TRACE_DIR}/${item.s.name}.jsonl`;
       await writeFile(
         join(opts.runDir, traceName),
         outcome.records.map((r) => `${JSON.stringify(r)}\n`).join(""),
       );
+      let hw: string[] = [];
+      let hwTrace: string | undefined;
+      if (hwFile) {
+        hwTrace = `${TRACE_DIR}/${item.s.name}.hw.jsonl`;
+        const text = await writeHwSlice(
+          hwFile,
+          hwFrom,
+          await settledSize(hwFile),
+          join(opts.runDir, hwTrace),
+        );
+        const qpns = new Set(
+          outcome.records.flatMap((r) =>
+            r.ev === "create" && r.kind === "qp" && r.qp_num !== undefined ? [r.qp_num] : [],
+          ),
+        );
+        hw = hwEvidence(parseHwEvents(text), qpns);
+      }
       const t1 = Date.now();
-      const judgements = judgeTrace(
+      const bugs = knownBugsFor(item.s.known_bugs, bugTarget(opts));
+      const judged = judgeTrace(
         { records: outcome.records, observations: outcome.observations },
         item.profiles,
+      );
+      const judgements = withHwEvidence(
+        applyExpectedFailures(applyKnownBugs(judged, bugs), item.s.expect_fail),
+        hw,
       );
       report.timings.judgeMs += Date.now() - t1;
       const errored = outcome.error !== undefined && !judgements.some((j) => j.verdict === "FAIL");
@@ -160,7 +260,9 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
         judgements: errored ? judgements.map((j) => ({ ...j, verdict: "ERROR" })) : judgements,
         ...(errored ? { outcome: { verdict: "ERROR" as const, reason: outcome.error ?? "" } } : {}),
         trace: traceName,
+        ...(hwTrace ? { hwTrace } : {}),
         observations: outcome.observations,
+        ...(bugs.length > 0 ? { knownBugs: bugs } : {}),
         durationMs: outcome.durationMs,
       });
       if (session.executor.wedged || outcome.error !== undefined) {
@@ -189,17 +291,32 @@ interface ObservedOutcome extends ExecutorOutcome {
   durationMs: number;
 }
 
-/** Runs the scenario and adds what the console showed meanwhile to what the executor saw stuck. */
+/**
+ * Runs the scenario (its fault steps armed on the device) and adds what the console showed
+ * meanwhile, and the faults armed, to what the executor saw.
+ */
 async function observeScenario(session: GuestSession, compiled: CompiledScenario): Promise<ObservedOutcome> {
   const started = Date.now();
   const consoleFrom = session.guest.consoleLog().length;
+  const control = controlOf(session.guest.device);
+  const faults: FaultObservation[] = [];
   let outcome: ExecutorOutcome;
   try {
-    outcome = await session.executor.runScenario(compiled);
+    outcome = await session.executor.runScenario(
+      compiled,
+      control
+        ? {
+            fault: async (step, records) => {
+              const armed = await armFault(control, step, compiled, records);
+              faults.push({ ev: "fault", step: step.index, kind: step.fault?.kind ?? "?", spec: armed.spec });
+            },
+          }
+        : {},
+    );
   } catch (err) {
     outcome = { records: [], stuck: [], error: err instanceof Error ? err.message : String(err) };
   }
-  const observations: Observation[] = [...outcome.stuck];
+  const observations: Observation[] = [...outcome.stuck, ...(outcome.extra ?? []), ...faults];
   for (const e of parseConsole(session.guest.consoleLog().slice(consoleFrom)))
     observations.push({ ev: "console", kind: e.kind, text: e.text, trace: e.trace });
   return { ...outcome, observations, durationMs: Date.now() - started };
@@ -209,7 +326,8 @@ async function startSession(
   opts: SuiteOptions,
   factory: ExecutorFactory,
   boot: number,
-): Promise<GuestSession> {
+): Promise<{ session?: GuestSession; probe?: CheckResult[] }> {
+  const hwTraceFile = opts.hwTraceFile ? hwTraceFileFor(opts.hwTraceFile, boot) : undefined;
   const guest = await bootPrepared(opts.prepared, {
     mac: DEFAULT_GUEST_MAC,
     keepConsole: join(opts.runDir, boot === 1 ? "console.log" : `console-${boot}.log`),
@@ -217,15 +335,30 @@ async function startSession(
     device:
       opts.driver === "siw"
         ? false
-        : { profile: opts.deviceProfile, ...(opts.hwTraceFile ? { traceFile: opts.hwTraceFile } : {}) },
+        : { profile: opts.deviceProfile, ...(hwTraceFile ? { traceFile: hwTraceFile } : {}) },
   });
   try {
+    let probe: CheckResult[] | undefined;
+    if (boot === 1 && opts.probe) {
+      probe = await opts.probe(guest, opts.driver === "siw" ? undefined : hwTraceFile);
+      if (probe.some((r) => !PASSING_VERDICTS.includes(r.verdict))) {
+        await guest.dispose();
+        return { probe };
+      }
+    }
     if (opts.driver === "siw") await addSiwLink(guest);
     else {
       const r = await guest.exec("modprobe erdma", { timeoutMs: 60_000 });
       if (r.exitCode !== 0) throw new Error(`modprobe erdma failed: ${r.stderr.trim()}`);
     }
-    return { guest, executor: await factory(guest, opts.prepared) };
+    return {
+      ...(probe ? { probe } : {}),
+      session: {
+        guest,
+        executor: await factory(guest, opts.prepared),
+        ...(hwTraceFile && opts.driver !== "siw" ? { hwTraceFile } : {}),
+      },
+    };
   } catch (err) {
     await guest.dispose();
     throw err;

@@ -4,7 +4,7 @@
  * commands with its own watchdog. Steps an executor cannot carry out are marked, not dropped.
  */
 import { kvCommand } from "../kverbs/driver.ts";
-import type { Scenario, Step, StepKind } from "./schema.ts";
+import type { FaultStep, Scenario, Step, StepKind } from "./schema.ts";
 
 /** The verbs object names the compiled commands use. */
 export const NAMES = {
@@ -40,6 +40,20 @@ export interface CompiledStep {
   /** the watchdog: the commands must finish within this */
   timeoutMs: number;
   unsupported?: Unsupported;
+  /** a device fault the suite arms through the device's control channel (no executor commands) */
+  fault?: FaultStep;
+  /** the WRs the step posts (to find which event a fault on a later WR is) */
+  posts?: StepPosts;
+}
+
+export interface StepPosts {
+  /** the verbs object name of the QP (NAMES.qp or NAMES.peer) */
+  qp: string;
+  queue: "sq" | "rq";
+  wrId: number;
+  count: number;
+  /** the send WRs' signaling as posted (receives: all) */
+  signal: "all" | "none" | "last" | number;
 }
 
 export interface CompiledScenario {
@@ -122,7 +136,7 @@ function compileStep(
   s: Scenario,
   step: Step,
   ids: WrIds,
-): { commands: string[]; waitMs?: number; unsupported?: Unsupported } {
+): { commands: string[]; waitMs?: number; unsupported?: Unsupported; fault?: FaultStep; posts?: StepPosts } {
   const cq = cqNames(s);
   if ("post_send" in step) {
     const p = step.post_send;
@@ -136,6 +150,13 @@ function compileStep(
       };
     const wrId = ids.take(p.on, "sq", p.wr_id, p.count);
     return {
+      posts: {
+        qp: NAMES[p.on],
+        queue: "sq",
+        wrId,
+        count: p.count,
+        signal: s.qp.sig_all && p.on === "qp" ? "all" : p.signal,
+      },
       commands: [
         kvCommand("post_send", {
           qp: NAMES[p.on],
@@ -153,6 +174,7 @@ function compileStep(
     const p = step.post_recv;
     const wrId = ids.take(p.on, "rq", p.wr_id, p.count);
     return {
+      posts: { qp: NAMES[p.on], queue: "rq", wrId, count: p.count, signal: "all" },
       commands: [
         kvCommand("post_recv", { qp: NAMES[p.on], wr_id: wrId, count: p.count, batch: p.batch, len: p.len }),
       ],
@@ -171,13 +193,7 @@ function compileStep(
     };
   }
   if ("sleep" in step) return { commands: [kvCommand("sleep", { ms: step.sleep })], waitMs: step.sleep };
-  return {
-    commands: [],
-    unsupported: {
-      needs: "device-model",
-      reason: `fault ${step.fault.kind} needs the device model's fault injection`,
-    },
-  };
+  return { commands: [], fault: step.fault };
 }
 
 export function compileScenario(s: Scenario, opts: CompileOptions): CompiledScenario {
@@ -195,6 +211,8 @@ export function compileScenario(s: Scenario, opts: CompileOptions): CompiledScen
       commands: c.commands,
       timeoutMs,
       ...(c.unsupported ? { unsupported: c.unsupported } : {}),
+      ...(c.fault ? { fault: c.fault } : {}),
+      ...(c.posts ? { posts: c.posts } : {}),
     };
   });
   const cq = cqNames(s);

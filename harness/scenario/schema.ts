@@ -20,10 +20,22 @@ export const FAULT_KINDS = [
   "delay-cqe",
   "duplicate-cqe",
   "reorder-cqe",
+  "wrong-index",
   "wrong-cq",
   "lose-irq",
   "stall-queue",
+  "ignore-doorbell",
 ] as const;
+export type FaultKindName = (typeof FAULT_KINDS)[number];
+/** faults on a completion: the CQE of WR wr_id (or the next one) on the queue's CQ */
+export const CQE_FAULTS: readonly FaultKindName[] = [
+  "drop-cqe",
+  "delay-cqe",
+  "duplicate-cqe",
+  "reorder-cqe",
+  "wrong-index",
+  "wrong-cq",
+];
 
 const count = z.number().int().min(1).max(4096);
 const wrId = z
@@ -88,12 +100,22 @@ const sleep = z.strictObject({
 const fault = z.strictObject({
   fault: z.strictObject({
     kind: z.enum(FAULT_KINDS),
+    /** the QP whose queue it hits (default: the QP under test) */
+    on: side,
+    /** sq / rq: that queue of the QP; cq: any completion of the QP (CQE faults only) */
     queue: z.enum(["sq", "rq", "cq"]).optional(),
+    /** the WR it hits (the WQE for error-wqe, its completion for CQE faults); default: the next */
     wr_id: wrId.optional(),
-    /** e.g. an IB_WC status name for error-wqe */
+    /** an IB_WC status name for error-wqe, e.g. LOC_ACCESS_ERR */
     status: z.string().optional(),
-    ms: z.number().int().min(0).optional(),
-    count: z.number().int().min(1).optional(),
+    /** delay-cqe: how long; stall-queue: how long (default: until the scenario ends) */
+    ms: z.number().int().min(1).max(60_000).optional(),
+    /** wrong-index: the index the CQE reports, relative to the WR's */
+    delta: z.number().int().min(-1024).max(1024).optional(),
+    /** lose-irq: the MSI-X vector (default: any) */
+    vector: z.number().int().min(0).max(64).optional(),
+    /** how many consecutive events it hits (default 1) */
+    count: z.number().int().min(1).max(4096).optional(),
   }),
   timeout_ms: ms.optional(),
 });
@@ -165,14 +187,47 @@ const peerSchema = z.strictObject({
   poll: z.enum(["direct", "softirq", "workqueue", "unbound"]).default("softirq"),
 });
 
-const knownBug = z.strictObject({
+/** a rule of DESIGN.md (1-9), or the harness's own: "hang" (a step past its watchdog), "console" */
+const ruleRef = z.union([z.number().int().min(1).max(9), z.enum(["hang", "console"])]);
+
+/**
+ * A driver bug the scenario is known to hit: where it applies (driver, and optionally kernels,
+ * device profiles, executors), which rules it breaks, and where the defect is (a source file and
+ * function, file:function, or a URL). A recorded rule that FAILs there is an XFAIL; one that holds
+ * is an XPASS (shown, not a failure).
+ */
+export const knownBugSchema = z.strictObject({
   driver: z.enum(DRIVERS),
-  /** kernel bases (debian:6.1, ...) the bug is in; absent: all */
-  kernels: z.array(z.string()).optional(),
-  device_profiles: z.array(z.string()).optional(),
-  rules: z.array(z.number().int().min(1).max(9)).min(1),
-  note: z.string(),
+  /** kernel bases (debian:6.1) or versions (6.12, 6.12.95) the bug is in; absent: all */
+  kernels: z
+    .array(
+      z.string().regex(/^(debian:\d+\.\d+|\d+\.\d+(\.\d+)?)$/, "a base (debian:6.12) or a version (6.12)"),
+    )
+    .min(1)
+    .optional(),
+  device_profiles: z.array(z.string().min(1)).min(1).optional(),
+  executors: z.array(z.enum(EXECUTORS)).min(1).optional(),
+  rules: z.array(ruleRef).min(1),
+  reference: z
+    .string()
+    .regex(
+      /^(https?:\/\/\S+|[\w.+/-]+\.[a-z]+:[A-Za-z_]\w*(\(\))?)$/,
+      "file:function (drivers/infiniband/hw/erdma/erdma_qp.c:erdma_post_recv) or a URL",
+    ),
+  note: z.string().min(1),
 });
+export type KnownBug = z.infer<typeof knownBugSchema>;
+
+/**
+ * The rules a scenario's injected device faults are meant to break (the oracle must catch a faulty
+ * device): on a driver with a device model they are XFAIL when they FAIL, and a FAIL when they hold
+ * (the oracle missed the fault).
+ */
+export const expectFailSchema = z.strictObject({
+  rules: z.array(ruleRef).min(1),
+  why: z.string().min(1),
+});
+export type ExpectFail = z.infer<typeof expectFailSchema>;
 
 export const scenarioSchema = z
   .strictObject({
@@ -193,10 +248,35 @@ export const scenarioSchema = z
     qp: qpSetupSchema.default(qpSetupSchema.parse({})),
     peer: peerSchema.default(peerSchema.parse({})),
     steps: z.array(stepSchema).min(1),
-    known_bugs: z.array(knownBug).optional(),
+    known_bugs: z.array(knownBugSchema).min(1).optional(),
+    expect_fail: expectFailSchema.optional(),
   })
   .superRefine((s, ctx) => {
+    if (s.expect_fail && !s.steps.some((x) => "fault" in x))
+      ctx.addIssue({
+        code: "custom",
+        path: ["expect_fail"],
+        message: "expect_fail is for scenarios whose fault steps break rules; this one has no fault step",
+      });
+    s.known_bugs?.forEach((bug, i) => {
+      if (!s.drivers.includes(bug.driver))
+        ctx.addIssue({
+          code: "custom",
+          path: ["known_bugs", i, "driver"],
+          message: `the scenario does not run on ${bug.driver} (drivers: ${s.drivers.join(", ")})`,
+        });
+      const off = bug.executors?.find((e) => !s.executors.includes(e));
+      if (off)
+        ctx.addIssue({
+          code: "custom",
+          path: ["known_bugs", i, "executors"],
+          message: `the scenario does not run on the ${off} executor (executors: ${s.executors.join(", ")})`,
+        });
+    });
     s.steps.forEach((step, i) => {
+      if ("fault" in step)
+        for (const p of faultProblems(step.fault))
+          ctx.addIssue({ code: "custom", path: ["steps", i, "fault", p.field], message: p.message });
       const post = "post_send" in step ? step.post_send : "post_recv" in step ? step.post_recv : undefined;
       if (post && post.count > 1024 && post.batch === undefined)
         ctx.addIssue({
@@ -226,6 +306,37 @@ export const scenarioSchema = z
   });
 
 export type ScenarioSpec = z.infer<typeof scenarioSchema>;
+export type FaultStep = Extract<Step, { fault: unknown }>["fault"];
+
+/** What a fault step must say for its kind (the file's error, whatever the driver). */
+function faultProblems(f: FaultStep): { field: string; message: string }[] {
+  const out: { field: string; message: string }[] = [];
+  const needs = (field: keyof FaultStep, why: string) => {
+    if (f[field] === undefined) out.push({ field: "kind", message: `${f.kind} needs ${field} (${why})` });
+  };
+  const refuses = (field: keyof FaultStep) => {
+    if (f[field] !== undefined) out.push({ field, message: `${f.kind} takes no ${field}` });
+  };
+  if (f.kind === "error-wqe") needs("status", "an IB_WC status name");
+  else refuses("status");
+  if (f.kind === "delay-cqe") needs("ms", "how long the completion is held");
+  else if (f.kind !== "stall-queue") refuses("ms");
+  if (f.kind === "wrong-index") needs("delta", "the index offset the CQE reports");
+  else refuses("delta");
+  if (f.kind !== "lose-irq") refuses("vector");
+  if (f.kind === "lose-irq") {
+    refuses("queue");
+    refuses("wr_id");
+  }
+  if (f.kind === "stall-queue" || f.kind === "ignore-doorbell") {
+    needs("queue", "sq or rq");
+    refuses("wr_id");
+  }
+  if (f.queue === "cq" && !CQE_FAULTS.includes(f.kind))
+    out.push({ field: "queue", message: `queue cq is for completion faults, not ${f.kind}` });
+  if (f.kind === "error-wqe" && f.queue === undefined) needs("queue", "sq or rq");
+  return out;
+}
 
 /** A validated scenario and where it came from. */
 export interface Scenario extends ScenarioSpec {

@@ -42,7 +42,24 @@ t.test("which scenarios run where", async (t) => {
     verdict: "SKIP",
     reason: /^step 1 \(line 4\): .*siw has no device model/,
   });
-  t.match(planSteps(fault, { driver: "erdma", executor: "kernel" }), { verdict: "MISS" });
+  t.same(planSteps(fault, { driver: "erdma", executor: "kernel" }), { run: true }, "erdma arms it");
+  t.match(planSteps(fault, { driver: "erdma", executor: "user" }), {
+    verdict: "MISS",
+    reason: /user executor runs a scenario in one process/,
+  });
+  const wrongCq = compileScenario(
+    scenario(["steps:", "  - fault: { kind: wrong-cq }", "  - drain: {}"]),
+    OPTS,
+  );
+  t.match(planSteps(wrongCq, { driver: "erdma", executor: "kernel" }), {
+    verdict: "MISS",
+    reason: /^step 1 \(line 4\): the erdma model has no fault that completes a WR on another CQ/,
+  });
+  const softirq = scenario(["qp: { poll: softirq }", "steps: [ { drain: {} } ]"]);
+  t.match(planScenario(softirq, { driver: "erdma", executor: "user" }), {
+    verdict: "SKIP",
+    reason: /kernel's softirq CQ poll context/,
+  });
   const regMr = compileScenario(scenario(["steps:", "  - post_send: { op: reg_mr }"]), OPTS);
   t.match(planSteps(regMr, { driver: "siw", executor: "kernel" }), {
     verdict: "MISS",
@@ -50,7 +67,7 @@ t.test("which scenarios run where", async (t) => {
   });
 
   t.equal(typeof executorFactory("kernel"), "function");
-  t.match(executorFactory("user"), /userspace executor .* not wired/);
+  t.equal(typeof executorFactory("user"), "function", "the user executor is wired in");
 });
 
 /** A scripted executor: answers each run() with records made by `respond`, records every call. */
@@ -303,5 +320,7 @@ t.test("hil run: bad suite input is one clear error, exit 2, before anything is 
   const help = await hil(["run", "--help"], iso.env);
   t.match(help.stdout, /--scenario <glob>/);
   t.match(help.stdout, /1 a check or rule FAILed; 3 the harness could not judge/);
+  t.match(help.stdout, /0 every verdict PASS, SKIP, XFAIL or XPASS/);
+  t.match(help.stdout, /Defaults: --kernel debian:6\.12, --driver erdma, --profile erdma-reflush/);
   t.same(leftovers(iso).entries, [], "nothing left in its TMPDIR");
 });

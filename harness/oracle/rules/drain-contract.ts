@@ -18,6 +18,19 @@ export const rule9: Rule = {
     if (model.drains.length === 0) return skip("no ib_drain_* call");
     const problems: Problem[] = [];
     for (const d of model.drains) {
+      const call = model.records[d.at];
+      const failedMarkers = observations.filter(
+        (o) => o.ev === "marker" && call?.ev === "drain" && o.call === call.call && o.rc !== 0,
+      );
+      if (failedMarkers.length > 0) {
+        for (const m of failedMarkers)
+          if (m.ev === "marker")
+            problems.push({
+              reason: `the ${m.queue} drain marker of ${d.qp} was refused (post returned ${m.rc}): the drain cannot wait for it (__ib_drain_${m.queue} WARNs and returns)`,
+              evidence: [quote(model.records, d.at), `marker: ${JSON.stringify(m)}`],
+            });
+        continue;
+      }
       if (d.retAt === undefined) {
         const stuck = observations.find((o) => o.ev === "stuck");
         problems.push({

@@ -1,0 +1,171 @@
+/**
+ * A scenario's fault steps on the emulated erdma device: what each fault kind becomes in the
+ * device model's fault API (qemu/erdma/faults.ts FaultSpec, armed over the device server's
+ * control channel), and which ones the model cannot carry out. A fault names a WR (wr_id) or
+ * hits the next event; the model counts events (WQEs executed, CQEs written) on one QP's queue
+ * from the moment it is armed, so the WR becomes `nth`: its place among the WRs of that queue
+ * still owed an event, then those the later steps post.
+ */
+import type { ControlReply } from "../../qemu/erdma/control.ts";
+import { type KvRecord, postedWrs, recordsOf } from "../kverbs/trace.ts";
+import { TraceModel } from "../oracle/model.ts";
+import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
+import { NAMES } from "../scenario/compile.ts";
+import { CQE_FAULTS, type FaultStep } from "../scenario/schema.ts";
+
+/** The device's control channel (AttachedErdma.control), as the suite uses it. */
+export interface DeviceControl {
+  control(req: Record<string, unknown>): Promise<ControlReply>;
+}
+
+/** The device, if it has a control channel. */
+export function controlOf(device: unknown): DeviceControl | undefined {
+  const c = (device as { control?: unknown } | undefined)?.control;
+  return typeof c === "function" ? (device as DeviceControl) : undefined;
+}
+
+/**
+ * IB_WC status names an injected WQE error can produce, and the erdma_wc_status the device
+ * writes for each: the driver maps it back (drivers/infiniband/hw/erdma/erdma_cq.c map_cqe_status).
+ */
+export const ERDMA_WC_STATUS: Record<"sq" | "rq", Readonly<Record<string, number>>> = {
+  sq: { GENERAL_ERR: 1, LOC_QP_OP_ERR: 8, LOC_ACCESS_ERR: 10, WR_FLUSH_ERR: 15, RETRY_EXC_ERR: 16 },
+  rq: { GENERAL_ERR: 1, REM_ACCESS_ERR: 3, WR_FLUSH_ERR: 15 },
+};
+
+function statusName(s: string): string {
+  return s.toUpperCase().replace(/^IB_WC_/, "");
+}
+
+/** Why the erdma model cannot carry out this fault, or undefined when it can. */
+export function erdmaFaultGap(f: FaultStep): string | undefined {
+  if (f.kind === "wrong-cq")
+    return "the erdma model has no fault that completes a WR on another CQ (qemu/erdma/faults.ts); wrong-index misreports the WR instead";
+  if (f.kind === "error-wqe" && f.status !== undefined) {
+    const queue = f.queue === "rq" ? "rq" : "sq";
+    const table = ERDMA_WC_STATUS[queue];
+    if (table[statusName(f.status)] === undefined)
+      return `error-wqe status ${f.status}: erdma cannot report it on the ${queue} (drivers/infiniband/hw/erdma/erdma_cq.c map_cqe_status gives ${Object.keys(table).join(", ")})`;
+  }
+  return undefined;
+}
+
+export class FaultTranslationError extends Error {
+  override name = "FaultTranslationError";
+}
+
+function isSignaled(signal: "all" | "none" | "last" | number, i: number, count: number): boolean {
+  if (signal === "all") return true;
+  if (signal === "none") return false;
+  if (signal === "last") return i === count - 1;
+  return (i + 1) % signal === 0;
+}
+
+interface Pending {
+  wrId: number;
+  signaled: boolean;
+}
+
+/**
+ * The WRs of one queue that an event is still to come for, in the order the device meets them:
+ * those posted and not completed, then those later steps post. For completion faults on a send
+ * queue that is not in ERR, unsignaled WRs are left out (a successful one writes no CQE).
+ */
+export function pendingWrs(
+  records: readonly KvRecord[],
+  compiled: CompiledScenario,
+  stepIndex: number,
+  qp: string,
+  queue: "sq" | "rq",
+  cqeEvents: boolean,
+): number[] {
+  const completed = new Set(
+    recordsOf(records, "cqe")
+      .filter((c) => c.qp === qp && c.queue === queue)
+      .map((c) => c.wr_id),
+  );
+  const list: Pending[] = postedWrs(records)
+    .filter((w) => w.qp === qp && w.queue === queue && w.accepted && !completed.has(w.wrId))
+    .map((w) => ({ wrId: w.wrId, signaled: w.signaled }));
+  for (const s of compiled.steps.slice(stepIndex + 1)) {
+    const p = s.posts;
+    if (!p || p.qp !== qp || p.queue !== queue) continue;
+    for (let i = 0; i < p.count; i++)
+      list.push({ wrId: p.wrId + i, signaled: queue === "rq" || isSignaled(p.signal, i, p.count) });
+  }
+  const inErr = new TraceModel(records).finalState(qp) === "ERR";
+  return list.filter((w) => !cqeEvents || queue === "rq" || inErr || w.signaled).map((w) => w.wrId);
+}
+
+/** The QP's number as the device knows it (the trace's create record). */
+export function qpNumber(records: readonly KvRecord[], qp: string): number {
+  const created = recordsOf(records, "create")
+    .filter((c) => c.kind === "qp" && c.name === qp)
+    .at(-1);
+  if (created?.qp_num === undefined)
+    throw new FaultTranslationError(`no qp_num for ${qp}: the trace has no create record of it`);
+  return created.qp_num;
+}
+
+/**
+ * The FaultSpec (qemu/erdma/faults.ts) for a fault step, given the trace so far. Throws
+ * FaultTranslationError when the scenario cannot be carried out (a wr_id no later event is for).
+ */
+export function translateFault(
+  step: CompiledStep,
+  compiled: CompiledScenario,
+  records: readonly KvRecord[],
+): Record<string, unknown> {
+  const f = step.fault;
+  if (!f) throw new FaultTranslationError(`step ${step.index + 1} is not a fault`);
+  const gap = erdmaFaultGap(f);
+  if (gap) throw new FaultTranslationError(gap);
+  const spec: Record<string, unknown> = { kind: f.kind };
+  if (f.count !== undefined) spec.count = f.count;
+  if (f.kind === "lose-irq") {
+    if (f.vector !== undefined) spec.vector = f.vector;
+    return spec;
+  }
+  const qp = NAMES[f.on];
+  spec.qpn = qpNumber(records, qp);
+  const cqeEvents = CQE_FAULTS.includes(f.kind);
+  let queue: "sq" | "rq" | undefined = f.queue === "sq" || f.queue === "rq" ? f.queue : undefined;
+  if (f.wr_id !== undefined) {
+    const where = (["sq", "rq"] as const)
+      .filter((q) => queue === undefined || q === queue)
+      .map((q) => ({ q, list: pendingWrs(records, compiled, step.index, qp, q, cqeEvents) }))
+      .find((x) => x.list.includes(f.wr_id as number));
+    if (!where)
+      throw new FaultTranslationError(
+        `fault ${f.kind} on WR ${f.wr_id}: no ${queue ?? "sq or rq"} WR of ${qp} with that wr_id is outstanding or posted later${cqeEvents ? " (with a completion to come)" : ""}`,
+      );
+    queue = where.q;
+    spec.nth = where.list.indexOf(f.wr_id) + 1;
+  }
+  if (queue !== undefined) spec.queue = queue;
+  if (f.kind === "error-wqe")
+    spec.status = ERDMA_WC_STATUS[queue === "rq" ? "rq" : "sq"][statusName(f.status ?? "")];
+  if (f.ms !== undefined) spec.ms = f.ms;
+  if (f.delta !== undefined) spec.delta = f.delta;
+  return spec;
+}
+
+/** The ids of the faults armed in one scenario, and the one-line descriptions for its evidence. */
+export interface ArmedFault {
+  step: number;
+  id: number;
+  spec: Record<string, unknown>;
+}
+
+/** Arms a fault step on the device; throws with the device's reason when it refuses. */
+export async function armFault(
+  control: DeviceControl,
+  step: CompiledStep,
+  compiled: CompiledScenario,
+  records: readonly KvRecord[],
+): Promise<ArmedFault> {
+  const spec = translateFault(step, compiled, records);
+  const reply = await control.control({ op: "fault", fault: spec });
+  if (!reply.ok) throw new Error(`the device refused fault ${JSON.stringify(spec)}: ${reply.error}`);
+  return { step: step.index, id: typeof reply.id === "number" ? reply.id : -1, spec };
+}

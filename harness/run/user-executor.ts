@@ -1,0 +1,136 @@
+/**
+ * The userspace executor (guest/uverbs, hil-uverbs) as a suite executor: one process per scenario,
+ * all its command lines at once (the objects live in that process), then a settling pass over the
+ * CQs. Its drain has a timeout of its own: a marker that never completes is a `hang` record, which
+ * becomes the stuck observation the oracle judges as a hang (no kernel stack: the process polls);
+ * a run the host-side watchdog kills is one too, with the process's kernel stack. The user drain's
+ * marker posts become observations, so rule 9 can tell a failed marker post from a hang.
+ */
+import type { KvRecord } from "../kverbs/trace.ts";
+import type { Observation, StuckObservation } from "../oracle/observations.ts";
+import type { CompiledScenario } from "../scenario/compile.ts";
+import { HilError } from "../util/errors.ts";
+import { runUverbs, UVERBS_BINARY, type UverbsRun, type UverbsShell } from "../uverbs/driver.ts";
+import type { ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
+
+/** how long the run waits for late completions before its last polls */
+const SETTLE_MS = 500;
+/** room for the process, SSH and teardown beyond the steps' own watchdogs */
+const RUN_MARGIN_MS = 30_000;
+
+/** The hil-uverbs input for a scenario: kernel poll contexts dropped (polled directly here). */
+export function userLines(compiled: CompiledScenario): string[] {
+  const steps = compiled.steps.flatMap((s) => s.commands);
+  const settle = [`sleep ms=${SETTLE_MS}`, ...compiled.cqs.map((cq) => `poll cq=${cq} min=0 timeout=0`)];
+  return [...compiled.setup, ...steps, ...settle].map((l) =>
+    l.startsWith("cq ") ? l.replace(/ poll=[a-z]+/, "") : l,
+  );
+}
+
+/** The drain steps' watchdog is the user drain's own timeout; the whole run gets them all. */
+export function userTimeouts(compiled: CompiledScenario): { drainMs: number; runMs: number } {
+  const drains = compiled.steps.filter((s) => s.kind === "drain").map((s) => s.timeoutMs);
+  const drainMs = Math.max(1000, ...drains);
+  const runMs = compiled.setupTimeoutMs + compiled.steps.reduce((n, s) => n + s.timeoutMs, 0) + RUN_MARGIN_MS;
+  return { drainMs, runMs };
+}
+
+/** The scenario step the n-th drain record of the run belongs to. */
+function drainStep(compiled: CompiledScenario, records: readonly KvRecord[], call: number): number {
+  const nth = records.filter((r) => r.ev === "drain").findIndex((r) => r.ev === "drain" && r.call === call);
+  const drains = compiled.steps.filter((s) => s.kind === "drain");
+  return drains[nth >= 0 ? nth : drains.length - 1]?.index ?? -1;
+}
+
+/** The step of the last command that started and did not finish (a killed run); -1: setup. */
+function unfinishedStep(
+  compiled: CompiledScenario,
+  records: readonly KvRecord[],
+): { step: number; op: string } {
+  const cmds = records.flatMap((r) => (r.ev === "cmd" ? [r] : []));
+  const done = new Set(records.flatMap((r) => (r.ev === "done" ? [r.id] : [])));
+  const op =
+    cmds
+      .filter((c) => !done.has(c.id))
+      .at(-1)
+      ?.line.split(" ")[0] ?? "?";
+  let n = compiled.setup.length;
+  if (cmds.length <= n) return { step: -1, op };
+  for (const s of compiled.steps) {
+    n += s.commands.length;
+    if (cmds.length <= n) return { step: s.index, op };
+  }
+  return { step: compiled.steps.length, op };
+}
+
+/** The run's records and what it saw stuck, in the suite's shape. */
+export function userOutcome(compiled: CompiledScenario, run: UverbsRun): ExecutorOutcome {
+  const stuck: StuckObservation[] = [];
+  if (run.hang)
+    stuck.push({
+      ev: "stuck",
+      step: drainStep(compiled, run.records, run.hang.call),
+      op: "drain",
+      ms: run.hang.waited_ms,
+      stack: `(user drain: the ${run.hang.queue} marker of ${run.hang.qp} did not complete on ${run.hang.cq} in ${run.hang.waited_ms} ms)`,
+      state: "polling its CQ",
+    });
+  else if (run.killed) {
+    const { step, op } = unfinishedStep(compiled, run.records);
+    stuck.push({
+      ev: "stuck",
+      step,
+      op,
+      ms: run.killed.afterMs,
+      stack: run.killed.stack,
+      state: run.killed.state,
+    });
+  }
+  const markers: Observation[] = run.user.flatMap((u) =>
+    u.ev === "drain_marker"
+      ? [{ ev: "marker" as const, call: u.call, qp: u.qp, queue: u.queue, wr_id: u.wr_id, rc: u.rc }]
+      : [],
+  );
+  const rejected = run.records.find((r) => r.ev === "reject");
+  return {
+    records: run.records,
+    stuck,
+    extra: markers,
+    ...(rejected?.ev === "reject" ? { error: `hil-uverbs refused ${rejected.line}: ${rejected.why}` } : {}),
+  };
+}
+
+export class UserExecutor implements ScenarioExecutor {
+  readonly kind = "user" as const;
+  private stuckOnce = false;
+
+  private constructor(private readonly guest: UverbsShell) {}
+
+  /** Checks the guest has hil-uverbs (the tools layer of the image). */
+  static async load(guest: UverbsShell): Promise<UserExecutor> {
+    const r = await guest.exec(`command -v ${UVERBS_BINARY}`, { timeoutMs: 10_000 });
+    if (r.exitCode !== 0) throw new HilError(`the guest has no ${UVERBS_BINARY} (the guest tools layer)`);
+    return new UserExecutor(guest);
+  }
+
+  get wedged(): boolean {
+    return this.stuckOnce;
+  }
+
+  async runScenario(compiled: CompiledScenario): Promise<ExecutorOutcome> {
+    const fault = compiled.steps.find((s) => s.fault);
+    if (fault)
+      return { records: [], stuck: [], error: `step ${fault.index + 1}: the user executor arms no faults` };
+    const { drainMs, runMs } = userTimeouts(compiled);
+    const run = await runUverbs(this.guest, userLines(compiled), {
+      drainTimeoutMs: drainMs,
+      timeoutMs: runMs,
+      check: false,
+    });
+    // a killed process may still hold its verbs objects (stuck in the kernel): reboot after it
+    if (run.killed) this.stuckOnce = true;
+    return userOutcome(compiled, run);
+  }
+
+  async close(): Promise<void> {}
+}

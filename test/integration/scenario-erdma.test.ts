@@ -1,0 +1,173 @@
+// The drain suite on the emulated erdma device with the real Linux 6.12 driver, through `hil run`
+// as a user types it: the device probes stage, a scenario that passes, the erdma RQ-overflow bug
+// recorded as a known bug (XFAIL, exit 0), and the device's faults armed at their steps: a
+// duplicated flush completion is the rule 5 FAIL the scenario expects (XFAIL), quoting the fault
+// in the hardware trace, an
+// injected WQE error is a hardware-initiated ERROR whose flushes pass, and a fault the model has
+// no equivalent for is a MISS that says so. Each scenario's hardware trace is cut out beside its
+// verbs trace, and nothing is left running.
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import t from "tap";
+import { parseTrace } from "../../harness/kverbs/trace.ts";
+import { hil, isolate, leftovers } from "../support/cli.ts";
+
+t.setTimeout(10 * 60 * 1000);
+
+interface Rule {
+  rule: string;
+  verdict: string;
+  reason: string;
+  evidence?: string[];
+}
+interface Scenario {
+  name: string;
+  judgements: { profile: string; verdict: string; rules: Rule[] }[];
+  outcome?: { verdict: string; reason: string };
+  trace?: string;
+  hwTrace?: string;
+  knownBugs?: { reference: string }[];
+}
+
+function load(dir: string): { scenarios: Scenario[]; probe?: { id: string; verdict: string }[] } {
+  return JSON.parse(readFileSync(join(dir, "verdicts.json"), "utf8"));
+}
+
+function scenarioOf(dir: string, name: string): Scenario {
+  const s = load(dir).scenarios.find((x) => x.name === name);
+  if (!s) throw new Error(`no ${name} in ${dir}`);
+  return s;
+}
+
+const verdicts = (s: Scenario) => s.judgements.map((j) => `${j.profile} ${j.verdict}`);
+const linuxRule = (s: Scenario, rule: string) =>
+  s.judgements.find((j) => j.profile === "linux")?.rules.find((r) => r.rule === rule);
+
+t.test("hil run on erdma, debian:6.12: a PASS and a known bug (XFAIL) exit 0", async (t) => {
+  const iso = isolate();
+  const dir = t.testdir({});
+  const r = await hil(
+    [
+      "run",
+      "--kernel",
+      "debian:6.12",
+      "--scenario",
+      "drain-twice,partial-post-rq-overflow",
+      "--run-dir",
+      dir,
+    ],
+    iso.env,
+  );
+  t.equal(r.exitCode, 0, `only a known bug fails: exit 0\n${r.stdout}${r.stderr}`);
+  t.match(
+    r.stdout,
+    /^the device probes: kernel-release PASS, erdma-module PASS, rdma-core PASS, erdma-probe PASS, verbs-lifecycle PASS, console-clean PASS$/m,
+  );
+  t.match(r.stdout, /^drain-twice\s+PASS\s+PASS\s+PASS\s+every rule holds$/m);
+  t.match(
+    r.stdout,
+    /^partial-post-rq-overflow\s+XFAIL\s+XFAIL\s+XFAIL\s+rule [45]: known bug \(drivers\/infiniband\/hw\/erdma\/erdma_qp\.c:erdma_post_recv\)/m,
+  );
+  t.match(r.stdout, /^hil: 9 passed, 0 failed, 3 xfail \(known bugs\)$/m);
+
+  const overflow = scenarioOf(dir, "partial-post-rq-overflow");
+  const rules = overflow.judgements.flatMap((j) =>
+    j.rules.filter((x) => x.verdict === "XFAIL").map((x) => x.rule),
+  );
+  t.ok(
+    rules.length > 0 && rules.every((x) => x === "4" || x === "5"),
+    `XFAIL only on the recorded rules (${rules})`,
+  );
+  t.same(
+    overflow.knownBugs?.map((b) => b.reference),
+    ["drivers/infiniband/hw/erdma/erdma_qp.c:erdma_post_recv"],
+  );
+  const xfail = overflow.judgements[0]?.rules.find((x) => x.verdict === "XFAIL");
+  t.ok(
+    xfail?.evidence?.some((e) => /^hw flush .*"qpn":\d+,"queue":"rq","from":0,"to":12,"count":12/.test(e)),
+    "the hardware trace shows 12 RQEs flushed on an 8-deep ring",
+  );
+  for (const s of [overflow, scenarioOf(dir, "drain-twice")]) {
+    t.ok(
+      s.trace && parseTrace(readFileSync(join(dir, s.trace), "utf8")).length > 10,
+      `${s.name}: verbs trace`,
+    );
+    const hw = readFileSync(join(dir, s.hwTrace ?? "none"), "utf8")
+      .trim()
+      .split("\n");
+    t.ok(
+      hw.length > 20 && hw.every((l) => JSON.parse(l).dev === "erdma"),
+      `${s.name}: its hardware trace slice`,
+    );
+  }
+  t.ok(existsSync(join(dir, "hw-trace.jsonl")), "the run's whole hardware trace");
+  t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+});
+
+/** Whether the device server's control channel has reached AttachedErdma (the lead's part). */
+const hasControl = /\bcontrol\(/.test(
+  readFileSync(new URL("../../qemu/erdma/attach.ts", import.meta.url), "utf8"),
+);
+
+t.test("device faults on erdma, debian:6.12", async (t) => {
+  const iso = isolate();
+  const dir = t.testdir({});
+  const r = await hil(
+    [
+      "run",
+      "--scenario",
+      "fault-duplicate-cqe,fault-error-wqe,fault-wrong-cq",
+      "--oracle",
+      "linux",
+      "--run-dir",
+      dir,
+    ],
+    iso.env,
+  );
+  const wrongCq = scenarioOf(dir, "fault-wrong-cq");
+  t.same(verdicts(wrongCq), ["linux MISS"]);
+  t.match(
+    wrongCq.outcome?.reason,
+    /^step 2 \(line 10\): the erdma model has no fault that completes a WR on another CQ/,
+  );
+  if (!hasControl) {
+    t.comment("AttachedErdma has no control() yet: the armed-fault scenarios are MISS");
+    t.match(scenarioOf(dir, "fault-duplicate-cqe").outcome?.reason, /no control channel/);
+    t.equal(r.exitCode, 3);
+    t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+    return;
+  }
+  t.equal(
+    r.exitCode,
+    3,
+    `the wrong-cq MISS: the harness could not judge it\n${r.stdout}${r.stderr}`.slice(0, 4000),
+  );
+  const dup = scenarioOf(dir, "fault-duplicate-cqe");
+  t.same(verdicts(dup), ["linux XFAIL"], "the oracle caught the duplicate: the expected failure");
+  const rule5 = linuxRule(dup, "5");
+  t.equal(rule5?.verdict, "XFAIL");
+  t.match(rule5?.reason, /qp rq WR 2003 completed 2 times/);
+  t.ok(
+    rule5?.evidence?.some((e) => /^hw fault .*"action":"fired".*"duplicate-cqe"/.test(e)),
+    "the fired fault is quoted from the hardware trace",
+  );
+  const err = scenarioOf(dir, "fault-error-wqe");
+  t.same(verdicts(err), ["linux PASS"], "a hardware-initiated error, flushed as the spec asks");
+  t.match(linuxRule(err, "5")?.reason ?? "", /./);
+  const hw = readFileSync(join(dir, err.hwTrace ?? "none"), "utf8");
+  t.match(hw, /"kind":"fault","action":"fired"/);
+  t.match(hw, /"kind":"wqe".*"status":10/, "the WQE completed with the injected status");
+  const records = parseTrace(readFileSync(join(dir, err.trace ?? "none"), "utf8"));
+  const sq = records.filter((x) => x.ev === "cqe" && x.qp === "qp" && x.queue === "sq");
+  t.same(sq.map((x) => (x.ev === "cqe" ? `${x.wr_id} ${x.status_name}` : "")).slice(0, 8), [
+    "1000 SUCCESS",
+    "1001 SUCCESS",
+    "1002 SUCCESS",
+    "1003 LOC_ACCESS_ERR",
+    "1004 WR_FLUSH_ERR",
+    "1005 WR_FLUSH_ERR",
+    "1006 WR_FLUSH_ERR",
+    "1007 WR_FLUSH_ERR",
+  ]);
+  t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+});

@@ -1,0 +1,252 @@
+// Known driver bugs recorded in scenarios: which runs they apply to, how a recorded rule's FAIL
+// becomes XFAIL and its PASS an XPASS while an unrecorded FAIL stays a FAIL, the exit codes, the
+// summary line and the table; and the schema's errors for a bad known_bugs entry.
+import t from "tap";
+import type { ProfileJudgement, RuleVerdict } from "../../harness/oracle/judge.ts";
+import { applyExpectedFailures, applyKnownBugs, knownBugsFor } from "../../harness/oracle/known-bugs.ts";
+import { renderScenarioTable } from "../../harness/report/scenario-table.ts";
+import { summaryLine } from "../../harness/report/table.ts";
+import { parseScenario } from "../../harness/scenario/load.ts";
+import type { KnownBug } from "../../harness/scenario/schema.ts";
+import {
+  type CheckResult,
+  EXIT_ALL_PASS,
+  EXIT_FAILED,
+  EXIT_NOT_JUDGED,
+  exitCodeFor,
+} from "../../harness/verdict.ts";
+
+const BUG: KnownBug = {
+  driver: "erdma",
+  rules: [4, 5],
+  reference: "drivers/infiniband/hw/erdma/erdma_qp.c:erdma_post_recv",
+  note: "no queue-full check",
+};
+
+function rule(id: RuleVerdict["rule"], verdict: RuleVerdict["verdict"]): RuleVerdict {
+  return {
+    rule: id,
+    title: "",
+    citation: "",
+    verdict,
+    reason: `rule ${id} says ${verdict}`,
+    evidence: ["e"],
+  };
+}
+
+function judgement(rules: RuleVerdict[]): ProfileJudgement {
+  return { profile: "linux", verdict: "FAIL", rules };
+}
+
+t.test("which known bugs apply to a run", async (t) => {
+  const target = { driver: "erdma", executor: "kernel", deviceProfile: "erdma-reflush" } as const;
+  const k612 = { ...target, kernel: { base: "debian:6.12", version: "6.12.95" } };
+  t.same(knownBugsFor([BUG], k612), [BUG], "driver erdma, all kernels");
+  t.same(knownBugsFor([BUG], { ...k612, driver: "siw" }), [], "not on siw");
+  t.same(knownBugsFor(undefined, k612), []);
+  const only61 = { ...BUG, kernels: ["debian:6.1"] };
+  t.same(knownBugsFor([only61], k612), [], "a 6.1-only bug is not a 6.12 bug");
+  t.same(knownBugsFor([{ ...BUG, kernels: ["6.12"] }], k612).length, 1, "a version prefix matches 6.12.95");
+  t.same(knownBugsFor([{ ...BUG, kernels: ["6.1"] }], k612), [], "6.1 is not a prefix of 6.12.95");
+  t.same(
+    knownBugsFor([{ ...BUG, kernels: ["6.1"] }], { ...target }),
+    [],
+    "no kernel known: a kernel-bound bug does not apply",
+  );
+  t.same(knownBugsFor([{ ...BUG, executors: ["user"] }], k612), [], "user-executor only");
+  t.same(knownBugsFor([{ ...BUG, device_profiles: ["erdma-2022"] }], k612), [], "another device profile");
+  t.same(knownBugsFor([{ ...BUG, device_profiles: ["erdma-reflush"] }], k612).length, 1);
+});
+
+t.test("XFAIL, XPASS and an unexpected FAIL", async (t) => {
+  const [xfail] = applyKnownBugs(
+    [judgement([rule("4", "PASS"), rule("5", "FAIL"), rule("9", "SKIP")])],
+    [BUG],
+  );
+  t.equal(xfail?.verdict, "XFAIL", "the recorded rule failed: XFAIL, though rule 4 (also recorded) held");
+  t.same(
+    xfail?.rules.map((r) => r.verdict),
+    ["XPASS", "XFAIL", "SKIP"],
+  );
+  t.match(
+    xfail?.rules[1]?.reason,
+    /^known bug \(drivers\/infiniband\/hw\/erdma\/erdma_qp\.c:erdma_post_recv\): rule 5 says FAIL$/,
+  );
+  t.same(xfail?.rules[1]?.knownBug, { reference: BUG.reference, note: BUG.note });
+  t.same(xfail?.rules[1]?.evidence, ["e"], "the evidence is kept");
+
+  const [unexpected] = applyKnownBugs([judgement([rule("5", "FAIL"), rule("9", "FAIL")])], [BUG]);
+  t.equal(unexpected?.verdict, "FAIL", "a FAIL of a rule the bug does not name stays a FAIL");
+
+  const [xpass] = applyKnownBugs(
+    [judgement([rule("4", "PASS"), rule("5", "PASS"), rule("9", "PASS")])],
+    [BUG],
+  );
+  t.equal(xpass?.verdict, "XPASS", "the bug did not show");
+  t.match(xpass?.rules[1]?.reason, /^holds though a known bug is recorded/);
+
+  const [skipOnly] = applyKnownBugs(
+    [judgement([rule("4", "SKIP"), rule("5", "SKIP"), rule("9", "PASS")])],
+    [BUG],
+  );
+  t.equal(skipOnly?.verdict, "PASS", "recorded rules that were not judged make no XPASS");
+
+  const [errored] = applyKnownBugs([judgement([rule("5", "FAIL"), rule("hang", "ERROR")])], [BUG]);
+  t.equal(errored?.verdict, "ERROR", "a broken run stays an ERROR");
+  const none = applyKnownBugs([judgement([rule("5", "FAIL")])], []);
+  t.equal(none[0]?.verdict, "FAIL", "no bugs, no change");
+});
+
+t.test("exit codes and the summary line", async (t) => {
+  const r = (id: string, verdict: CheckResult["verdict"]): CheckResult => ({
+    id,
+    title: id,
+    verdict,
+    reason: "x",
+  });
+  t.equal(
+    exitCodeFor([r("a[linux]", "PASS"), r("b[linux]", "XFAIL"), r("c[linux]", "XPASS")]),
+    EXIT_ALL_PASS,
+  );
+  t.equal(exitCodeFor([r("a[linux]", "XFAIL"), r("b[linux]", "FAIL")]), EXIT_FAILED);
+  t.equal(
+    exitCodeFor([r("a[linux]", "XFAIL"), r("b[linux]", "FAIL"), r("c[linux]", "MISS")]),
+    EXIT_NOT_JUDGED,
+  );
+  t.equal(
+    summaryLine([r("a", "PASS"), r("b", "XFAIL"), r("c", "XFAIL"), r("d", "XPASS"), r("e", "MISS")]),
+    "hil: 1 passed, 0 failed, 2 xfail (known bugs), 1 xpass (known bug not seen), 1 miss",
+  );
+  const table = renderScenarioTable([
+    r("kernel-release", "PASS"),
+    r("erdma-probe", "PASS"),
+    { ...r("ov[ib]", "XFAIL"), reason: "rule 5: known bug (f.c:g): lost" },
+    r("ov[linux]", "XFAIL"),
+    r("ok[ib]", "PASS"),
+    r("ok[linux]", "XPASS"),
+  ]).split("\n");
+  t.equal(table[0], "the device probes: kernel-release PASS, erdma-probe PASS");
+  t.match(table[2], /^scenario\s+ib\s+linux\s+reason$/);
+  t.match(table[3], /^ov\s+XFAIL\s+XFAIL\s+rule 5: known bug \(f\.c:g\): lost$/);
+  t.match(table[4], /^ok\s+PASS\s+XPASS\s+x$/);
+  t.equal(table[5], "hil: 3 passed, 0 failed, 2 xfail (known bugs), 1 xpass (known bug not seen)");
+  const failedProbe = renderScenarioTable([r("erdma-probe", "FAIL"), r("s[linux]", "MISS")]).split("\n");
+  t.equal(failedProbe[0], "the device probes:");
+  t.match(failedProbe[1], /^\s+erdma-probe\s+FAIL\s+x$/);
+});
+
+t.test("known_bugs in a scenario file: validated with file:line errors", async (t) => {
+  const text = (bug: string[]) =>
+    ["description: d", "covers: [5]", "steps: [ { drain: {} } ]", "known_bugs:", ...bug].join("\n");
+  const ok = parseScenario(
+    text([
+      "  - driver: erdma",
+      "    rules: [5, hang]",
+      "    kernels: [debian:6.12, '6.1']",
+      "    executors: [kernel]",
+      "    reference: https://lore.kernel.org/linux-rdma/x",
+      "    note: n",
+    ]),
+    "ok.yaml",
+  );
+  t.same(ok.known_bugs?.[0]?.rules, [5, "hang"]);
+  const errorOf = (lines: string[]) => {
+    try {
+      parseScenario(text(lines), "bad.yaml");
+    } catch (err) {
+      return err as { message: string; where?: string };
+    }
+    throw new Error("no error");
+  };
+  const noRef = errorOf(["  - driver: erdma", "    rules: [5]", "    note: n"]);
+  t.match(noRef.message, /^known_bugs\[0\]\.reference: /);
+  t.equal(noRef.where, "bad.yaml:5:5");
+  const badRef = errorOf(["  - driver: erdma", "    rules: [5]", "    reference: somewhere", "    note: n"]);
+  t.match(badRef.message, /known_bugs\[0\]\.reference: file:function .* or a URL/);
+  t.equal(badRef.where, "bad.yaml:7:5");
+  const badKernel = errorOf([
+    "  - driver: erdma",
+    "    rules: [5]",
+    "    kernels: [linux-6]",
+    "    reference: a/b.c:f",
+    "    note: n",
+  ]);
+  t.match(badKernel.message, /known_bugs\[0\]\.kernels\[0\]: a base \(debian:6\.12\) or a version/);
+  const badRule = errorOf(["  - driver: erdma", "    rules: [10]", "    reference: a/b.c:f", "    note: n"]);
+  t.match(badRule.message, /known_bugs\[0\]\.rules\[0\]/);
+  const offDriver = parseScenarioError([
+    "description: d",
+    "covers: [5]",
+    "drivers: [siw]",
+    "steps: [ { drain: {} } ]",
+    "known_bugs:",
+    "  - driver: erdma",
+    "    rules: [5]",
+    "    reference: a/b.c:f",
+    "    note: n",
+  ]);
+  t.match(offDriver.message, /known_bugs\[0\]\.driver: the scenario does not run on erdma/);
+  t.equal(offDriver.where, "bad.yaml:6:5", "the driver field of the entry");
+});
+
+function parseScenarioError(lines: string[]): { message: string; where?: string } {
+  try {
+    parseScenario(lines.join("\n"), "bad.yaml");
+  } catch (err) {
+    return err as { message: string; where?: string };
+  }
+  throw new Error("no error");
+}
+
+t.test("the fixture records the erdma RQ-overflow bug with its citation", async (t) => {
+  const { loadScenarioFile } = await import("../../harness/scenario/load.ts");
+  const s = await loadScenarioFile(
+    new URL("../../fixtures/scenarios/partial-post-rq-overflow.yaml", import.meta.url).pathname,
+  );
+  t.same(
+    s.known_bugs?.map((b) => [b.driver, b.rules, b.reference, b.kernels]),
+    [["erdma", [4, 5], "drivers/infiniband/hw/erdma/erdma_qp.c:erdma_post_recv", undefined]],
+  );
+});
+
+t.test("expect_fail: the rules an injected fault must break", async (t) => {
+  const why = { rules: [5, "hang" as const], why: "dropped CQE" };
+  const [caught] = applyExpectedFailures(
+    [judgement([rule("5", "FAIL"), rule("hang", "PASS"), rule("4", "PASS")])],
+    why,
+  );
+  t.equal(
+    caught?.verdict,
+    "FAIL",
+    "the hang rule held though the fault should break it: the oracle missed it",
+  );
+  t.match(
+    caught?.rules[1]?.reason,
+    /^the injected fault should break this rule \(dropped CQE\), but it holds/,
+  );
+  const [both] = applyExpectedFailures(
+    [judgement([rule("5", "FAIL"), rule("hang", "FAIL"), rule("4", "PASS")])],
+    why,
+  );
+  t.equal(both?.verdict, "XFAIL");
+  t.match(both?.rules[0]?.reason, /^expected \(dropped CQE\): rule 5 says FAIL$/);
+  const [other] = applyExpectedFailures(
+    [judgement([rule("5", "FAIL"), rule("hang", "FAIL"), rule("4", "FAIL")])],
+    why,
+  );
+  t.equal(other?.verdict, "FAIL", "a rule the fault is not meant to break still FAILs");
+  t.same(applyExpectedFailures([judgement([rule("5", "FAIL")])], undefined)[0]?.verdict, "FAIL");
+  t.throws(
+    () =>
+      parseScenario(
+        [
+          "description: d",
+          "covers: [5]",
+          "steps: [ { drain: {} } ]",
+          "expect_fail: { rules: [5], why: w }",
+        ].join("\n"),
+        "x.yaml",
+      ),
+    { message: /expect_fail: expect_fail is for scenarios whose fault steps break rules/ },
+  );
+});
