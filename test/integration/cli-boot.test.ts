@@ -61,15 +61,24 @@ t.test("a series reaches the guest: its printk line is in dmesg", async (t) => {
   t.match(r.stdout, /erdma-hil: hello from a patched kernel/);
 });
 
-t.test("hil run (the main job) passes its checks and writes a run directory", async (t) => {
+t.test("hil run (the main job): the device probes, then the drain suite; a run directory", async (t) => {
   const dir = t.testdir({});
   const before = isolate();
-  const r = await hil(["run", "--run-dir", dir], before.env);
+  const r = await hil(["run", "--scenario", "drain-qp-idle", "--run-dir", dir], before.env);
   t.equal(r.exitCode, 0, r.stdout + r.stderr);
-  t.match(r.stdout, /^hil: 6 passed, 0 failed$/m);
+  t.match(
+    r.stdout,
+    /^the device probes: kernel-release PASS, erdma-module PASS, rdma-core PASS, erdma-probe PASS, verbs-lifecycle PASS, console-clean PASS$/m,
+  );
+  t.match(
+    r.stdout,
+    /^drain-qp-idle\s+PASS\s+PASS\s+PASS/m,
+    "the scenario is judged under ib, iwarp-rdmac and linux",
+  );
+  t.match(r.stdout, /^hil: 9 passed, 0 failed$/m);
   const record = JSON.parse(readFileSync(join(dir, "verdicts.json"), "utf8"));
   t.same(
-    record.results.map((x: { id: string; verdict: string }) => `${x.id} ${x.verdict}`),
+    record.probe.map((x: { id: string; verdict: string }) => `${x.id} ${x.verdict}`),
     [
       "kernel-release PASS",
       "erdma-module PASS",
@@ -83,6 +92,16 @@ t.test("hil run (the main job) passes its checks and writes a run directory", as
   t.match(readFileSync(join(dir, "console.log"), "utf8"), /HIL-GUEST-READY/);
   const trace = readFileSync(join(dir, "hw-trace.jsonl"), "utf8");
   t.match(trace, /"kind":"cmd","opcode":1,"submod":0,"name":"CREATE_QP"/, "the hardware trace is kept");
+  t.match(
+    readFileSync(join(dir, "traces", "drain-qp-idle.jsonl"), "utf8"),
+    /"ev":"drain_ret"/,
+    "the verbs trace",
+  );
+  t.match(
+    readFileSync(join(dir, "traces", "drain-qp-idle.hw.jsonl"), "utf8"),
+    /"kind":"cmd"/,
+    "its hardware slice",
+  );
   expectNothingLeft(t, before);
 });
 
