@@ -46,6 +46,14 @@ export function planScenario(s: Scenario, target: SuiteTarget): Plan {
 export function planSteps(c: CompiledScenario, target: SuiteTarget): Plan {
   for (const step of c.steps) {
     const where = `step ${step.index + 1} (line ${step.line})`;
+    const userless = step.commands.find((line) => /\bop=(reg_mr|local_inv)\b/.test(line));
+    if (target.executor === "user" && userless) {
+      return {
+        run: false,
+        verdict: "MISS",
+        reason: `${where}: hil-uverbs cannot post ${/op=(\w+)/.exec(userless)?.[1]}: libibverbs has no IBV_WR_REG_MR, and neither libsiw nor rdma-core's erdma provider implements IBV_WR_LOCAL_INV`,
+      };
+    }
     if (step.unsupported) {
       if (step.unsupported.needs === "device-model" && target.driver === "siw")
         return {

@@ -140,14 +140,6 @@ function compileStep(
   const cq = cqNames(s);
   if ("post_send" in step) {
     const p = step.post_send;
-    if (p.op === "reg_mr" || p.op === "local_inv")
-      return {
-        commands: [],
-        unsupported: {
-          needs: "executor",
-          reason: `the executor cannot post op=${p.op} (hil_kverbs has no IB_WR_${p.op.toUpperCase()})`,
-        },
-      };
     const wrId = ids.take(p.on, "sq", p.wr_id, p.count);
     return {
       posts: {
@@ -166,6 +158,7 @@ function compileStep(
           batch: p.batch,
           len: p.len,
           signal: p.signal,
+          bad: p.bad,
         }),
       ],
     };
@@ -176,7 +169,14 @@ function compileStep(
     return {
       posts: { qp: NAMES[p.on], queue: "rq", wrId, count: p.count, signal: "all" },
       commands: [
-        kvCommand("post_recv", { qp: NAMES[p.on], wr_id: wrId, count: p.count, batch: p.batch, len: p.len }),
+        kvCommand("post_recv", {
+          qp: NAMES[p.on],
+          wr_id: wrId,
+          count: p.count,
+          batch: p.batch,
+          len: p.len,
+          bad: p.bad,
+        }),
       ],
     };
   }

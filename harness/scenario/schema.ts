@@ -12,7 +12,16 @@ export const EXECUTORS = ["kernel", "user"] as const;
 export type ExecutorKind = (typeof EXECUTORS)[number];
 
 export const QP_STATES = ["RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"] as const;
-export const SEND_OPS = ["send", "send_imm", "write", "write_imm", "read", "reg_mr", "local_inv"] as const;
+export const SEND_OPS = [
+  "send",
+  "send_imm",
+  "write",
+  "write_imm",
+  "read",
+  "reg_mr",
+  "local_inv",
+  "send_inv",
+] as const;
 export type SendOp = (typeof SEND_OPS)[number];
 export const FAULT_KINDS = [
   "error-wqe",
@@ -58,6 +67,8 @@ const postSend = z.strictObject({
     /** WRs chained per ib_post_send call (default: all of them in one call) */
     batch: count.optional(),
     len: z.number().int().min(0).max(65536).optional(),
+    /** the WR at this index of each call is invalid (too many SGEs): a partial post */
+    bad: z.number().int().nonnegative().optional(),
   }),
   timeout_ms: ms.optional(),
 });
@@ -68,6 +79,8 @@ const postRecv = z.strictObject({
     wr_id: wrId.optional(),
     batch: count.optional(),
     len: z.number().int().min(0).max(65536).optional(),
+    /** the WR at this index of each call is invalid (too many SGEs): a partial post */
+    bad: z.number().int().nonnegative().optional(),
   }),
   timeout_ms: ms.optional(),
 });

@@ -61,9 +61,14 @@ t.test("which scenarios run where", async (t) => {
     reason: /kernel's softirq CQ poll context/,
   });
   const regMr = compileScenario(scenario(["steps:", "  - post_send: { op: reg_mr }"]), OPTS);
-  t.match(planSteps(regMr, { driver: "siw", executor: "kernel" }), {
+  t.same(
+    planSteps(regMr, { driver: "siw", executor: "kernel" }),
+    { run: true },
+    "hil_kverbs posts IB_WR_REG_MR",
+  );
+  t.match(planSteps(regMr, { driver: "erdma", executor: "user" }), {
     verdict: "MISS",
-    reason: /IB_WR_REG_MR/,
+    reason: /hil-uverbs cannot post reg_mr: libibverbs has no IBV_WR_REG_MR/,
   });
 
   t.equal(typeof executorFactory("kernel"), "function");

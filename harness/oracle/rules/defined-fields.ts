@@ -14,6 +14,9 @@ const SUCCESS_OPCODES: Record<string, readonly string[]> = {
   write_imm: ["RDMA_WRITE"],
   read: ["RDMA_READ"],
   recv: ["RECV", "RECV_RDMA_WITH_IMM"],
+  reg_mr: ["REG_MR"],
+  local_inv: ["LOCAL_INV"],
+  send_inv: ["SEND"],
 };
 
 export const rule7: Rule = {
