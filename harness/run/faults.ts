@@ -39,8 +39,6 @@ function statusName(s: string): string {
 
 /** Why the erdma model cannot carry out this fault, or undefined when it can. */
 export function erdmaFaultGap(f: FaultStep): string | undefined {
-  if (f.kind === "wrong-cq")
-    return "the erdma model has no fault that completes a WR on another CQ (qemu/erdma/faults.ts); wrong-index misreports the WR instead";
   if (f.kind === "error-wqe" && f.status !== undefined) {
     const queue = f.queue === "rq" ? "rq" : "sq";
     const table = ERDMA_WC_STATUS[queue];

@@ -623,6 +623,15 @@ export class DataPath implements FabricPort {
     });
   }
 
+  /** The CQ a wrong-cq fault sends a CQE to: the one it names, the QP's other one, or any other. */
+  private otherCq(st: DeviceState, qp: QueuePair, own: number, named: number | undefined): number {
+    if (named !== undefined) return named;
+    const other = own === qp.sq.cqn ? qp.rq.cqn : qp.sq.cqn;
+    if (other !== own) return other;
+    for (const cq of st.cqs.values()) if (cq.cqn !== own && typeof cq.cqn === "number") return cq.cqn;
+    return own;
+  }
+
   /** Writes the CQE of a WQE on its queue's CQ, through the CQE faults. */
   async complete(
     st: DeviceState,
@@ -634,7 +643,9 @@ export class DataPath implements FabricPort {
     size: number,
     extra: Pick<CqeFields, "word3" | "solicited"> = {},
   ): Promise<void> {
-    const cqn = queue === "sq" ? qp.sq.cqn : qp.rq.cqn;
+    const own = queue === "sq" ? qp.sq.cqn : qp.rq.cqn;
+    const misdirect = this.env.faults.fire("wrong-cq", { qpn: qp.qpn, queue }, { index });
+    const cqn = misdirect ? this.otherCq(st, qp, own, misdirect.cqn) : own;
     const cq = st.cqs.get(cqn);
     if (!cq) {
       this.env.tracer.warn("completion for a CQ that does not exist: dropped", { qpn: qp.qpn, cqn });

@@ -35,6 +35,13 @@ export const FaultSpec = z.discriminatedUnion("kind", [
   }),
   /** write this CQE after the next one on the same CQ */
   z.object({ kind: z.literal("reorder-cqe"), queue: queue.optional(), ...match }),
+  /** write the CQE on another CQ: `cqn`, else the QP's other queue's CQ, else another CQ of the device */
+  z.object({
+    kind: z.literal("wrong-cq"),
+    queue: queue.optional(),
+    cqn: z.number().int().nonnegative().optional(),
+    ...match,
+  }),
   /** report qe_idx + delta instead of the WQE's index */
   z.object({ kind: z.literal("wrong-index"), queue: queue.optional(), delta: z.number().int(), ...match }),
   /** an MSI-X interrupt that is not delivered (vector: any when absent) */

@@ -78,6 +78,20 @@ t.test("drop-cqe: the 2nd and 3rd CQEs vanish", async (t) => {
   t.equal(p.mqp(p.a)?.sq.ci, 8, "the WQEs themselves ran");
 });
 
+t.test("wrong-cq: a receive completion written on the send CQ", async (t) => {
+  const { p, src, dst, faultEvents } = await writes();
+  p.b.dev.faults.add({ kind: "wrong-cq", queue: "rq" });
+  p.b.drv.postRecvWr(p.b.qp, { wrId: 9n, sge: dst.sge() });
+  p.a.drv.postSend(p.a.qp, { opcode: "SEND", wrId: 1n, signaled: true, sgl: [src.sge(0, 8)] });
+  await p.settle();
+  t.same(p.b.drv.pollWc(p.b.rcq), [], "nothing on the receive CQ");
+  t.match(p.b.drv.pollWc(p.b.scq), [{ wrId: 9n, status: 0 }], "the RECV's completion is on the send CQ");
+  t.match(
+    faultEvents().filter((e) => e.action === "fired"),
+    [{ fault: { kind: "wrong-cq" } }],
+  );
+});
+
 t.test("drop-cqe on the RQ leaves the SQ alone", async (t) => {
   const { p, src, dst } = await writes();
   p.a.dev.faults.add({ kind: "drop-cqe", queue: "rq" });
