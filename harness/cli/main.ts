@@ -8,12 +8,20 @@ const program = new Command("hil")
   .showHelpAfterError()
   .exitOverride();
 
+// A reader that stops early (`hil ... | head`) closes the pipe: that ends the output, not the program
+// with a stack trace. Whatever cleanup is registered still runs on exit.
+process.stdout.on("error", (err: NodeJS.ErrnoException) => {
+  if (err.code === "EPIPE") process.exit(process.exitCode ?? 0);
+  throw err;
+});
+
 // Each area registers its own subcommands.
 const registrations = [
   import("./setup-command.ts"),
   import("../kernel/cli.ts"),
   import("./boot-command.ts"),
   import("./run-command.ts"),
+  import("./report-command.ts"),
 ];
 
 async function main(): Promise<number> {

@@ -1,0 +1,250 @@
+/**
+ * KCIDB I/O v5.0 (kernelci/kcidb-io kcidb_io/schema/v05_00.py; vendored in
+ * test/fixtures/kcidb): one checkout (the kernel base and the patch series applied to it), one
+ * build, and tests: one per probe check, per scenario and oracle profile, and per rule.
+ *
+ * Statuses: PASS, FAIL, ERROR, SKIP map to themselves; MISS (the harness could not run it) is
+ * KCIDB's MISS, and a suite that broke before any scenario ran is one MISS test at the root path.
+ * XFAIL is FAIL with `waived: true`: the rule did fail (KCIDB's FAIL: "the test completed and
+ * reported the tested code as faulty"), and a recorded known bug is what "waived" is for ("the
+ * test status should be ignored", e.g. while it "is being fixed"); PASS with a comment would
+ * tell a dashboard the driver is right when it is not. XPASS is PASS, its comment saying the
+ * recorded bug was not seen. misc.hil_verdict keeps the harness's own word.
+ */
+import { createHash } from "node:crypto";
+import { readdir, readFile } from "node:fs/promises";
+import { basename, join } from "node:path";
+import { pathToFileURL } from "node:url";
+import type { Verdict } from "../verdict.ts";
+import { hasSeries, kernelBase, type RunDir, type RunSeries, scenariosOf, stageChecks } from "./run-dir.ts";
+
+export const KCIDB_ORIGIN = "erdma_hil";
+export const KCIDB_VERSION = { major: 5, minor: 0 } as const;
+const EXCERPT_MAX = 16384;
+
+type KStatus = "FAIL" | "ERROR" | "MISS" | "PASS" | "DONE" | "SKIP";
+interface Resource {
+  name: string;
+  url: string;
+}
+
+export interface KcidbTest {
+  id: string;
+  build_id: string;
+  origin: string;
+  path: string;
+  status: KStatus;
+  comment?: string;
+  waived?: boolean;
+  log_url?: string;
+  log_excerpt?: string;
+  duration?: number;
+  start_time?: string;
+  environment?: { comment?: string; misc?: Record<string, unknown> };
+  output_files?: Resource[];
+  misc?: Record<string, unknown>;
+}
+
+export interface KcidbReport {
+  version: { major: 5; minor: 0 };
+  checkouts: Array<Record<string, unknown>>;
+  builds: Array<Record<string, unknown>>;
+  tests: KcidbTest[];
+}
+
+export interface KcidbOptions {
+  /**
+   * Where the run directory is published (http(s) URL of its folder): log_url, output_files and
+   * patchset_files point below it. Default: file:// URLs of the run directory.
+   */
+  urlBase?: string;
+}
+
+/** The patch series of the run: recorded in verdicts.json, or the .patch files of <run>/series/. */
+export interface Patchset {
+  hash: string;
+  files: Resource[];
+}
+
+function sha256(text: string | Buffer): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/** KCIDB's patchset hash: sha256 over the newline-terminated sha256 of each patch, in order. */
+export function patchsetHash(patchHashes: readonly string[]): string {
+  if (patchHashes.length === 0) return "";
+  return sha256(patchHashes.map((h) => `${h}\n`).join(""));
+}
+
+function urlFor(run: RunDir, rel: string, opts: KcidbOptions): string {
+  if (opts.urlBase)
+    return `${opts.urlBase.replace(/\/+$/, "")}/${rel.split("/").map(encodeURIComponent).join("/")}`;
+  return pathToFileURL(join(run.dir, rel)).href;
+}
+
+async function seriesFiles(run: RunDir): Promise<string[]> {
+  const names = await readdir(join(run.dir, "series")).catch(() => [] as string[]);
+  return names.filter((n) => n.endsWith(".patch")).sort();
+}
+
+/**
+ * The patchset of the run, or undefined when the kernel had a series the run directory does not
+ * carry (then patchset_hash is left out rather than claimed empty).
+ */
+export async function patchsetOf(run: RunDir, opts: KcidbOptions = {}): Promise<Patchset | undefined> {
+  const recorded: RunSeries | undefined = run.record.series;
+  if (recorded) {
+    return {
+      hash: patchsetHash(recorded.patches.map((p) => p.sha256)),
+      files: recorded.patches.map((p) => ({
+        name: basename(p.name),
+        url: urlFor(run, `series/${basename(p.name)}`, opts),
+      })),
+    };
+  }
+  const files = await seriesFiles(run);
+  if (files.length > 0) {
+    const hashes = await Promise.all(
+      files.map(async (f) => sha256(await readFile(join(run.dir, "series", f)))),
+    );
+    return {
+      hash: patchsetHash(hashes),
+      files: files.map((f) => ({ name: f, url: urlFor(run, `series/${f}`, opts) })),
+    };
+  }
+  if (hasSeries(run)) return undefined;
+  return { hash: "", files: [] };
+}
+
+/** A path component: KCIDB's test path is dot-separated [a-zA-Z0-9_-]+ parts. */
+function part(text: string): string {
+  return text.replace(/[^a-zA-Z0-9_-]/g, "_") || "_";
+}
+
+function status(v: Verdict): { status: KStatus; waived?: true } {
+  if (v === "XFAIL") return { status: "FAIL", waived: true };
+  if (v === "XPASS") return { status: "PASS" };
+  return { status: v };
+}
+
+function excerpt(lines: readonly string[]): string | undefined {
+  if (lines.length === 0) return undefined;
+  const text = lines.join("\n");
+  return text.length <= EXCERPT_MAX ? text : `${text.slice(0, EXCERPT_MAX - 20)}\n[... truncated]`;
+}
+
+function comment(v: Verdict, reason: string): string {
+  if (v === "XFAIL") return `XFAIL (known bug, waived): ${reason}`;
+  if (v === "XPASS") return `XPASS (recorded known bug not seen): ${reason}`;
+  return reason;
+}
+
+export async function renderKcidb(run: RunDir, opts: KcidbOptions = {}): Promise<KcidbReport> {
+  const r = run.record;
+  const patchset = await patchsetOf(run, opts);
+  const checkoutKey = sha256(JSON.stringify([kernelBase(run), patchset?.hash ?? r.kernel]));
+  const checkoutId = `${KCIDB_ORIGIN}:checkout-${checkoutKey.slice(0, 24)}`;
+  const buildId = `${KCIDB_ORIGIN}:build-${sha256(JSON.stringify([checkoutKey, r.kernel, r.release ?? ""])).slice(0, 24)}`;
+  const runKey = sha256(JSON.stringify(r)).slice(0, 16);
+  const finished = run.finishedAt.getTime();
+  const startTime = r.startedAt ?? new Date(finished - (r.wallMs ?? 0)).toISOString();
+  const device = r.deviceProfile ?? r.device?.profile;
+  const environment = {
+    comment: `QEMU guest, ${r.driver ?? "erdma"} driver${device ? `, emulated erdma device (profile ${device})` : ""}, ${r.executor ?? "kernel"} executor`,
+    misc: {
+      ...(r.driver ? { driver: r.driver } : {}),
+      ...(r.executor ? { executor: r.executor } : {}),
+      ...(device ? { device_profile: device } : {}),
+    },
+  };
+  const checkout: Record<string, unknown> = {
+    id: checkoutId,
+    origin: KCIDB_ORIGIN,
+    tree_name: kernelBase(run),
+    comment: r.kernel,
+    valid: true,
+    ...(patchset ? { patchset_hash: patchset.hash } : {}),
+    ...(patchset && patchset.files.length > 0 ? { patchset_files: patchset.files } : {}),
+    ...(patchset ? {} : { misc: { note: "built with a patch series the run directory does not record" } }),
+  };
+  const build: Record<string, unknown> = {
+    id: buildId,
+    checkout_id: checkoutId,
+    origin: KCIDB_ORIGIN,
+    architecture: "x86_64",
+    config_name: r.kernel,
+    ...(r.release ? { comment: `Linux ${r.release}` } : {}),
+    status: "PASS",
+  };
+  const tests: KcidbTest[] = [];
+  const base = { build_id: buildId, origin: KCIDB_ORIGIN, start_time: startTime, environment };
+  const id = (path: string) => `${KCIDB_ORIGIN}:${runKey}:${path}`;
+  const stage = stageChecks(run);
+  for (const c of stage) {
+    const broke = c.id === "suite" && c.verdict === "ERROR";
+    // the suite itself could not run: a harness failure, KCIDB's MISS
+    const path = broke ? KCIDB_ORIGIN : `${KCIDB_ORIGIN}.${r.probe ? "probe" : "stage"}.${part(c.id)}`;
+    const s = broke ? { status: "MISS" as const } : status(c.verdict);
+    const log = excerpt([c.reason, ...(c.evidence ?? [])]);
+    tests.push({
+      ...base,
+      id: id(path),
+      path,
+      ...s,
+      comment: comment(c.verdict, `${c.title}: ${c.reason}`),
+      ...(log ? { log_excerpt: log } : {}),
+      ...(r.probe ? { log_url: urlFor(run, "console.log", opts) } : {}),
+      misc: { hil_verdict: c.verdict, check: c.id },
+    });
+  }
+  for (const s of scenariosOf(run)) {
+    const files: Resource[] = [
+      ...(s.trace ? [{ name: basename(s.trace), url: urlFor(run, s.trace, opts) }] : []),
+      ...(s.hwTrace ? [{ name: basename(s.hwTrace), url: urlFor(run, s.hwTrace, opts) }] : []),
+    ];
+    const duration = (s.durationMs ?? 0) / 1000;
+    for (const j of s.judgements) {
+      const path = `${KCIDB_ORIGIN}.${part(s.name)}.${part(j.profile)}`;
+      const worst = j.rules.find((x) => x.verdict === j.verdict && x.verdict !== "PASS");
+      const reason =
+        s.outcome?.reason ?? (worst ? `rule ${worst.rule}: ${worst.reason}` : "every rule holds");
+      const log = excerpt(worst?.evidence ?? []);
+      tests.push({
+        ...base,
+        id: id(path),
+        path,
+        ...status(j.verdict),
+        comment: comment(j.verdict, reason),
+        duration,
+        ...(s.trace ? { log_url: urlFor(run, s.trace, opts) } : {}),
+        ...(log ? { log_excerpt: log } : {}),
+        ...(files.length > 0 ? { output_files: files } : {}),
+        misc: {
+          hil_verdict: j.verdict,
+          scenario: s.name,
+          oracle_profile: j.profile,
+          ...(s.file ? { file: s.file } : {}),
+        },
+      });
+      for (const rule of j.rules) {
+        const rpath = `${path}.rule_${part(rule.rule)}`;
+        const rlog = excerpt(rule.evidence ?? []);
+        tests.push({
+          ...base,
+          id: id(rpath),
+          path: rpath,
+          ...status(rule.verdict),
+          comment: comment(rule.verdict, `${rule.title}: ${rule.reason}`),
+          ...(rlog ? { log_excerpt: rlog } : {}),
+          misc: {
+            hil_verdict: rule.verdict,
+            rule: rule.rule,
+            ...(rule.citation ? { citation: rule.citation } : {}),
+            ...(rule.knownBug ? { known_bug: rule.knownBug } : {}),
+          },
+        });
+      }
+    }
+  }
+  return { version: { ...KCIDB_VERSION }, checkouts: [checkout], builds: [build], tests };
+}

@@ -1,0 +1,152 @@
+/**
+ * KTAP version 1 (Documentation/dev-tools/ktap.rst, https://docs.kernel.org/dev-tools/ktap.html),
+ * kselftest style: one top-level test for the probe stage and one per scenario; inside a scenario
+ * one subtest per oracle profile, and inside that one test case per rule. Subtests open with an
+ * indented "KTAP version 1" line and a "# Subtest: <name>" line, as KUnit prints them.
+ *
+ * Verdicts to result lines (the spec's "Test case result lines": `<result> <number>
+ * [<description>][ # [<directive>] [<diagnostic data>]]`, and a parser that meets a directive it
+ * does not know falls back to the ok / not ok result):
+ * - PASS `ok`; FAIL `not ok`; SKIP `ok ... # SKIP <reason>`.
+ * - XFAIL `not ok ... # TODO known bug: <reason>`. The spec's TODO is a test "not expected to pass
+ *   at the moment", e.g. a known bug; its XFAIL directive ("expected to fail, similar to TODO")
+ *   is not one TAP parsers know, so they would count the line as a plain failure. With TODO the
+ *   line still says the rule failed (not ok) and both KTAP and TAP consumers do not count it.
+ * - XPASS `ok ... # TODO known bug not seen: <reason>` (a TODO test that passed: TAP's "bonus").
+ * - ERROR `not ok ... # ERROR <reason>`; MISS (the harness could not run it) the same, with
+ *   "not run:" first: KTAP's ERROR directive is the test's execution failing, and has "not ok".
+ * The reason and evidence of every line that is not a PASS follow as diagnostic lines ("# ...")
+ * before it.
+ */
+import type { Verdict } from "../verdict.ts";
+import { type RunDir, type RunRule, scenariosOf, stageChecks } from "./run-dir.ts";
+
+interface Case {
+  name: string;
+  verdict: Verdict;
+  reason: string;
+  evidence?: readonly string[];
+  children?: Case[];
+}
+
+/** A description may hold any character but "#" and a newline. */
+function description(text: string): string {
+  return text
+    .replace(/[\r\n]+/g, " ")
+    .replace(/#/g, "no.")
+    .trim();
+}
+
+function oneLine(text: string): string {
+  return text.replace(/[\r\n]+/g, " ").trim();
+}
+
+function resultLine(n: number, c: Case): string {
+  const name = description(c.name);
+  const why = oneLine(c.reason);
+  switch (c.verdict) {
+    case "PASS":
+      return `ok ${n} ${name}`;
+    case "SKIP":
+      return `ok ${n} ${name} # SKIP ${why}`;
+    case "FAIL":
+      return `not ok ${n} ${name}`;
+    case "XFAIL":
+      return `not ok ${n} ${name} # TODO known bug: ${why}`;
+    case "XPASS":
+      return `ok ${n} ${name} # TODO known bug not seen: ${why}`;
+    case "ERROR":
+      return `not ok ${n} ${name} # ERROR ${why}`;
+    case "MISS":
+      return `not ok ${n} ${name} # ERROR not run: ${why}`;
+  }
+}
+
+function diagnostics(c: Case): string[] {
+  if (c.verdict === "PASS" || c.children) return [];
+  const lines = c.verdict === "SKIP" ? [] : [`${c.verdict}: ${oneLine(c.reason)}`];
+  for (const e of c.evidence ?? []) lines.push(...e.split("\n").map((l) => `  ${l}`));
+  return lines.map((l) => `# ${l}`.trimEnd());
+}
+
+function emit(cases: readonly Case[], indent: string, out: string[]): void {
+  out.push(`${indent}1..${cases.length}`);
+  cases.forEach((c, i) => {
+    if (c.children) {
+      const inner = `${indent}    `;
+      out.push(`${inner}KTAP version 1`, `${inner}# Subtest: ${description(c.name)}`);
+      emit(c.children, inner, out);
+    }
+    for (const d of diagnostics(c)) out.push(`${indent}${d}`);
+    out.push(`${indent}${resultLine(i + 1, c)}`);
+  });
+}
+
+function ruleCase(r: RunRule): Case {
+  const known = r.knownBug ? ` (${r.knownBug.reference})` : "";
+  return {
+    name: `rule-${r.rule} ${r.title}`,
+    verdict: r.verdict,
+    reason: `${r.reason}${r.verdict === "XFAIL" || r.verdict === "XPASS" ? known : ""}`,
+    ...(r.evidence ? { evidence: r.evidence } : {}),
+  };
+}
+
+/** The cases of a run: the probe stage (when there was one), then each scenario. */
+export function runCases(run: RunDir): Case[] {
+  const cases: Case[] = [];
+  const stage = stageChecks(run);
+  if (stage.length > 0) {
+    const verdicts = stage.map((c) => c.verdict);
+    const worst = verdicts.find((v) => v !== "PASS" && v !== "SKIP") ?? "PASS";
+    cases.push({
+      name: run.record.probe ? "device-probes" : "stage",
+      verdict: worst,
+      reason: stage.find((c) => c.verdict === worst)?.reason ?? "",
+      children: stage.map((c) => ({
+        name: c.id,
+        verdict: c.verdict,
+        reason: c.reason,
+        ...(c.evidence ? { evidence: c.evidence } : {}),
+      })),
+    });
+  }
+  for (const s of scenariosOf(run)) {
+    const profiles = s.judgements.map(
+      (j): Case => ({
+        name: j.profile,
+        verdict: j.verdict,
+        reason: s.outcome?.reason ?? j.rules.find((r) => r.verdict === j.verdict)?.reason ?? "",
+        ...(j.rules.length > 0 ? { children: j.rules.map(ruleCase) } : {}),
+      }),
+    );
+    const order: Verdict[] = ["FAIL", "ERROR", "MISS", "XFAIL", "XPASS", "PASS", "SKIP"];
+    const worst = order.find((v) => profiles.some((p) => p.verdict === v)) ?? s.outcome?.verdict ?? "SKIP";
+    cases.push({
+      name: s.name,
+      verdict: worst,
+      reason: s.outcome?.reason ?? profiles.find((p) => p.verdict === worst)?.reason ?? "",
+      ...(profiles.length > 0 ? { children: profiles } : {}),
+    });
+  }
+  return cases;
+}
+
+export function renderKtap(run: RunDir): string {
+  const r = run.record;
+  const out = ["KTAP version 1"];
+  const what = [
+    `kernel ${r.kernel}${r.release ? ` (${r.release})` : ""}`,
+    r.driver && `driver ${r.driver}`,
+    r.executor && `executor ${r.executor}`,
+    (r.deviceProfile ?? r.device?.profile) && `device profile ${r.deviceProfile ?? r.device?.profile}`,
+  ].filter(Boolean);
+  out.push(`# erdma-hil: ${what.join(", ")}`);
+  const cases = runCases(run);
+  emit(cases, "", out);
+  const count = (v: Verdict) => r.results.filter((x) => x.verdict === v).length;
+  out.push(
+    `# totals: pass:${count("PASS")} fail:${count("FAIL")} xfail:${count("XFAIL")} xpass:${count("XPASS")} skip:${count("SKIP")} error:${count("ERROR")} miss:${count("MISS")}`,
+  );
+  return `${out.join("\n")}\n`;
+}

@@ -1,0 +1,93 @@
+// hil report: each format from a run directory to stdout or a file, and bad input (a missing or
+// corrupt run directory, a corrupt trace) as one error naming the file, exit code 2.
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Command } from "commander";
+import t from "tap";
+import { registerReportCommand } from "../../harness/cli/report-command.ts";
+import { HilError } from "../../harness/util/errors.ts";
+import { syntheticRecord, writeRunDir } from "../fixtures/rundir/synthetic.ts";
+
+const FIXTURE = fileURLToPath(new URL("../fixtures/rundir", import.meta.url));
+
+async function hil(...args: string[]): Promise<{ stdout: string; err?: unknown }> {
+  const program = new Command("hil")
+    .exitOverride()
+    .configureOutput({ writeErr: () => {}, writeOut: () => {} });
+  registerReportCommand(program);
+  const chunks: string[] = [];
+  const write = process.stdout.write.bind(process.stdout);
+  const errWrite = process.stderr.write.bind(process.stderr);
+  process.stdout.write = ((c: string) => chunks.push(String(c)) > 0) as typeof process.stdout.write;
+  process.stderr.write = (() => true) as typeof process.stderr.write;
+  try {
+    await program.parseAsync(["node", "hil", "report", ...args]);
+    return { stdout: chunks.join("") };
+  } catch (err) {
+    return { stdout: chunks.join(""), err };
+  } finally {
+    process.stdout.write = write;
+    process.stderr.write = errWrite;
+  }
+}
+
+t.test("formats to stdout and to files", async (t) => {
+  const ktap = await hil(FIXTURE, "--format", "ktap");
+  t.equal(ktap.err, undefined);
+  t.match(ktap.stdout, /^KTAP version 1\n/);
+  const out = join(await mkdtemp(join(tmpdir(), "hil-report-out-")), "r.xml");
+  const junit = await hil(FIXTURE, "--format", "junit", "--out", out);
+  t.equal(junit.stdout, "", "nothing on stdout when --out is given");
+  t.match(await readFile(out, "utf8"), /^<\?xml version="1.0"/);
+  const dir = await writeRunDir(syntheticRecord());
+  t.equal((await hil(dir, "--format", "html")).err, undefined);
+  t.match(
+    await readFile(join(dir, "report.html"), "utf8"),
+    /<!DOCTYPE html>/,
+    "html goes to <run-dir>/report.html",
+  );
+  const kcidb = await hil(dir, "--format", "kcidb");
+  t.same(JSON.parse(kcidb.stdout).version, { major: 5, minor: 0 });
+  const bad = await hil(dir, "--format", "pdf");
+  t.match(bad.err, { code: "commander.invalidArgument" });
+});
+
+t.test("bad input: one error naming the file, exit 2", async (t) => {
+  const missing = join(tmpdir(), "hil-no-such-run-dir");
+  const a = await hil(missing, "--format", "ktap");
+  t.ok(a.err instanceof HilError);
+  t.match(a.err, { exitCode: 2, where: missing, message: /does not exist/ });
+
+  const empty = await mkdtemp(join(tmpdir(), "hil-report-empty-"));
+  t.match((await hil(empty, "--format", "junit")).err, {
+    exitCode: 2,
+    where: join(empty, "verdicts.json"),
+    message: /verdicts\.json .*does not exist/,
+  });
+
+  const notJson = await writeRunDir(undefined, "{ truncated");
+  t.match((await hil(notJson, "--format", "kcidb")).err, {
+    exitCode: 2,
+    where: join(notJson, "verdicts.json"),
+    message: "verdicts.json is not JSON",
+  });
+
+  const wrongShape = await writeRunDir({ kernel: 3, results: "none" });
+  const w = (await hil(wrongShape, "--format", "ktap")).err as HilError;
+  t.match(w, { exitCode: 2, message: "verdicts.json is not a hil run record" });
+  t.match(w.detail, /kernel/);
+
+  const rec = syntheticRecord() as { scenarios: Array<Record<string, unknown>> };
+  (rec.scenarios[0] as Record<string, unknown>).trace = "traces/s-fail.jsonl";
+  const torn = await writeRunDir(rec);
+  const { mkdir } = await import("node:fs/promises");
+  await mkdir(join(torn, "traces"));
+  await writeFile(join(torn, "traces", "s-fail.jsonl"), '{"seq":1,"ns":1,"ev":"nope"}\n');
+  t.match((await hil(torn, "--format", "html")).err, {
+    exitCode: 2,
+    where: join(torn, "traces", "s-fail.jsonl"),
+    message: /trace line 1 is not a valid record/,
+  });
+});
