@@ -88,6 +88,19 @@ t.test("keys come in OpenSSH format", async (t) => {
   t.match(keys.privateKey, /^-----BEGIN OPENSSH PRIVATE KEY-----/);
 });
 
+t.test("every generated key pair parses back (ssh2 draws a malformed one ~3 times in 1000)", async (t) => {
+  let bad = 0;
+  for (let i = 0; i < 2000; i++) {
+    const pair = generateSshKeyPair(`k${i}`);
+    if (
+      ssh2.utils.parseKey(pair.privateKey) instanceof Error ||
+      ssh2.utils.parseKey(pair.publicKey) instanceof Error
+    )
+      bad++;
+  }
+  t.equal(bad, 0);
+});
+
 t.test("exit codes propagate, stdout and stderr stay apart, stdin is fed", async (t) => {
   const { client } = await setup(t);
   const r = await execCommand(client, "echo out; echo err >&2; exit 3");
