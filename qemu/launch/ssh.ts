@@ -156,13 +156,34 @@ export interface ExecResult extends CommandResult {
   signal?: string;
 }
 
+/** What a wrapped command prints last on stderr: its exit status, for when the channel lacks one. */
+const EXIT_MARK = "\u001ehil-exit=";
+const EXIT_TRAILER = new RegExp(`\n?${EXIT_MARK}(\\d+)\n$`);
+
+/**
+ * The command in a subshell, its status printed after it on stderr. Dropbear now and then closes an
+ * exec channel without the exit-status request (seen under load: ssh2 then reports no code), so
+ * the status travels in the stream too.
+ */
+export function wrapForExitStatus(command: string): string {
+  return `(${command}
+); __hil_rc=$?; printf '\n${EXIT_MARK}%d\n' "$__hil_rc" >&2; exit "$__hil_rc"`;
+}
+
+/** Splits the status trailer off a wrapped command's stderr. */
+export function splitExitTrailer(stderr: string): { stderr: string; exitCode?: number } {
+  const m = EXIT_TRAILER.exec(stderr);
+  if (!m) return { stderr };
+  return { stderr: stderr.slice(0, m.index), exitCode: Number(m[1]) };
+}
+
 /** Runs `command` with /bin/sh -c in the guest; stdout and stderr stay separate. */
 export async function execCommand(
   client: Client,
   command: string,
   opts: ExecOptions = {},
 ): Promise<ExecResult> {
-  const channel = await openExec(client, command);
+  const channel = await openExec(client, wrapForExitStatus(command));
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   channel.on("data", (d: Buffer) => out.push(d));
@@ -176,7 +197,8 @@ export async function execCommand(
   const outcome = await Promise.race([exit, timedOut]);
   clearTimeout(timer);
   const stdout = Buffer.concat(out).toString("utf8");
-  const stderr = Buffer.concat(err).toString("utf8");
+  const trailer = splitExitTrailer(Buffer.concat(err).toString("utf8"));
+  const stderr = trailer.stderr;
   if (outcome === "timeout") {
     signalChannel(channel, "KILL");
     channel.close();
@@ -185,6 +207,9 @@ export async function execCommand(
         [stdout && `stdout:\n${stdout}`, stderr && `stderr:\n${stderr}`].filter(Boolean).join("\n") ||
         undefined,
     });
+  }
+  if (outcome.exitCode === -1 && !outcome.signal && trailer.exitCode !== undefined) {
+    return { exitCode: trailer.exitCode, stdout, stderr };
   }
   return { ...outcome, stdout, stderr };
 }
