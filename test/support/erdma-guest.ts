@@ -5,7 +5,7 @@
  * hil-verbs-lifecycle; every claim is checked in dmesg, `rdma link`, `ibv_devinfo -v` and the
  * hardware trace.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -25,6 +25,7 @@ import {
   type TraceLine,
 } from "../../harness/run/erdma.ts";
 import { loadProfile } from "../../qemu/erdma/profile-file.ts";
+import { isolate } from "./cli.ts";
 import { processGone } from "./guest.ts";
 
 const PROFILE = "erdma-reflush";
@@ -68,6 +69,15 @@ export function erdmaGuestTest(base: "debian:6.1" | "debian:6.12" | "debian:7.2"
     const release = prepared.kernel.release;
     const dir = t.testdir({});
     const traceFile = join(dir, "hw-trace.jsonl");
+    // a private TMPDIR: other tests' device dirs are not ours to count
+    const iso = isolate();
+    const oldTmp = process.env.TMPDIR;
+    process.env.TMPDIR = iso.tmp;
+    t.teardown(() => {
+      if (oldTmp === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = oldTmp;
+      rmSync(iso.tmp, { recursive: true, force: true });
+    });
     const dirsBefore = ourDirs();
     let guest: BootedGuest | undefined;
     t.teardown(async () => {
