@@ -22,6 +22,10 @@ const registrations = [
   import("./boot-command.ts"),
   import("./run-command.ts"),
   import("./report-command.ts"),
+  import("./repro-command.ts"),
+  import("./validate-command.ts"),
+  import("./matrix-command.ts"),
+  import("./merge-command.ts"),
 ];
 
 async function main(): Promise<number> {

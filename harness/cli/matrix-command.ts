@@ -1,0 +1,78 @@
+import { existsSync, readdirSync } from "node:fs";
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { matrixSummary, renderIndex, runMatrix } from "../run/matrix.ts";
+import { describeJob } from "../run/matrix-job.ts";
+import { loadPlan, parseShard, type Shard, shardJobs } from "../run/matrix-plan.ts";
+import { HilError } from "../util/errors.ts";
+import { progress } from "../util/progress.ts";
+import { stampedRunDir } from "./repro-command.ts";
+
+interface MatrixOptionValues {
+  shard?: Shard;
+  out?: string;
+  list?: boolean;
+  json?: boolean;
+}
+
+export function registerMatrixCommand(program: Command): void {
+  program
+    .command("matrix")
+    .description(
+      "run a plan: kernels x device profiles x executors x scenario selections (fixtures/plans/*.yaml), one job each, or one shard of it",
+    )
+    .argument("<plan>", "a plan file (YAML)")
+    .option(
+      "--shard <i/n>",
+      "run shard i of n: the jobs at positions i-1, i-1+n, ... of the plan's id-sorted job list",
+      parseShard,
+    )
+    .option(
+      "--out <dir>",
+      "the matrix directory: matrix.json and jobs/<id>/ (default: runs/matrix-<plan>-<timestamp>)",
+    )
+    .option("--list", "print the jobs (of the shard) and exit without running them")
+    .option("--json", "print matrix.json (or, with --list, the jobs) as JSON")
+    .addHelpText(
+      "after",
+      [
+        "",
+        "A plan names kernels (a base, or { base, series, configs } with paths relative to the plan file), drivers",
+        "(default erdma), device_profiles (erdma only; default erdma-reflush), executors (default kernel), scenario",
+        "selections (one job each: names or globs, comma-separated within an entry, or paths), oracle profiles, and",
+        "exclude entries. Job ids are stable (<kernel>.<driver>[.<profile>].<executor>.<scenarios>), and shards split",
+        "the id-sorted list round-robin, so every CI machine that runs --shard i/n for i = 1..n runs a disjoint part",
+        "and together they run every job once. Join the shards' directories with hil merge.",
+        "",
+        "Exit status: 0 every job passed (PASS/SKIP/XFAIL/XPASS); 1 a job FAILed; 3 a job could not be judged",
+        "(ERROR, MISS); 2 bad input (the plan, with file:line).",
+        "",
+      ].join("\n"),
+    )
+    .action(async (planFile: string, opts: MatrixOptionValues) => {
+      const plan = await loadPlan(planFile);
+      const jobs = shardJobs(plan.jobs, opts.shard);
+      const where = opts.shard ? ` shard ${opts.shard.index}/${opts.shard.count}` : "";
+      if (opts.list) {
+        if (opts.json)
+          process.stdout.write(
+            `${JSON.stringify({ plan: plan.name, hash: plan.hash, shard: opts.shard ?? null, jobs }, null, 2)}\n`,
+          );
+        else for (const j of jobs) process.stdout.write(`${j.id}\t${describeJob(j.spec)}\n`);
+        progress.info(`hil matrix: ${plan.name}${where}: ${jobs.length} of ${plan.jobs.length} job(s)`);
+        return;
+      }
+      const out = opts.out ? resolve(opts.out) : stampedRunDir(`matrix-${plan.name}`);
+      if (existsSync(out) && readdirSync(out).length > 0)
+        throw new HilError("the matrix directory exists and is not empty", { where: out });
+      const index = await runMatrix(plan, { out, ...(opts.shard ? { shard: opts.shard } : {}) });
+      const summary = `hil matrix: ${matrixSummary(index)}`;
+      if (opts.json) {
+        process.stdout.write(`${JSON.stringify(index, null, 2)}\n`);
+        progress.info(summary);
+      } else process.stdout.write(`${renderIndex(index)}\nmatrix directory: ${out}\n${summary}\n`);
+      process.exitCode = index.exitCode;
+    });
+}
+
+export { registerMatrixCommand as register };

@@ -1,0 +1,91 @@
+/**
+ * A suite run's verdicts (the verdicts.json `hil run` and every job write) as a flat list a
+ * workflow compares: one entry per check of the probe stage, per scenario and oracle profile,
+ * and per rule under it. validate diffs two of them, merge checks shards against each other,
+ * repro matches a case's expectations against one.
+ */
+import type { ProfileJudgement } from "../oracle/judge.ts";
+import type { CheckResult, Verdict } from "../verdict.ts";
+import type { ScenarioReport } from "./suite.ts";
+
+/** verdicts.json: what `hil run` writes for the drain suite (a job adds `job`). */
+export interface SuiteRecord {
+  kernel: string;
+  release?: string;
+  driver?: string;
+  executor?: string;
+  deviceProfile?: string;
+  scenarios?: ScenarioReport[];
+  probe?: CheckResult[];
+  boots?: number;
+  wallMs?: number;
+  results: CheckResult[];
+  [extra: string]: unknown;
+}
+
+export interface VerdictEntry {
+  /** "<scenario>[<profile>]", "<scenario>[<profile>] rule <r>", or a check's id */
+  key: string;
+  scenario?: string;
+  profile?: string;
+  rule?: string;
+  verdict: Verdict;
+  reason: string;
+  evidence?: string[];
+}
+
+const SCENARIO_ID = /^(.*)\[([a-z-]+)\]$/;
+
+function ruleEntries(name: string, j: ProfileJudgement): VerdictEntry[] {
+  return j.rules.map((r) => ({
+    key: `${name}[${j.profile}] rule ${r.rule}`,
+    scenario: name,
+    profile: j.profile,
+    rule: r.rule,
+    verdict: r.verdict,
+    reason: r.reason,
+    ...(r.evidence ? { evidence: r.evidence } : {}),
+  }));
+}
+
+/** Every verdict of a record: checks and scenario/profile verdicts (results), then rules. */
+export function verdictEntries(record: SuiteRecord): VerdictEntry[] {
+  const out: VerdictEntry[] = [];
+  const rulesOf = new Map<string, VerdictEntry[]>();
+  for (const s of record.scenarios ?? [])
+    for (const j of s.judgements) rulesOf.set(`${s.name}[${j.profile}]`, ruleEntries(s.name, j));
+  for (const r of record.results) {
+    const m = SCENARIO_ID.exec(r.id);
+    out.push({
+      key: r.id,
+      ...(m ? { scenario: m[1], profile: m[2] } : {}),
+      verdict: r.verdict,
+      reason: r.reason,
+      ...(r.evidence ? { evidence: r.evidence } : {}),
+    });
+    out.push(...(rulesOf.get(r.id) ?? []));
+  }
+  return out;
+}
+
+/** key -> verdict, the form two runs are compared in. */
+export function verdictMap(record: SuiteRecord): Map<string, Verdict> {
+  return new Map(verdictEntries(record).map((e) => [e.key, e.verdict]));
+}
+
+/** Counts of each verdict among the results (the checks and scenario/profile verdicts). */
+export function verdictCounts(results: readonly CheckResult[]): Partial<Record<Verdict, number>> {
+  const counts: Partial<Record<Verdict, number>> = {};
+  for (const r of results) counts[r.verdict] = (counts[r.verdict] ?? 0) + 1;
+  return counts;
+}
+
+export function countsText(counts: Partial<Record<Verdict, number>>): string {
+  const order: Verdict[] = ["PASS", "FAIL", "XFAIL", "XPASS", "ERROR", "MISS", "SKIP"];
+  return (
+    order
+      .filter((v) => (counts[v] ?? 0) > 0)
+      .map((v) => `${counts[v]} ${v}`)
+      .join(", ") || "no verdicts"
+  );
+}

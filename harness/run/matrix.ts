@@ -1,0 +1,165 @@
+/**
+ * `hil matrix`: the jobs of a plan (or of one shard of it) run one after the other, each into
+ * <out>/jobs/<id>/ (a run directory like `hil run`'s), and an index, <out>/matrix.json, that
+ * names the plan (its content hash and every job id), the shard, and each job's outcome. `hil
+ * merge` joins the indexes of several shards.
+ */
+import { mkdir, rename, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { progress } from "../util/progress.ts";
+import { type CheckResult, exitCodeFor, type Verdict } from "../verdict.ts";
+import { describeJob, type JobRecord, type JobSpec, runJob } from "./matrix-job.ts";
+import { type MatrixJob, type MatrixPlan, type Shard, shardJobs } from "./matrix-plan.ts";
+import { countsText, verdictCounts } from "./matrix-verdicts.ts";
+
+export const MATRIX_FILE = "matrix.json";
+export const JOBS_DIR = "jobs";
+
+export interface MatrixJobEntry {
+  id: string;
+  spec: JobSpec;
+  /** relative to the matrix directory */
+  runDir: string;
+  kernel?: string;
+  exitCode: number;
+  counts: Partial<Record<Verdict, number>>;
+  wallMs: number;
+  /** set for a job no shard ran (hil merge) */
+  missing?: string;
+}
+
+export interface MatrixIndex {
+  version: 1;
+  /** the whole plan's jobs (a shard runs some of them) */
+  plan: { name: string; file: string; hash: string; jobs: MatrixJob[] };
+  /** null: the whole plan (or a merge of shards) */
+  shard: Shard | null;
+  /** merged: the matrix directories it was joined from */
+  mergedFrom?: { dir: string; shard: Shard | null }[];
+  jobs: MatrixJobEntry[];
+  exitCode: number;
+  wallMs: number;
+}
+
+export function entryOf(id: string, spec: JobSpec, record: JobRecord, wallMs: number): MatrixJobEntry {
+  return {
+    id,
+    spec,
+    runDir: `${JOBS_DIR}/${id}`,
+    kernel: record.kernel,
+    exitCode: exitCodeFor(record.results),
+    counts: verdictCounts(record.results),
+    wallMs,
+  };
+}
+
+/** The exit code of several jobs: 3 if any could not be judged, else 1 if any FAILed, else 0. */
+export function matrixExitCode(jobs: readonly Pick<MatrixJobEntry, "exitCode">[]): number {
+  const codes = jobs.map((j) => j.exitCode);
+  if (codes.includes(3)) return 3;
+  if (codes.some((c) => c !== 0)) return 1;
+  return 0;
+}
+
+export async function writeIndex(dir: string, index: MatrixIndex): Promise<void> {
+  const file = join(dir, MATRIX_FILE);
+  await writeFile(`${file}.tmp`, `${JSON.stringify(index, null, 2)}\n`);
+  await rename(`${file}.tmp`, file);
+}
+
+export function jobSummary(j: MatrixJobEntry): string {
+  return `${j.id}: ${j.missing ? `MISS (${j.missing})` : countsText(j.counts)}`;
+}
+
+export interface MatrixOptions {
+  out: string;
+  shard?: Shard;
+  /** runs one job (tests give a double; default runJob) */
+  run?: (spec: JobSpec, opts: { runDir: string; baseDir: string; id: string }) => Promise<JobRecord>;
+}
+
+/** Runs the shard's jobs in id order and writes the index after each one. */
+export async function runMatrix(plan: MatrixPlan, opts: MatrixOptions): Promise<MatrixIndex> {
+  const started = Date.now();
+  const out = resolve(opts.out);
+  const jobs = shardJobs(plan.jobs, opts.shard);
+  const index: MatrixIndex = {
+    version: 1,
+    plan: { name: plan.name, file: plan.file, hash: plan.hash, jobs: plan.jobs },
+    shard: opts.shard ?? null,
+    jobs: [],
+    exitCode: 0,
+    wallMs: 0,
+  };
+  await mkdir(join(out, JOBS_DIR), { recursive: true });
+  await writeIndex(out, index);
+  const run =
+    opts.run ??
+    ((spec: JobSpec, o: { runDir: string; baseDir: string; id: string }) =>
+      runJob(spec, { ...o, kernelErrors: "record" }));
+  const where = opts.shard ? ` shard ${opts.shard.index}/${opts.shard.count}` : "";
+  const step = progress.step(`[matrix] ${plan.name}${where}: ${jobs.length} of ${plan.jobs.length} job(s)`);
+  try {
+    for (const [n, job] of jobs.entries()) {
+      step.update(n, jobs.length, job.id);
+      progress.info(`[matrix] job ${n + 1}/${jobs.length}: ${job.id} (${describeJob(job.spec)})`);
+      const t0 = Date.now();
+      let record: JobRecord;
+      try {
+        record = await run(job.spec, {
+          runDir: join(out, JOBS_DIR, job.id),
+          baseDir: plan.baseDir,
+          id: job.id,
+        });
+      } catch (err) {
+        // bad input found only now (a scenario file changed under us): the job is an ERROR, the rest go on
+        const result: CheckResult = {
+          id: "job",
+          title: "the job runs",
+          verdict: "ERROR",
+          reason: err instanceof Error ? (err.message.split("\n")[0] ?? "") : String(err),
+        };
+        record = { kernel: describeJob(job.spec), results: [result], job: { id: job.id, spec: job.spec } };
+        await mkdir(join(out, JOBS_DIR, job.id), { recursive: true });
+        await writeFile(join(out, JOBS_DIR, job.id, "verdicts.json"), `${JSON.stringify(record, null, 2)}\n`);
+      }
+      const entry = entryOf(job.id, job.spec, record, Date.now() - t0);
+      index.jobs.push(entry);
+      index.exitCode = matrixExitCode(index.jobs);
+      index.wallMs = Date.now() - started;
+      await writeIndex(out, index);
+      progress.info(`[matrix] ${jobSummary(entry)}`);
+    }
+    step.succeed(`${jobs.length} job(s)`);
+  } catch (err) {
+    step.fail();
+    throw err;
+  }
+  return index;
+}
+
+/** The CI log's line: how many jobs, how they came out, the verdict counts over all of them. */
+export function matrixSummary(index: MatrixIndex): string {
+  const totals: Partial<Record<Verdict, number>> = {};
+  for (const j of index.jobs)
+    for (const [v, n] of Object.entries(j.counts))
+      totals[v as Verdict] = (totals[v as Verdict] ?? 0) + (n ?? 0);
+  const failed = index.jobs.filter((j) => j.exitCode !== 0).length;
+  const missing = index.jobs.filter((j) => j.missing).length;
+  const where = index.shard
+    ? ` shard ${index.shard.index}/${index.shard.count}`
+    : index.mergedFrom
+      ? " (merged)"
+      : "";
+  return `${index.plan.name}${where}: ${index.jobs.length} job(s), ${index.jobs.length - failed} passed, ${failed} not passed${missing ? ` (${missing} missing)` : ""}; verdicts: ${countsText(totals)} in ${Math.round(index.wallMs / 1000)}s`;
+}
+
+export function renderIndex(index: MatrixIndex): string {
+  const w = Math.max(3, ...index.jobs.map((j) => j.id.length));
+  const lines = [`${"job".padEnd(w)}  exit  verdicts`];
+  for (const j of index.jobs)
+    lines.push(
+      `${j.id.padEnd(w)}  ${String(j.exitCode).padEnd(4)}  ${j.missing ? `MISS: ${j.missing}` : countsText(j.counts)}`,
+    );
+  return `${lines.join("\n")}\n`;
+}

@@ -1,0 +1,176 @@
+// hil validate's comparison on synthetic verdicts: a new FAIL is a regression (exit 1), a FAIL that
+// is gone is fixed, an ERROR/MISS with the series is "not judged" (exit 3), equal runs are
+// unchanged (exit 0); the rules that moved are named. And what counts as an empty series.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import t from "tap";
+import type { SuiteRecord } from "../../harness/run/matrix-verdicts.ts";
+import { inspectSeries, validateExitCode } from "../../harness/run/validate.ts";
+import { classify, diffSummary, diffVerdicts, renderDiff } from "../../harness/run/validate-diff.ts";
+import { HilError } from "../../harness/util/errors.ts";
+import type { Verdict } from "../../harness/verdict.ts";
+
+const SERIES = fileURLToPath(new URL("../../fixtures/series/", import.meta.url));
+
+type Cell = [scenario: string, profile: string, verdict: Verdict, rules?: Record<string, Verdict>];
+
+function record(cells: readonly Cell[], probe: Verdict = "PASS"): SuiteRecord {
+  const names = [...new Set(cells.map((c) => c[0]))];
+  return {
+    kernel: "debian:6.12",
+    probe: [{ id: "erdma-probe", title: "probe", verdict: probe, reason: "-" }],
+    scenarios: names.map((name) => ({
+      name,
+      file: `${name}.yaml`,
+      durationMs: 1,
+      judgements: cells
+        .filter((c) => c[0] === name)
+        .map(([, profile, verdict, rules]) => ({
+          profile: profile as "ib",
+          verdict,
+          rules: Object.entries(rules ?? {}).map(([rule, v]) => ({
+            rule: rule as "1",
+            title: "-",
+            citation: "-",
+            verdict: v,
+            reason: `rule ${rule} ${v}`,
+          })),
+        })),
+    })),
+    results: [
+      { id: "erdma-probe", title: "probe", verdict: probe, reason: "-" },
+      ...cells.map(([s, p, v]) => ({
+        id: `${s}[${p}]`,
+        title: s,
+        verdict: v,
+        reason: `${s} under ${p}: ${v}`,
+      })),
+    ],
+  };
+}
+
+const BASE: Cell[] = [
+  ["post-send-in-error", "ib", "PASS", { 1: "PASS", 5: "PASS" }],
+  ["post-send-in-error", "iwarp-rdmac", "PASS", { 1: "PASS", 5: "PASS" }],
+  ["post-send-in-error", "linux", "PASS", { 1: "PASS", 5: "PASS" }],
+  ["partial-post-rq-overflow", "linux", "FAIL", { 5: "FAIL" }],
+  ["drain-qp-idle", "linux", "PASS", { 9: "PASS" }],
+];
+
+t.test("classify", async (t) => {
+  const table: Array<[Verdict | undefined, Verdict | undefined, string]> = [
+    ["PASS", "PASS", "unchanged"],
+    ["PASS", "FAIL", "new-fail"],
+    ["XFAIL", "FAIL", "new-fail"],
+    ["SKIP", "FAIL", "new-fail"],
+    [undefined, "FAIL", "new-fail"],
+    ["FAIL", "PASS", "fixed"],
+    ["FAIL", "XFAIL", "fixed"],
+    ["FAIL", "SKIP", "fixed"],
+    ["FAIL", "FAIL", "unchanged"],
+    ["PASS", "ERROR", "not-judged"],
+    ["PASS", "MISS", "not-judged"],
+    ["PASS", undefined, "not-judged"],
+    ["ERROR", "ERROR", "unchanged"],
+    ["ERROR", "PASS", "changed"],
+    ["XFAIL", "XPASS", "changed"],
+    ["SKIP", undefined, "changed"],
+  ];
+  for (const [a, b, want] of table) t.equal(classify(a, b), want, `${a} -> ${b}`);
+});
+
+t.test("the immediate-error series: new FAILs under ib and linux, a regression", async (t) => {
+  const patched: Cell[] = [
+    ["post-send-in-error", "ib", "FAIL", { 1: "FAIL", 5: "PASS" }],
+    ["post-send-in-error", "iwarp-rdmac", "PASS", { 1: "PASS", 5: "PASS" }],
+    ["post-send-in-error", "linux", "FAIL", { 1: "FAIL", 5: "PASS" }],
+    ["partial-post-rq-overflow", "linux", "FAIL", { 5: "FAIL" }],
+    ["drain-qp-idle", "linux", "FAIL", { 9: "FAIL", console: "FAIL" }],
+  ];
+  const diff = diffVerdicts(record(BASE), record(patched));
+  t.ok(diff.regression);
+  t.same(diff.counts, { "new-fail": 3, fixed: 0, "not-judged": 0, unchanged: 3, changed: 0 });
+  t.same(
+    diff.deltas.filter((d) => d.change === "new-fail").map((d) => d.key),
+    ["post-send-in-error[ib]", "post-send-in-error[linux]", "drain-qp-idle[linux]"],
+  );
+  const drain = diff.deltas.find((d) => d.key === "drain-qp-idle[linux]");
+  t.same(drain?.rules, [
+    { rule: "9", base: "PASS", patched: "FAIL", reason: "rule 9 FAIL" },
+    { rule: "console", patched: "FAIL", reason: "rule console FAIL" },
+  ]);
+  t.equal(validateExitCode(diff), 1);
+  const text = renderDiff(diff);
+  const lines = text.split("\n");
+  t.match(lines[1], /^post-send-in-error\s+ib\s+PASS\s+FAIL\s+NEW FAIL\s+post-send-in-error under ib: FAIL$/);
+  t.match(text, /rule 9: PASS -> FAIL {2}rule 9 FAIL/);
+  t.match(text, /partial-post-rq-overflow\s+linux\s+FAIL\s+FAIL\s+unchanged/);
+  t.notMatch(renderDiff(diff, { showUnchanged: false }), /unchanged/);
+  t.equal(diffSummary(diff), "REGRESSION: 3 new FAIL, 0 fixed, 0 not judged, 3 unchanged");
+});
+
+t.test("a fix: fixed FAILs, no regression", async (t) => {
+  const patched = BASE.map(
+    (c): Cell => (c[0] === "partial-post-rq-overflow" ? [c[0], c[1], "PASS", { 5: "PASS" }] : c),
+  );
+  const diff = diffVerdicts(record(BASE), record(patched));
+  t.notOk(diff.regression);
+  t.equal(diff.counts.fixed, 1);
+  t.equal(validateExitCode(diff), 0);
+  t.equal(diffSummary(diff), "no regression: 0 new FAIL, 1 fixed, 0 not judged, 5 unchanged");
+});
+
+t.test("the same verdicts (an empty series): no change, exit 0", async (t) => {
+  const diff = diffVerdicts(record(BASE), record(BASE));
+  t.same(diff.counts, { "new-fail": 0, fixed: 0, "not-judged": 0, unchanged: 6, changed: 0 });
+  t.equal(validateExitCode(diff), 0);
+  t.ok(diff.deltas.every((d) => d.rules.length === 0));
+});
+
+t.test("the patched kernel does not probe: not judged, exit 3; a FAIL still wins", async (t) => {
+  const broken = BASE.map((c): Cell => [c[0], c[1], "MISS"]);
+  const diff = diffVerdicts(record(BASE), record(broken, "FAIL"));
+  t.equal(diff.deltas.find((d) => d.key === "erdma-probe")?.change, "new-fail");
+  t.equal(diff.counts["not-judged"], 5, "every scenario judged before is a MISS now");
+  t.equal(validateExitCode(diff), 1, "the probe FAIL is the regression");
+  const onlyMiss = diffVerdicts(record(BASE), record(broken));
+  t.equal(validateExitCode(onlyMiss), 3);
+  t.match(diffSummary(onlyMiss), /^NOT JUDGED: 0 new FAIL/);
+});
+
+t.test("scenarios only one side ran", async (t) => {
+  const diff = diffVerdicts(
+    record(BASE.slice(0, 1)),
+    record([...BASE.slice(0, 1), ["new-one", "linux", "FAIL"]]),
+  );
+  t.same(
+    diff.deltas.map((d) => [d.key, d.change]),
+    [
+      ["erdma-probe", "unchanged"],
+      ["post-send-in-error[ib]", "unchanged"],
+      ["new-one[linux]", "new-fail"],
+    ],
+  );
+});
+
+t.test("empty series: an empty mbox, a cover letter only, a directory without patches", async (t) => {
+  const dir = t.testdir({ empty: {}, "notes-only": { "README.txt": "no patches here" } });
+  writeFileSync(join(dir, "empty.mbox"), "");
+  writeFileSync(
+    join(dir, "cover.mbox"),
+    "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\nSubject: [PATCH 0/0] nothing\n\nno patches\n",
+  );
+  for (const p of ["empty.mbox", "cover.mbox", "empty", "notes-only"])
+    t.same(inspectSeries(join(dir, p)).subjects, [], `${p}: empty`);
+  const real = inspectSeries(join(SERIES, "erdma-fail-post-in-error.mbox"));
+  t.same(real.subjects, ["[PATCH] RDMA/erdma: fail posts immediately once the QP is in ERROR"]);
+  mkdirSync(join(dir, "junk"));
+  writeFileSync(join(dir, "junk.mbox"), "just some text\n");
+  t.throws(
+    () => inspectSeries(join(dir, "junk.mbox")),
+    HilError,
+    "a file with no patch and no cover letter is an error",
+  );
+  t.throws(() => inspectSeries(join(dir, "missing.mbox")), /series .*missing\.mbox does not exist/);
+});
