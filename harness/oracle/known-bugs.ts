@@ -66,7 +66,11 @@ export function applyKnownBugs(
   if (bugs.length === 0) return [...judgements];
   return judgements.map((j) => {
     const rules = j.rules.map((r) => {
-      const bug = bugs.find((b) => b.rules.some((x) => ruleIdOf(x) === r.rule));
+      const bug = bugs.find(
+        (b) =>
+          (!b.oracle_profiles || b.oracle_profiles.includes(j.profile)) &&
+          b.rules.some((x) => ruleIdOf(x) === r.rule),
+      );
       return bug ? mark(r, bug) : r;
     });
     return { ...j, rules, verdict: combineVerdicts(rules.map((r) => r.verdict)) };

@@ -220,6 +220,8 @@ export const knownBugSchema = z.strictObject({
     .optional(),
   device_profiles: z.array(z.string().min(1)).min(1).optional(),
   executors: z.array(z.enum(EXECUTORS)).min(1).optional(),
+  /** the oracle profiles under which the behaviour is a bug (absent: all); e.g. not iwarp-rdmac */
+  oracle_profiles: z.array(z.enum(ORACLE_PROFILES)).min(1).optional(),
   rules: z.array(ruleRef).min(1),
   reference: z
     .string()

@@ -58,6 +58,15 @@ t.test("which known bugs apply to a run", async (t) => {
   t.same(knownBugsFor([{ ...BUG, device_profiles: ["erdma-reflush"] }], k612).length, 1);
 });
 
+t.test("a bug under some oracle profiles only: the others judge as they are", async (t) => {
+  const bug = { ...BUG, oracle_profiles: ["ib", "linux"] as ("ib" | "linux")[] };
+  const rdmac: ProfileJudgement = { profile: "iwarp-rdmac", verdict: "PASS", rules: [rule("5", "PASS")] };
+  const [linux, iwarp] = applyKnownBugs([judgement([rule("5", "FAIL")]), rdmac], [bug]);
+  t.equal(linux?.verdict, "XFAIL", "a bug under linux");
+  t.equal(iwarp?.verdict, "PASS", "no XPASS under iwarp-rdmac: the record does not speak for it");
+  t.same(iwarp?.rules[0]?.knownBug, undefined);
+});
+
 t.test("XFAIL, XPASS and an unexpected FAIL", async (t) => {
   const [xfail] = applyKnownBugs(
     [judgement([rule("4", "PASS"), rule("5", "FAIL"), rule("9", "SKIP")])],
