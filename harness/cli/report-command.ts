@@ -1,6 +1,8 @@
-import { mkdir, rename, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { type Command, Option } from "commander";
+import { ensureChromium, screenshotHtml } from "../report/browser.ts";
 import { renderHtml } from "../report/html.ts";
 import { renderJunit } from "../report/junit.ts";
 import { renderKcidb } from "../report/kcidb.ts";
@@ -17,6 +19,7 @@ interface ReportOptionValues {
   format: ReportFormat;
   out?: string;
   urlBase?: string;
+  screenshot?: boolean;
 }
 
 export async function renderReport(
@@ -45,12 +48,39 @@ async function writeAtomically(file: string, text: string): Promise<void> {
   await rename(tmp, file);
 }
 
+/**
+ * Draws the HTML report in headless chromium (installed if missing) and keeps the picture as
+ * <run-dir>/report.png. `htmlFile` is the report written; without one (--out -) a temporary copy.
+ */
+async function screenshotReport(run: RunDir, text: string, htmlFile: string | undefined): Promise<void> {
+  const binary = await ensureChromium();
+  const png = join(run.dir, "report.png");
+  const step = progress.step("[report] drawing the report in headless chromium");
+  const scratch = htmlFile === undefined ? await mkdtemp(join(tmpdir(), "hil-report-")) : undefined;
+  try {
+    const source = htmlFile ?? join(scratch as string, "report.html");
+    if (scratch !== undefined) await writeFile(source, text);
+    const shot = await screenshotHtml(source, png, { binary });
+    step.succeed(`${shot.width}x${shot.height} px, ${shot.layout.timelines.length} timeline(s)`);
+  } catch (err) {
+    step.fail();
+    throw err;
+  } finally {
+    if (scratch !== undefined) await rm(scratch, { recursive: true, force: true });
+  }
+  progress.info(`[report] screenshot: ${png}`);
+}
+
 export async function reportAction(runDir: string, opts: ReportOptionValues): Promise<void> {
+  if (opts.screenshot && opts.format !== "html")
+    throw new HilError(`--screenshot draws the HTML report: use it with --format html, not ${opts.format}`);
   const run = await loadRunDir(runDir);
   const text = await renderReport(run, opts);
   const out = opts.out ?? (opts.format === "html" ? join(run.dir, "report.html") : undefined);
-  if (out === undefined || out === "-") process.stdout.write(text);
-  else {
+  if (out === undefined || out === "-") {
+    process.stdout.write(text);
+    if (opts.screenshot) await screenshotReport(run, text, undefined);
+  } else {
     const file = resolve(out);
     await writeAtomically(file, text).catch((err: unknown) => {
       throw new HilError("cannot write the report", {
@@ -60,6 +90,7 @@ export async function reportAction(runDir: string, opts: ReportOptionValues): Pr
       });
     });
     progress.info(`[report] ${opts.format} report: ${file}`);
+    if (opts.screenshot) await screenshotReport(run, text, file);
   }
   progress.info(summaryLine(run.record.results));
 }
@@ -82,6 +113,10 @@ export function registerReportCommand(program: Command): void {
       "--url-base <url>",
       "kcidb: the URL the run directory is published at; log_url, output_files and patchset_files point below it (default: file:// URLs)",
     )
+    .option(
+      "--screenshot",
+      "html: also draw the report in headless chromium (installed if missing) and keep it as <run-dir>/report.png",
+    )
     .addHelpText(
       "after",
       [
@@ -90,7 +125,8 @@ export function registerReportCommand(program: Command): void {
         "  rule; XFAIL is `not ok ... # TODO known bug`, SKIP `# SKIP`, ERROR and MISS `# ERROR`.",
         "junit: a testsuite per scenario, a testcase per profile and rule, properties kernel/driver/profile.",
         "kcidb: KCIDB I/O v5.0 (checkout with patchset_hash, build, tests); XFAIL is FAIL with waived=true.",
-        "html: one self-contained file: the verdict table and a timeline picture per scenario.",
+        "html: one self-contained file: the verdict table and a timeline picture per scenario. With --screenshot,",
+        "  a PNG of the whole page as Debian's chromium draws it (1400 px wide), beside it as <run-dir>/report.png.",
         "",
         "Exit status: 0 the report was written; 2 the run directory is missing or corrupt (the file is named).",
         "",
