@@ -2,47 +2,14 @@
 // profiles, one scenario): the whole plan, then shards 1/2 and 2/2 (as two CI machines run them),
 // merged: the merged verdicts equal the unsharded run's, job for job and rule for rule. Merging a
 // shard with itself is refused (exit 2).
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { execa } from "execa";
 import t from "tap";
 import type { JobRecord } from "../../harness/run/matrix-job.ts";
 import { verdictMap } from "../../harness/run/matrix-verdicts.ts";
-import { type CliResult, hil, isolate, leftovers, REPO_ROOT } from "../support/cli.ts";
+import { hil, isolate, leftovers } from "../support/cli.ts";
 
 t.setTimeout(12 * 60 * 1000);
-
-/**
- * `hil` with the workflow commands: bin/hil once harness/cli/main.ts registers them; until then an
- * entry built from main.ts with them added (the same program, the same error handling).
- */
-async function hilWorkflows(
-  args: readonly string[],
-  env: NodeJS.ProcessEnv,
-  scratch: string,
-): Promise<CliResult> {
-  const main = readFileSync(join(REPO_ROOT, "harness/cli/main.ts"), "utf8");
-  if (main.includes("repro-command") && main.includes("merge-command")) return hil(args, env);
-  const entry = main
-    .replace(
-      'import("./run-command.ts"),',
-      ["run", "repro", "validate", "matrix", "merge"].map((c) => `import("./${c}-command.ts"),`).join("\n"),
-    )
-    .replace(/(from |import\()"\.\//g, `$1"${REPO_ROOT}harness/cli/`)
-    .replace(/(from |import\()"\.\.\//g, `$1"${REPO_ROOT}harness/`)
-    .replace('from "commander"', `from "${REPO_ROOT}node_modules/commander/esm.mjs"`);
-  const file = join(scratch, "hil-workflows.mts");
-  writeFileSync(file, entry);
-  const r = await execa("node", ["--import", "tsx", file, ...args], {
-    reject: false,
-    cwd: REPO_ROOT,
-    env: { ...process.env, ...env },
-    stdin: "ignore",
-    stripFinalNewline: false,
-    timeout: 30 * 60_000,
-  });
-  return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
-}
 
 function verdictsOf(dir: string): Record<string, Record<string, string>> {
   const index = JSON.parse(readFileSync(join(dir, "matrix.json"), "utf8"));
@@ -57,28 +24,22 @@ function verdictsOf(dir: string): Record<string, Record<string, string>> {
 t.test("two shards merged equal the unsharded run", async (t) => {
   const iso = isolate();
   const root = t.testdir({});
-  const scratch = t.testdir({});
   const plan = "fixtures/plans/tiny.yaml";
-  const list = await hilWorkflows(["matrix", plan, "--shard", "2/2", "--list"], iso.env, scratch);
+  const list = await hil(["matrix", plan, "--shard", "2/2", "--list"], iso.env);
   t.equal(list.exitCode, 0);
   t.equal(list.stdout.trim().split("\n").length, 1, "shard 2/2 of 2 jobs: one job");
-  const whole = await hilWorkflows(["matrix", plan, "--out", join(root, "whole")], iso.env, scratch);
+  const whole = await hil(["matrix", plan, "--out", join(root, "whole")], iso.env);
   t.equal(whole.exitCode, 0, `${whole.stdout}${whole.stderr}`.slice(-3000));
   t.match(whole.stdout, /^hil matrix: tiny: 2 job\(s\), 2 passed, 0 not passed; verdicts: /m);
   t.match(whole.stderr, /\[matrix\] job 2\/2: /, "progress per job");
   for (const i of [1, 2]) {
-    const r = await hilWorkflows(
-      ["matrix", plan, "--shard", `${i}/2`, "--out", join(root, `shard${i}`)],
-      iso.env,
-      scratch,
-    );
+    const r = await hil(["matrix", plan, "--shard", `${i}/2`, "--out", join(root, `shard${i}`)], iso.env);
     t.equal(r.exitCode, 0, `shard ${i}/2\n${r.stdout}${r.stderr}`.slice(-3000));
     t.match(r.stdout, new RegExp(`^hil matrix: tiny shard ${i}/2: 1 job\\(s\\)`, "m"));
   }
-  const merged = await hilWorkflows(
+  const merged = await hil(
     ["merge", join(root, "shard2"), join(root, "shard1"), "--out", join(root, "merged")],
     iso.env,
-    scratch,
   );
   t.equal(merged.exitCode, 0, `${merged.stdout}${merged.stderr}`);
   t.match(merged.stdout, /^hil merge: tiny \(merged\): 2 job\(s\), 2 passed/m);
@@ -90,10 +51,9 @@ t.test("two shards merged equal the unsharded run", async (t) => {
     Object.values(a).every((m) => Object.keys(m).length > 10),
     "real verdicts: checks, scenario, rules",
   );
-  const overlap = await hilWorkflows(
+  const overlap = await hil(
     ["merge", join(root, "shard1"), join(root, "whole"), "--out", join(root, "bad")],
     iso.env,
-    scratch,
   );
   t.equal(overlap.exitCode, 2);
   t.match(overlap.stderr, /^hil: error: inconsistent shards: /m);

@@ -2,50 +2,17 @@
 // (fixtures/series/erdma-fail-post-in-error.mbox) on a small scenario selection reports the new
 // FAILs (the drain WARNs under linux, a post in ERROR fails under ib and linux, not under
 // iwarp-rdmac) and exits 1; an empty series reports no change and exits 0. Nothing is left running.
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { execa } from "execa";
 import t from "tap";
-import { type CliResult, hil, isolate, leftovers, REPO_ROOT } from "../support/cli.ts";
+import { hil, isolate, leftovers } from "../support/cli.ts";
 
 t.setTimeout(12 * 60 * 1000);
-
-/**
- * `hil` with the workflow commands: bin/hil once harness/cli/main.ts registers them; until then an
- * entry built from main.ts with them added (the same program, the same error handling).
- */
-async function hilWorkflows(
-  args: readonly string[],
-  env: NodeJS.ProcessEnv,
-  scratch: string,
-): Promise<CliResult> {
-  const main = readFileSync(join(REPO_ROOT, "harness/cli/main.ts"), "utf8");
-  if (main.includes("repro-command") && main.includes("merge-command")) return hil(args, env);
-  const entry = main
-    .replace(
-      'import("./run-command.ts"),',
-      ["run", "repro", "validate", "matrix", "merge"].map((c) => `import("./${c}-command.ts"),`).join("\n"),
-    )
-    .replace(/(from |import\()"\.\//g, `$1"${REPO_ROOT}harness/cli/`)
-    .replace(/(from |import\()"\.\.\//g, `$1"${REPO_ROOT}harness/`)
-    .replace('from "commander"', `from "${REPO_ROOT}node_modules/commander/esm.mjs"`);
-  const file = join(scratch, "hil-workflows.mts");
-  writeFileSync(file, entry);
-  const r = await execa("node", ["--import", "tsx", file, ...args], {
-    reject: false,
-    cwd: REPO_ROOT,
-    env: { ...process.env, ...env },
-    stdin: "ignore",
-    stripFinalNewline: false,
-    timeout: 30 * 60_000,
-  });
-  return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
-}
 
 t.test("the immediate-error series: new FAILs, exit 1", async (t) => {
   const iso = isolate();
   const dir = join(t.testdir({}), "run");
-  const r = await hilWorkflows(
+  const r = await hil(
     [
       "validate",
       "--base",
@@ -58,7 +25,6 @@ t.test("the immediate-error series: new FAILs, exit 1", async (t) => {
       dir,
     ],
     iso.env,
-    t.testdir({}),
   );
   t.equal(r.exitCode, 1, `${r.stdout}${r.stderr}`.slice(-4000));
   t.match(
@@ -91,7 +57,7 @@ t.test("an empty series: no change, exit 0", async (t) => {
   const iso = isolate();
   const root = t.testdir({ "empty.mbox": "" });
   const dir = join(root, "run");
-  const r = await hilWorkflows(
+  const r = await hil(
     [
       "validate",
       "--base",
@@ -104,7 +70,6 @@ t.test("an empty series: no change, exit 0", async (t) => {
       dir,
     ],
     iso.env,
-    root,
   );
   t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-4000));
   t.match(r.stderr, /empty\.mbox holds no patch: base\+series is the base kernel/);
@@ -120,10 +85,9 @@ t.test("an empty series: no change, exit 0", async (t) => {
 t.test("a series that does not exist: exit 2 before anything runs", async (t) => {
   const iso = isolate();
   const root = t.testdir({});
-  const r = await hilWorkflows(
+  const r = await hil(
     ["validate", "--series", join(root, "none.mbox"), "--run-dir", join(root, "run")],
     iso.env,
-    root,
   );
   t.equal(r.exitCode, 2);
   t.match(r.stderr, /^hil: error: series \S+none\.mbox does not exist/m);
