@@ -1,6 +1,6 @@
 // hil report: each format from a run directory to stdout or a file, and bad input (a missing or
 // corrupt run directory, a corrupt trace) as one error naming the file, exit code 2.
-import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -37,7 +37,7 @@ t.test("formats to stdout and to files", async (t) => {
   const ktap = await hil(FIXTURE, "--format", "ktap");
   t.equal(ktap.err, undefined);
   t.match(ktap.stdout, /^KTAP version 1\n/);
-  const out = join(await mkdtemp(join(tmpdir(), "hil-report-out-")), "r.xml");
+  const out = join(t.testdir({}), "r.xml");
   const junit = await hil(FIXTURE, "--format", "junit", "--out", out);
   t.equal(junit.stdout, "", "nothing on stdout when --out is given");
   t.match(await readFile(out, "utf8"), /^<\?xml version="1.0"/);
@@ -60,7 +60,7 @@ t.test("bad input: one error naming the file, exit 2", async (t) => {
   t.ok(a.err instanceof HilError);
   t.match(a.err, { exitCode: 2, where: missing, message: /does not exist/ });
 
-  const empty = await mkdtemp(join(tmpdir(), "hil-report-empty-"));
+  const empty = t.testdir({});
   t.match((await hil(empty, "--format", "junit")).err, {
     exitCode: 2,
     where: join(empty, "verdicts.json"),
