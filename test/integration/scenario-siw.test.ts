@@ -132,7 +132,7 @@ t.test("the drain suite on siw, debian:6.12", async (t) => {
     scenario("fault-error-wqe").judgements.map((j) => j.verdict),
     ["SKIP", "SKIP", "SKIP"],
   );
-  t.match(scenario("fault-error-wqe").outcome?.reason, /\(line 9\): fault error-wqe needs the device model/);
+  t.match(scenario("fault-error-wqe").outcome?.reason, /\(line 10\): fault error-wqe needs the device model/);
   t.same(
     scenario("storage-pattern-reg-mr").judgements.map((j) => j.verdict),
     ["PASS", "PASS", "PASS"],
