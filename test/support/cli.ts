@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -34,8 +34,15 @@ export interface Isolation {
   env: NodeJS.ProcessEnv;
 }
 
+const isolations: string[] = [];
+// what the runs leave there once checked (tsx's cache above all) goes when the test file ends
+process.on("exit", () => {
+  for (const dir of isolations) rmSync(dir, { recursive: true, force: true });
+});
+
 export function isolate(): Isolation {
   const tmp = mkdtempSync(join(tmpdir(), "hil-test-"));
+  isolations.push(tmp);
   return { tmp, env: { TMPDIR: tmp } };
 }
 
