@@ -7,7 +7,6 @@
  *
  *   node --import tsx harness/bench/erdma-vs-siw.ts [--kernel debian:6.12] [--iters 4000] [--json]
  */
-import { parseArgs } from "node:util";
 import { buildGuestToolsLayer } from "../../guest/tools/build.ts";
 import { ensureQemu } from "../../qemu/provision/qemu.ts";
 import { type BootedGuest, bootPrepared } from "../boot.ts";
@@ -16,7 +15,7 @@ import { buildGuestModulesLayer } from "../image/kmod.ts";
 import { buildKernel } from "../kernel/build.ts";
 import { addSiwLink, KverbsDriver, kvCommand } from "../kverbs/driver.ts";
 import { buildKverbsModule } from "../kverbs/module.ts";
-import { isHilError } from "../util/errors.ts";
+import { runBench } from "./bench-cli.ts";
 import { connectPair, type Figure, num, runCases } from "./kverbs-cases.ts";
 
 interface Result {
@@ -69,22 +68,4 @@ function table(r: Result): string {
   return lines.join("\n");
 }
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      kernel: { type: "string", default: "debian:6.12" },
-      iters: { type: "string", default: "4000" },
-      json: { type: "boolean", default: false },
-    },
-  });
-  const iters = Number(values.iters);
-  if (!Number.isInteger(iters) || iters < 100)
-    throw new Error(`--iters ${values.iters}: a whole number >= 100`);
-  const r = await measure(values.kernel as string, iters);
-  process.stdout.write(values.json ? `${JSON.stringify(r, null, 2)}\n` : `${table(r)}\n`);
-}
-
-main().catch((err) => {
-  process.stderr.write(`${isHilError(err) ? err.format() : (err as Error).stack}\n`);
-  process.exit(1);
-});
+runBench(4000, measure, table);

@@ -7,7 +7,6 @@
  *
  * Progress goes to stderr, the table (or JSON) to stdout.
  */
-import { parseArgs } from "node:util";
 import { type Guest, startGuest } from "../../qemu/launch/guest.ts";
 import { ensureQemu } from "../../qemu/provision/qemu.ts";
 import { buildInitramfs } from "../image/initramfs.ts";
@@ -15,7 +14,7 @@ import { buildGuestModulesLayer } from "../image/kmod.ts";
 import { buildKernel } from "../kernel/build.ts";
 import { addSiwLink, KverbsDriver } from "../kverbs/driver.ts";
 import { buildKverbsModule } from "../kverbs/module.ts";
-import { isHilError } from "../util/errors.ts";
+import { runBench } from "./bench-cli.ts";
 import { connectPair, type Figure, num, runCases } from "./kverbs-cases.ts";
 
 async function measure(
@@ -54,24 +53,4 @@ function table(release: string, accel: string, figures: Figure[]): string {
   return lines.join("\n");
 }
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      kernel: { type: "string", default: "debian:6.12" },
-      iters: { type: "string", default: "20000" },
-      json: { type: "boolean", default: false },
-    },
-  });
-  const iters = Number(values.iters);
-  if (!Number.isInteger(iters) || iters < 100)
-    throw new Error(`--iters ${values.iters}: a whole number >= 100`);
-  const r = await measure(values.kernel as string, iters);
-  process.stdout.write(
-    values.json ? `${JSON.stringify(r, null, 2)}\n` : `${table(r.release, r.accel, r.figures)}\n`,
-  );
-}
-
-main().catch((err) => {
-  process.stderr.write(`${isHilError(err) ? err.format() : (err as Error).stack}\n`);
-  process.exit(1);
-});
+runBench(20000, measure, (r) => table(r.release, r.accel, r.figures));

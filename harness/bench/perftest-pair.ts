@@ -6,10 +6,9 @@
  *
  *   node --import tsx harness/bench/perftest-pair.ts [--kernel debian:6.12] [--iters 2000] [--json]
  */
-import { parseArgs } from "node:util";
 import { type BootedPair, bootPair, type PairedGuest, prepareGuest } from "../boot.ts";
-import { isHilError } from "../util/errors.ts";
 import { progress } from "../util/progress.ts";
+import { runBench } from "./bench-cli.ts";
 import { num } from "./kverbs-cases.ts";
 
 type Tool = "ib_send_bw" | "ib_write_bw" | "ib_send_lat" | "ib_write_lat";
@@ -101,22 +100,4 @@ function table(r: Awaited<ReturnType<typeof measure>>): string {
   return lines.join("\n");
 }
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: {
-      kernel: { type: "string", default: "debian:6.12" },
-      iters: { type: "string", default: "2000" },
-      json: { type: "boolean", default: false },
-    },
-  });
-  const iters = Number(values.iters);
-  if (!Number.isInteger(iters) || iters < 100)
-    throw new Error(`--iters ${values.iters}: a whole number >= 100`);
-  const r = await measure(values.kernel as string, iters);
-  process.stdout.write(values.json ? `${JSON.stringify(r, null, 2)}\n` : `${table(r)}\n`);
-}
-
-main().catch((err) => {
-  process.stderr.write(`${isHilError(err) ? err.format() : (err as Error).stack}\n`);
-  process.exit(1);
-});
+runBench(2000, measure, table);
