@@ -42,6 +42,9 @@ async function fakeSshd(t: Test, authorized: string): Promise<number> {
       let child: ReturnType<typeof spawn> | undefined;
       const run = (channel: ssh2.ServerChannel, args: string[]) => {
         child = spawn("sh", args, { stdio: "pipe", detached: true });
+        // a command that ends without reading its input (a failed redirection) closes the pipe, as
+        // in dropbear: the rest of the client's input is dropped, not an error of the server
+        child.stdin?.on("error", () => {});
         channel.pipe(child.stdin as NodeJS.WritableStream);
         child.stdout?.pipe(channel, { end: false });
         child.stderr?.pipe(channel.stderr, { end: false });
