@@ -5,6 +5,7 @@ import { DEFAULT_GUEST_MAC, prepareGuest, withGuest } from "../boot.ts";
 import { renderScenarioTable } from "../report/scenario-table.ts";
 import { renderVerdictTable } from "../report/table.ts";
 import { HW_TRACE_FILE } from "../run/hw-trace.ts";
+import { recordSeries } from "../run/series-record.ts";
 import { runSmokeChecks } from "../run/smoke.ts";
 import { runSuite, suiteResults } from "../run/suite.ts";
 import { planScenario } from "../run/suite-plan.ts";
@@ -189,6 +190,7 @@ async function runDrainSuite(opts: RunOptionValues): Promise<void> {
   }
   await mkdir(runDir, { recursive: true });
   const prepared = await prepareGuest(kernelRequest(opts));
+  const series = opts.series ? await recordSeries(opts.series, runDir) : undefined;
   let report: Awaited<ReturnType<typeof runSuite>>;
   let results: CheckResult[];
   const started = Date.now();
@@ -232,6 +234,8 @@ async function runDrainSuite(opts: RunOptionValues): Promise<void> {
     release: prepared.kernel.release,
     ...report,
     device: device ? { profile: device.profileName, trace: HW_TRACE_FILE } : null,
+    ...(series ? { series } : {}),
+    startedAt: new Date(started).toISOString(),
     wallMs: Date.now() - started,
     results,
   };

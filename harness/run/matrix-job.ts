@@ -15,6 +15,7 @@ import { HilError } from "../util/errors.ts";
 import type { CheckResult } from "../verdict.ts";
 import { HW_TRACE_FILE } from "./hw-trace.ts";
 import type { SuiteRecord } from "./matrix-verdicts.ts";
+import { recordSeries } from "./series-record.ts";
 import { runSmokeChecks } from "./smoke.ts";
 import { runSuite, type SuiteReport, suiteResults } from "./suite.ts";
 import { planScenario } from "./suite-plan.ts";
@@ -167,6 +168,7 @@ export async function runJob(
     await writeRecord(runDir, record);
     return record;
   }
+  const series = spec.series ? await recordSeries(spec.series, runDir, baseDir) : undefined;
   const target = {
     driver: spec.driver,
     executor: spec.executor,
@@ -209,6 +211,8 @@ export async function runJob(
     release: guestKernel.kernel.release,
     ...report,
     device: device ? { profile: device.profileName, trace: HW_TRACE_FILE } : null,
+    ...(series ? { series } : {}),
+    startedAt: new Date(started).toISOString(),
     wallMs: Date.now() - started,
     results,
     job,
