@@ -18,6 +18,8 @@ export class ConsoleFollower {
   private stopped = false;
   private readonly listeners = new Set<(line: string) => void>();
   private readonly decoder = new TextDecoder("utf-8");
+  /** when the console last grew (or the follower started): Date.now() */
+  lastOutputAt = Date.now();
 
   constructor(
     private readonly path: string,
@@ -26,6 +28,7 @@ export class ConsoleFollower {
 
   start(): void {
     if (this.timer || this.stopped) return;
+    this.lastOutputAt = Date.now();
     this.timer = setInterval(() => this.poll(), this.pollMs);
     this.timer.unref();
   }
@@ -58,6 +61,7 @@ export class ConsoleFollower {
       const n = readSync(this.fd, buf, 0, buf.length, this.offset);
       if (n <= 0) break;
       this.offset += n;
+      this.lastOutputAt = Date.now();
       const text = this.partial + this.decoder.decode(buf.subarray(0, n), { stream: true });
       const parts = text.split("\n");
       this.partial = parts.pop() ?? "";

@@ -56,6 +56,11 @@ export interface StartGuestOptions {
   sshPort?: number;
   /** QEMU start to a working SSH command; default 120 s under TCG, 60 s under KVM */
   bootTimeoutMs?: number;
+  /**
+   * a console silent this long before the ready marker is a stalled boot, and QEMU is started
+   * once more (default 45 s under TCG, 30 s under KVM; 0: never)
+   */
+  stallMs?: number;
   /** copy the console log here when the guest is disposed of (or fails to boot) */
   keepConsole?: string;
   onConsoleLine?: (line: string) => void;
@@ -70,7 +75,7 @@ export interface BootTimings {
   /** QEMU started → the first SSH command returned */
   firstCommandMs: number;
   sshAttempts: number;
-  /** QEMU starts needed (another one when the SSH port was taken meanwhile) */
+  /** QEMU starts needed (another one when the SSH port was taken meanwhile, or the boot stalled) */
   qemuStarts: number;
 }
 
@@ -97,6 +102,8 @@ export interface Guest {
 const DEFAULT_MAC = "52:54:00:12:34:56";
 const RUN_DIR_PREFIX = "hil-guest-";
 const PORT_ATTEMPTS = 5;
+/** a boot whose console went silent is retried this many times */
+const STALL_RESTARTS = 1;
 const CONSOLE_TAIL_LINES = 30;
 const POWEROFF_WAIT_MS = 5000;
 
@@ -109,6 +116,8 @@ class BootFailure extends Error {
   constructor(
     message: string,
     readonly hostForwardTaken = false,
+    /** the console went silent before the ready marker: the last line it showed */
+    readonly stalledAfter?: string,
   ) {
     super(message);
   }
@@ -264,6 +273,37 @@ function defaultBootTimeout(accel: Accel): number {
   return accel === "kvm" ? 60_000 : 120_000;
 }
 
+function defaultStall(accel: Accel): number {
+  return accel === "kvm" ? 30_000 : 45_000;
+}
+
+/** Rejects when the console has been silent for stallMs (checked each second); stop() ends it. */
+function stallWatch(
+  follower: ConsoleFollower,
+  stallMs: number,
+): { promise: Promise<never>; stop: () => void } {
+  let timer: NodeJS.Timeout | undefined;
+  const promise = new Promise<never>((_, reject) => {
+    if (stallMs <= 0) return;
+    timer = setInterval(() => {
+      follower.poll();
+      const silentMs = Date.now() - follower.lastOutputAt;
+      if (silentMs < stallMs) return;
+      const last = follower.tail(1)[0]?.trim() || "(nothing)";
+      reject(
+        new BootFailure(
+          `the console stalled for ${Math.round(silentMs / 1000)} s after: ${last}`,
+          false,
+          last,
+        ),
+      );
+    }, 1000);
+    timer.unref();
+  });
+  promise.catch(() => {});
+  return { promise, stop: () => clearInterval(timer) };
+}
+
 /** Waits for the ready marker, then for a working SSH command; throws BootFailure otherwise. */
 async function awaitBoot(
   attempt: BootAttempt,
@@ -271,9 +311,11 @@ async function awaitBoot(
   target: SshTarget,
   deadline: number,
   started: number,
+  stallMs: number,
 ): Promise<{ client: Client; readyMarkerMs: number; firstCommandMs: number; sshAttempts: number }> {
   const { qemuProcess } = attempt;
   const ready = follower.waitFor(new RegExp(READY_MARKER));
+  const stall = stallWatch(follower, stallMs);
   const failed = follower.waitFor(new RegExp(`${FAILED_MARKER}\\s*(.*)`));
   const abort = new AbortController();
   let timer: NodeJS.Timeout | undefined;
@@ -288,7 +330,8 @@ async function awaitBoot(
   });
   giveUp.catch(() => abort.abort());
   try {
-    await Promise.race([ready.promise, giveUp]);
+    await Promise.race([ready.promise, giveUp, stall.promise]);
+    stall.stop();
     const readyMarkerMs = Date.now() - started;
     const connected = await Promise.race([connectWithRetry(target, deadline, abort.signal), giveUp]);
     const check = await Promise.race([execCommand(connected.client, "true", { timeoutMs: 30_000 }), giveUp]);
@@ -305,6 +348,7 @@ async function awaitBoot(
     throw new BootFailure(err instanceof Error ? err.message : String(err));
   } finally {
     clearTimeout(timer);
+    stall.stop();
     ready.cancel();
     failed.cancel();
     abort.abort();
@@ -319,6 +363,7 @@ export async function startGuest(opts: StartGuestOptions): Promise<Guest> {
   const accel =
     opts.accel ?? (await resolveAccel(opts.qemu, { kernel: opts.kernel, initrd: opts.initrd })).accel;
   const bootTimeoutMs = opts.bootTimeoutMs ?? defaultBootTimeout(accel);
+  const stallMs = opts.stallMs ?? defaultStall(accel);
   sweepStaleRunDirs(RUN_DIR_PREFIX);
   const workDir = await createRunDir(RUN_DIR_PREFIX);
   const unregisterDir = onProcessExit(() => rmSync(workDir, { recursive: true, force: true }));
@@ -333,6 +378,7 @@ export async function startGuest(opts: StartGuestOptions): Promise<Guest> {
   let lastFailure: BootFailure | undefined;
   const started = Date.now();
   const deadline = started + bootTimeoutMs;
+  let stalls = 0;
   try {
     for (let start = 1; start <= PORT_ATTEMPTS; start++) {
       const sshPort = start === 1 && opts.sshPort ? opts.sshPort : await freeLoopbackPort();
@@ -368,7 +414,14 @@ export async function startGuest(opts: StartGuestOptions): Promise<Guest> {
         privateKey: keys.privateKey,
       };
       try {
-        const booted = await awaitBoot({ qemuProcess, sshPort }, follower, target, deadline, qemuStarted);
+        const booted = await awaitBoot(
+          { qemuProcess, sshPort },
+          follower,
+          target,
+          deadline,
+          qemuStarted,
+          stallMs,
+        );
         const timings: BootTimings = {
           accel,
           readyMarkerMs: booted.readyMarkerMs,
@@ -392,6 +445,11 @@ export async function startGuest(opts: StartGuestOptions): Promise<Guest> {
         lastFailure = err as BootFailure;
         await qemuProcess.killAndWait();
         follower.stop();
+        if (lastFailure.stalledAfter !== undefined && stalls < STALL_RESTARTS && Date.now() < deadline) {
+          stalls++;
+          progress.info(`[${opts.name ?? "guest"}] ${lastFailure.message}; starting QEMU again`);
+          continue;
+        }
         if (!lastFailure.hostForwardTaken) break;
       }
     }

@@ -52,6 +52,28 @@ t.test("a boot timeout too short for any boot: HilError, QEMU killed, temp dir g
   }
 });
 
+t.test("a boot whose console goes silent: QEMU started once more, then one clear error", async (t) => {
+  const w = watch();
+  const err = await startGuest({
+    qemu: artifacts.qemu,
+    kernel: artifacts.kernel.bzImage,
+    initrd: artifacts.initrd,
+    // init sleeps without a word: the console stops after the kernel's last line
+    kernelArgs: ["rdinit=/bin/busybox", "--", "sleep", "600"],
+    stallMs: 4000,
+    onQemuStarted: w.onQemuStarted,
+  }).catch((e: unknown) => e);
+  t.match(err, {
+    name: "HilError",
+    message: /the guest never reached SSH: the console stalled for \d+ s after: .+/,
+  });
+  t.equal(w.started.length, 2, "one restart after the first stall");
+  for (const s of w.started) {
+    t.notOk(processExists(s.pid), "QEMU is gone");
+    t.ok(gone(s.workDir), "the temp dir is gone");
+  }
+});
+
 t.test("an SSH port taken on the host: QEMU refuses the forward, the launcher picks another", async (t) => {
   const blocker = createServer();
   await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
