@@ -126,6 +126,7 @@ function extendGuest<E extends object>(guest: Guest, extra: E, alsoDispose: () =
       return guest.running;
     },
     exec: (command: string, o?: ExecOptions) => guest.exec(command, o),
+    execStream: (command, o) => guest.execStream(command, o),
     shell: (io) => guest.shell(io),
     copyTo: (local, remote, o) => guest.copyTo(local, remote, o),
     copyFrom: (remote, local) => guest.copyFrom(remote, local),

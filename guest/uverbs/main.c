@@ -2,7 +2,7 @@
 /*
  * hil-uverbs: runs guest/kverbs' command language through libibverbs and librdmacm.
  *
- *   hil-uverbs [-w DRAIN_MS] [-m MAX_WRS] [FILE]
+ *   hil-uverbs [-s] [-w DRAIN_MS] [-m MAX_WRS] [FILE]
  *
  * Reads commands (one a line, or ';'-separated; blank lines and '#' comments skipped) from FILE
  * or stdin, all of them before anything runs: a line that is malformed, or an operation of the
@@ -10,6 +10,10 @@
  * nothing runs. Then each command runs in order between a "cmd" and a "done" record; a failed one
  * does not stop the rest. A drain whose marker does not complete in DRAIN_MS (default 10000)
  * writes a "hang" record and ends the run. At the end every object left is destroyed.
+ *
+ * With -s (streaming) each line runs as soon as it is read, so whoever writes the input can wait
+ * for a command's "done" record (every record is flushed as written) and act before sending the
+ * next line; a rejected line then ends the run (what ran before it is torn down).
  *
  * Exit status: 0 every command returned 0; 1 a command failed; 2 bad usage or rejected input;
  * 3 a drain hung.
@@ -33,8 +37,9 @@ struct uv_script {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: hil-uverbs [-w DRAIN_MS] [-m MAX_WRS] [FILE]\n"
-		   "  runs hil_kverbs commands through libibverbs/librdmacm; JSON lines on stdout\n");
+	fprintf(f, "usage: hil-uverbs [-s] [-w DRAIN_MS] [-m MAX_WRS] [FILE]\n"
+		   "  runs hil_kverbs commands through libibverbs/librdmacm; JSON lines on stdout\n"
+		   "  -s: run each line as it is read (the default reads and checks all input first)\n");
 }
 
 static char *read_all(FILE *in, size_t *len)
@@ -92,6 +97,41 @@ static bool skipped(const char *line, size_t len)
 	return i == len || line[i] == '#';
 }
 
+/* Leading blanks and trailing blanks/CRs off one command's text. */
+static void trim(char **p, size_t *len)
+{
+	while (*len && (**p == ' ' || **p == '\t')) {
+		(*p)++;
+		(*len)--;
+	}
+	while (*len && ((*p)[*len - 1] == '\r' || (*p)[*len - 1] == ' ' || (*p)[*len - 1] == '\t'))
+		(*len)--;
+}
+
+/*
+ * One command (`len` bytes at `p`, trimmed, not skipped) into `cmd`; 0, or -1 when it is rejected
+ * (traced). `full`: no room for another command.
+ */
+static int parse_one(char *p, size_t len, unsigned int lineno, struct uv_cmd *cmd, bool full)
+{
+	const char *why = NULL;
+	char saved = p[len];
+	int rc = 0;
+
+	p[len] = '\0';
+	if (full) {
+		trace_reject(p, lineno, NULL, "too many commands");
+		rc = -1;
+	} else if (uv_parse(p, len, cmd, &why)) {
+		trace_reject(p, lineno, cmd->op ? cmd->op->name : NULL, why);
+		rc = -1;
+	} else {
+		cmd->lineno = lineno;
+	}
+	p[len] = saved;
+	return rc;
+}
+
 /* Parses every command of the text; rejects are traced and counted. */
 static int parse_script(char *text, struct uv_script *s)
 {
@@ -104,33 +144,21 @@ static int parse_script(char *text, struct uv_script *s)
 	while (*p) {
 		size_t len = strcspn(p, "\n;");
 		char sep = p[len];
-		const char *why = NULL;
-		struct uv_cmd *cmd = &s->cmds[s->n];
+		char *c = p;
+		size_t clen = len;
 
-		while (len && (*p == ' ' || *p == '\t')) {
-			p++;
-			len--;
-		}
-		while (len && (p[len - 1] == '\r' || p[len - 1] == ' ' || p[len - 1] == '\t'))
-			len--;
-		if (!skipped(p, len)) {
-			char saved = p[len];
+		trim(&c, &clen);
+		if (!skipped(c, clen)) {
+			struct uv_cmd *cmd = &s->cmds[s->n < UV_MAX_LINES ? s->n : 0];
 
-			p[len] = '\0';
-			if (s->n == UV_MAX_LINES) {
-				trace_reject(p, lineno, NULL, "too many commands");
-				s->rejected++;
-			} else if (uv_parse(p, len, cmd, &why)) {
-				trace_reject(p, lineno, cmd->op ? cmd->op->name : NULL, why);
+			if (parse_one(c, clen, lineno, cmd, s->n == UV_MAX_LINES)) {
 				s->rejected++;
 			} else {
-				cmd->lineno = lineno;
 				cmd->id = s->n + 1;
 				s->n++;
 			}
-			p[len] = saved;
 		}
-		p += strcspn(p, "\n;");
+		p += len;
 		if (sep == '\n')
 			lineno++;
 		if (*p)
@@ -193,6 +221,53 @@ static int execute(struct uv_cmd *cmd)
 	return rc;
 }
 
+/*
+ * -s: each line is parsed and run as soon as it is read. Returns the exit status (without the
+ * hang, which uv.hung says): 0, 1 a command failed, 2 a rejected command ended the run.
+ */
+static int run_stream(FILE *in)
+{
+	struct uv_cmd *cmd = calloc(1, sizeof(*cmd));
+	unsigned int lineno = 0;
+	uint64_t ids = 0;
+	size_t cap = 0;
+	char *line = NULL;
+	int status = 0;
+
+	if (!cmd) {
+		fprintf(stderr, "hil-uverbs: out of memory\n");
+		return 2;
+	}
+	list_devices();
+	while (!uv.hung && status != 2 && getline(&line, &cap, in) != -1) {
+		char *p = line;
+
+		lineno++;
+		while (*p && !uv.hung) {
+			size_t len = strcspn(p, "\n;");
+			char *c = p;
+			size_t clen = len;
+
+			trim(&c, &clen);
+			if (!skipped(c, clen)) {
+				if (parse_one(c, clen, lineno, cmd, false)) {
+					status = 2;
+					break;
+				}
+				cmd->id = ++ids;
+				if (execute(cmd))
+					status = 1;
+			}
+			p += len;
+			if (*p)
+				p++;
+		}
+	}
+	free(line);
+	free(cmd);
+	return status;
+}
+
 static int parse_opt_u32(const char *v, uint32_t *out)
 {
 	char *end;
@@ -209,6 +284,7 @@ static int parse_opt_u32(const char *v, uint32_t *out)
 int main(int argc, char **argv)
 {
 	struct uv_script script = { 0 };
+	bool stream = false;
 	FILE *in = stdin;
 	size_t len = 0;
 	char *text;
@@ -216,7 +292,11 @@ int main(int argc, char **argv)
 
 	uv.drain_timeout_ms = 10000;
 	uv.max_wrs = 65536;
-	while ((opt = getopt(argc, argv, "w:m:h")) != -1) {
+	while ((opt = getopt(argc, argv, "sw:m:h")) != -1) {
+		if (opt == 's') {
+			stream = true;
+			continue;
+		}
 		if (opt == 'w' && !parse_opt_u32(optarg, &uv.drain_timeout_ms))
 			continue;
 		if (opt == 'm' && !parse_opt_u32(optarg, &uv.max_wrs))
@@ -234,6 +314,14 @@ int main(int argc, char **argv)
 			fprintf(stderr, "hil-uverbs: %s: %s\n", argv[optind], strerror(errno));
 			return 2;
 		}
+	}
+	if (stream) {
+		uv_trace_init();
+		trace_hello();
+		status = run_stream(in);
+		if (in != stdin)
+			fclose(in);
+		goto out;
 	}
 	text = read_all(in, &len);
 	if (in != stdin)
@@ -259,6 +347,7 @@ int main(int argc, char **argv)
 	for (unsigned int i = 0; i < script.n && !uv.hung; i++)
 		if (execute(&script.cmds[i]))
 			status = 1;
+out:
 	uv_teardown_all(uv.hung ? "exit after a hang" : "exit");
 	if (uv.devs)
 		rdma_free_devices(uv.devs);

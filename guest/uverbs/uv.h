@@ -3,7 +3,8 @@
  * hil-uverbs: the userspace verbs executor. It reads the command language of the in-kernel
  * executor (guest/kverbs) and writes the same JSON-lines trace, through libibverbs and librdmacm,
  * so user QPs go through the device's rdma-core provider. Its parts:
- *   main.c    options, reading and checking the whole input, running it, exit status
+ *   main.c    options, reading and checking the whole input (or, with -s, a line at a time as
+ *             it comes), running it, exit status
  *   cmd.c     the command language: parsing, the operation table, argument helpers
  *   trace.c   JSON records on stdout, one a line, flushed as written
  *   obj.c     device, PD, CQ, QP (with buffers, MR and work request contexts), teardown

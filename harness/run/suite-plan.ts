@@ -41,7 +41,7 @@ export function planScenario(s: Scenario, target: SuiteTarget): Plan {
 /**
  * Step-level: a step the executor cannot carry out makes the scenario a MISS; a device fault on
  * siw (no device model to inject it into) makes it a SKIP, one the erdma model has no equivalent
- * for, or one the executor cannot stop for, a MISS.
+ * for a MISS. Both executors stop for fault steps (the user executor streams its input).
  */
 export function planSteps(c: CompiledScenario, target: SuiteTarget): Plan {
   for (const step of c.steps) {
@@ -69,12 +69,6 @@ export function planSteps(c: CompiledScenario, target: SuiteTarget): Plan {
         run: false,
         verdict: "SKIP",
         reason: `${where}: fault ${step.fault.kind} needs the device model's fault injection; siw has no device model`,
-      };
-    if (target.executor === "user")
-      return {
-        run: false,
-        verdict: "MISS",
-        reason: `${where}: fault ${step.fault.kind}: the user executor runs a scenario in one process, so no fault can be armed between its steps`,
       };
     const gap = erdmaFaultGap(step.fault);
     if (gap) return { run: false, verdict: "MISS", reason: `${where}: ${gap}` };

@@ -1,30 +1,68 @@
 /**
  * The userspace executor (guest/uverbs, hil-uverbs) as a suite executor: one process per scenario,
  * all its command lines at once (the objects live in that process), then a settling pass over the
- * CQs. Its drain has a timeout of its own: a marker that never completes is a `hang` record, which
- * becomes the stuck observation the oracle judges as a hang (no kernel stack: the process polls);
- * a run the host-side watchdog kills is one too, with the process's kernel stack. The user drain's
- * marker posts become observations, so rule 9 can tell a failed marker post from a hang.
+ * CQs. A scenario with fault steps runs in one streaming process instead: its lines go in segments
+ * cut at the fault steps, and before the segment after a fault step the suite arms that fault with
+ * the trace so far (every command before it done). Its drain has a timeout of its own: a marker
+ * that never completes is a `hang` record, which becomes the stuck observation the oracle judges
+ * as a hang (no kernel stack: the process polls); a run the host-side watchdog kills is one too,
+ * with the process's kernel stack. The user drain's marker posts become observations, so rule 9
+ * can tell a failed marker post from a hang.
  */
 import type { KvRecord } from "../kverbs/trace.ts";
 import type { Observation, StuckObservation } from "../oracle/observations.ts";
-import type { CompiledScenario } from "../scenario/compile.ts";
+import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
 import { HilError } from "../util/errors.ts";
-import { runUverbs, UVERBS_BINARY, type UverbsRun, type UverbsShell } from "../uverbs/driver.ts";
+import {
+  runUverbs,
+  runUverbsSegments,
+  UVERBS_BINARY,
+  type UverbsRun,
+  type UverbsShell,
+  type UverbsStreamShell,
+} from "../uverbs/driver.ts";
 import type { ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
+import type { StepwiseHooks } from "./stepwise.ts";
 
 /** how long the run waits for late completions before its last polls */
 const SETTLE_MS = 500;
 /** room for the process, SSH and teardown beyond the steps' own watchdogs */
 const RUN_MARGIN_MS = 30_000;
 
+/** The user executor's form of a line: kernel poll contexts dropped (its CQs are polled directly). */
+function userLine(line: string): string {
+  return line.startsWith("cq ") ? line.replace(/ poll=[a-z]+/, "") : line;
+}
+
+/** The settling pass at the end of a run: late completions, then a last poll of every CQ. */
+function settleLines(compiled: CompiledScenario): string[] {
+  return [`sleep ms=${SETTLE_MS}`, ...compiled.cqs.map((cq) => `poll cq=${cq} min=0 timeout=0`)];
+}
+
 /** The hil-uverbs input for a scenario: kernel poll contexts dropped (polled directly here). */
 export function userLines(compiled: CompiledScenario): string[] {
   const steps = compiled.steps.flatMap((s) => s.commands);
-  const settle = [`sleep ms=${SETTLE_MS}`, ...compiled.cqs.map((cq) => `poll cq=${cq} min=0 timeout=0`)];
-  return [...compiled.setup, ...steps, ...settle].map((l) =>
-    l.startsWith("cq ") ? l.replace(/ poll=[a-z]+/, "") : l,
-  );
+  return [...compiled.setup, ...steps, ...settleLines(compiled)].map(userLine);
+}
+
+/**
+ * The input cut at the fault steps: segment 0 is the setup and the steps before the first fault,
+ * segment i the steps after the i-th fault step up to the next one (the settling pass in the
+ * last). faults[i] is the step armed between segments i and i+1.
+ */
+export function userSegments(compiled: CompiledScenario): { segments: string[][]; faults: CompiledStep[] } {
+  const segments: string[][] = [compiled.setup.map(userLine)];
+  const faults: CompiledStep[] = [];
+  for (const s of compiled.steps) {
+    if (s.fault) {
+      faults.push(s);
+      segments.push([]);
+      continue;
+    }
+    segments.at(-1)?.push(...s.commands.map(userLine));
+  }
+  segments.at(-1)?.push(...settleLines(compiled).map(userLine));
+  return { segments, faults };
 }
 
 /** The drain steps' watchdog is the user drain's own timeout; the whole run gets them all. */
@@ -100,14 +138,26 @@ export function userOutcome(compiled: CompiledScenario, run: UverbsRun): Executo
   };
 }
 
+/** The setup commands that failed (the first setup.length commands of a run), as "op: rc N (err)". */
+function setupFailures(compiled: CompiledScenario, records: readonly KvRecord[]): string[] {
+  return records.flatMap((r) =>
+    r.ev === "done" && r.id <= compiled.setup.length && r.rc !== 0
+      ? [`${r.op}: rc ${r.rc}${r.err ? ` (${r.err})` : ""}`]
+      : [],
+  );
+}
+
+/** A guest the user executor runs in; fault steps need the streaming exec. */
+export type UserExecutorGuest = UverbsShell & Partial<Pick<UverbsStreamShell, "execStream">>;
+
 export class UserExecutor implements ScenarioExecutor {
   readonly kind = "user" as const;
   private stuckOnce = false;
 
-  private constructor(private readonly guest: UverbsShell) {}
+  private constructor(private readonly guest: UserExecutorGuest) {}
 
   /** Checks the guest has hil-uverbs (the tools layer of the image). */
-  static async load(guest: UverbsShell): Promise<UserExecutor> {
+  static async load(guest: UserExecutorGuest): Promise<UserExecutor> {
     const r = await guest.exec(`command -v ${UVERBS_BINARY}`, { timeoutMs: 10_000 });
     if (r.exitCode !== 0) throw new HilError(`the guest has no ${UVERBS_BINARY} (the guest tools layer)`);
     return new UserExecutor(guest);
@@ -117,19 +167,52 @@ export class UserExecutor implements ScenarioExecutor {
     return this.stuckOnce;
   }
 
-  async runScenario(compiled: CompiledScenario): Promise<ExecutorOutcome> {
-    const fault = compiled.steps.find((s) => s.fault);
-    if (fault)
-      return { records: [], stuck: [], error: `step ${fault.index + 1}: the user executor arms no faults` };
+  async runScenario(compiled: CompiledScenario, hooks: StepwiseHooks = {}): Promise<ExecutorOutcome> {
     const { drainMs, runMs } = userTimeouts(compiled);
-    const run = await runUverbs(this.guest, userLines(compiled), {
-      drainTimeoutMs: drainMs,
-      timeoutMs: runMs,
-      check: false,
-    });
+    const opts = { drainTimeoutMs: drainMs, timeoutMs: runMs, check: false };
+    const { segments, faults } = userSegments(compiled);
+    let run: UverbsRun;
+    if (faults.length === 0) run = await runUverbs(this.guest, userLines(compiled), opts);
+    else {
+      const first = faults[0] as CompiledStep;
+      const where = (s: CompiledStep) => `step ${s.index + 1} (line ${s.line}): fault ${s.fault?.kind}`;
+      const { fault } = hooks;
+      if (!fault)
+        return { records: [], stuck: [], error: `${where(first)}: nothing here arms device faults` };
+      const { execStream } = this.guest;
+      if (!execStream)
+        return {
+          records: [],
+          stuck: [],
+          error: `${where(first)}: this guest has no streaming exec to stop hil-uverbs at the fault`,
+        };
+      const shell: UverbsStreamShell = {
+        exec: (command, o) => this.guest.exec(command, o),
+        execStream: (command, o) => execStream.call(this.guest, command, o),
+      };
+      run = await runUverbsSegments(
+        shell,
+        segments,
+        async ({ segment, trace }) => {
+          // as the stepwise runner: a broken setup arms nothing (the QPs may not exist)
+          const failed = segment === 0 ? setupFailures(compiled, trace.records) : [];
+          if (failed.length > 0) throw new Error(`setup failed: ${failed.join("; ")}`);
+          const step = faults[segment] as CompiledStep;
+          try {
+            await fault(step, trace.records);
+          } catch (err) {
+            throw new Error(`${where(step)}: ${err instanceof Error ? err.message : String(err)}`);
+          }
+        },
+        opts,
+      );
+    }
     // a killed process may still hold its verbs objects (stuck in the kernel): reboot after it
     if (run.killed) this.stuckOnce = true;
-    return userOutcome(compiled, run);
+    const outcome = userOutcome(compiled, run);
+    return run.interrupted && outcome.error === undefined
+      ? { ...outcome, error: run.interrupted.error }
+      : outcome;
   }
 
   async close(): Promise<void> {}

@@ -19,7 +19,10 @@ import {
   copyToGuest,
   type ExecOptions,
   type ExecResult,
+  type ExecStream,
+  type ExecStreamOptions,
   execCommand,
+  execStream,
   generateSshKeyPair,
   interactiveShell,
   type ShellIo,
@@ -86,6 +89,8 @@ export interface Guest {
   readonly timings: BootTimings;
   readonly keys: SshKeyPair;
   exec(command: string, opts?: ExecOptions): Promise<ExecResult>;
+  /** a command whose stdin is written and stdout read while it runs (execStream in ssh.ts) */
+  execStream(command: string, opts?: ExecStreamOptions): Promise<ExecStream>;
   /** an interactive shell on a pty, on the given terminal (default: this process's stdio) */
   shell(io?: ShellIo): Promise<number>;
   copyTo(localPath: string, remotePath: string, opts?: { mode?: number }): Promise<void>;
@@ -190,6 +195,10 @@ class RunningGuest implements Guest {
 
   exec(command: string, opts: ExecOptions = {}): Promise<ExecResult> {
     return this.guard((c) => execCommand(c, command, opts));
+  }
+
+  execStream(command: string, opts: ExecStreamOptions = {}): Promise<ExecStream> {
+    return this.guard((c) => execStream(c, command, opts));
   }
 
   shell(

@@ -1,6 +1,7 @@
 import { createReadStream, createWriteStream } from "node:fs";
 import { rm } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
+import { StringDecoder } from "node:string_decoder";
 import { setTimeout as sleep } from "node:timers/promises";
 import ssh2, { type Client, type ClientChannel } from "ssh2";
 import { HilError } from "../../harness/util/errors.ts";
@@ -177,41 +178,149 @@ export function splitExitTrailer(stderr: string): { stderr: string; exitCode?: n
   return { stderr: stderr.slice(0, m.index), exitCode: Number(m[1]) };
 }
 
+/** A command running in the guest whose stdin and stdout are used while it runs (execStream). */
+export interface ExecStream {
+  /** writes to the command's stdin; false once stdin is closed or the command has ended */
+  write(data: string | Uint8Array): boolean;
+  /** closes stdin (EOF), after writing `data` if given; further calls do nothing */
+  end(data?: string | Uint8Array): void;
+  /** the stdout received so far (UTF-8) */
+  readonly stdout: string;
+  /** calls `listener` with each piece of stdout as it arrives (not with what came before) */
+  onStdout(listener: (chunk: string) => void): () => void;
+  /** SIGKILL to the command (where the server honours signals) and the channel closed */
+  kill(): void;
+  /**
+   * The command's result when its channel closes: as execCommand's (the exit-status trailer taken
+   * off stderr). Rejects with a HilError when timeoutMs passes first (the command is killed).
+   */
+  readonly result: Promise<ExecResult>;
+}
+
+export interface ExecStreamOptions {
+  /** the whole command's limit, from its start */
+  timeoutMs?: number;
+}
+
+/** Runs `command` with /bin/sh -c in the guest, its stdin open for writing and stdout seen as it comes. */
+export async function execStream(
+  client: Client,
+  command: string,
+  opts: ExecStreamOptions = {},
+): Promise<ExecStream> {
+  const channel = await openExec(client, wrapForExitStatus(command));
+  const decoder = new StringDecoder("utf8");
+  let stdout = "";
+  const err: Buffer[] = [];
+  const listeners = new Set<(chunk: string) => void>();
+  let inputClosed = false;
+  let ended = false;
+  // a write racing the channel's close fails there; the result says how the command ended
+  channel.on("error", () => {});
+  channel.on("data", (d: Buffer) => {
+    const chunk = decoder.write(d);
+    if (!chunk) return;
+    stdout += chunk;
+    for (const l of [...listeners]) l(chunk);
+  });
+  channel.stderr.on("data", (d: Buffer) => err.push(d));
+  const exit = channelExit(channel).then((outcome) => {
+    const rest = decoder.end();
+    if (rest) {
+      stdout += rest;
+      for (const l of [...listeners]) l(rest);
+    }
+    ended = true;
+    return outcome;
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<"timeout">((resolve) => {
+    if (opts.timeoutMs !== undefined) timer = setTimeout(() => resolve("timeout"), opts.timeoutMs);
+  });
+  const kill = () => {
+    if (ended) return;
+    signalChannel(channel, "KILL");
+    channel.close();
+  };
+  const result = Promise.race([exit, timedOut]).then((outcome): ExecResult => {
+    clearTimeout(timer);
+    const trailer = splitExitTrailer(Buffer.concat(err).toString("utf8"));
+    const stderr = trailer.stderr;
+    if (outcome === "timeout") {
+      kill();
+      throw new HilError(`guest command timed out after ${opts.timeoutMs} ms: ${command}`, {
+        detail:
+          [stdout && `stdout:\n${stdout}`, stderr && `stderr:\n${stderr}`].filter(Boolean).join("\n") ||
+          undefined,
+      });
+    }
+    if (outcome.exitCode === -1 && !outcome.signal && trailer.exitCode !== undefined) {
+      return { exitCode: trailer.exitCode, stdout, stderr };
+    }
+    return { ...outcome, stdout, stderr };
+  });
+  // a caller that only writes and waits may never look at the result before it rejects
+  result.catch(() => {});
+  return {
+    write(data) {
+      if (inputClosed || ended) return false;
+      channel.write(data);
+      return true;
+    },
+    end(data) {
+      if (inputClosed) return;
+      inputClosed = true;
+      if (!ended) channel.end(data);
+    },
+    get stdout() {
+      return stdout;
+    },
+    onStdout(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    kill,
+    result,
+  };
+}
+
+/**
+ * Resolves with true once `done(stdout so far)` holds, or with false once the command has ended
+ * without it (its result settled). `done` is checked at once and after each piece of stdout.
+ */
+export function waitForStdout(stream: ExecStream, done: (stdout: string) => boolean): Promise<boolean> {
+  if (done(stream.stdout)) return Promise.resolve(true);
+  return new Promise<boolean>((resolve) => {
+    let settled = false;
+    const finish = (v: boolean) => {
+      if (settled) return;
+      settled = true;
+      off();
+      resolve(v);
+    };
+    const off = stream.onStdout(() => {
+      if (done(stream.stdout)) finish(true);
+    });
+    stream.result.then(
+      () => finish(done(stream.stdout)),
+      () => finish(done(stream.stdout)),
+    );
+  });
+}
+
 /** Runs `command` with /bin/sh -c in the guest; stdout and stderr stay separate. */
 export async function execCommand(
   client: Client,
   command: string,
   opts: ExecOptions = {},
 ): Promise<ExecResult> {
-  const channel = await openExec(client, wrapForExitStatus(command));
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  channel.on("data", (d: Buffer) => out.push(d));
-  channel.stderr.on("data", (d: Buffer) => err.push(d));
-  channel.end(opts.input ?? undefined);
-  const exit = channelExit(channel);
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<"timeout">((resolve) => {
-    if (opts.timeoutMs !== undefined) timer = setTimeout(() => resolve("timeout"), opts.timeoutMs);
-  });
-  const outcome = await Promise.race([exit, timedOut]);
-  clearTimeout(timer);
-  const stdout = Buffer.concat(out).toString("utf8");
-  const trailer = splitExitTrailer(Buffer.concat(err).toString("utf8"));
-  const stderr = trailer.stderr;
-  if (outcome === "timeout") {
-    signalChannel(channel, "KILL");
-    channel.close();
-    throw new HilError(`guest command timed out after ${opts.timeoutMs} ms: ${command}`, {
-      detail:
-        [stdout && `stdout:\n${stdout}`, stderr && `stderr:\n${stderr}`].filter(Boolean).join("\n") ||
-        undefined,
-    });
-  }
-  if (outcome.exitCode === -1 && !outcome.signal && trailer.exitCode !== undefined) {
-    return { exitCode: trailer.exitCode, stdout, stderr };
-  }
-  return { ...outcome, stdout, stderr };
+  const stream = await execStream(
+    client,
+    command,
+    opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs },
+  );
+  stream.end(opts.input ?? undefined);
+  return stream.result;
 }
 
 export async function copyToGuest(

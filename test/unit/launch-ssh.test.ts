@@ -12,10 +12,12 @@ import {
   copyFromGuest,
   copyToGuest,
   execCommand,
+  execStream,
   generateSshKeyPair,
   interactiveShell,
   type SshTarget,
   shellQuote,
+  waitForStdout,
 } from "../../qemu/launch/ssh.ts";
 
 /**
@@ -48,11 +50,15 @@ async function fakeSshd(t: Test, authorized: string): Promise<number> {
         channel.pipe(child.stdin as NodeJS.WritableStream);
         child.stdout?.pipe(channel, { end: false });
         child.stderr?.pipe(channel.stderr, { end: false });
-        // ssh2's server drops "signal" requests once a command runs: a closed channel ends it instead
+        // a closed channel ends the command too (the client closes it after its "signal" request)
+        let closed = false;
         channel.on("close", () => {
+          closed = true;
           if (child?.pid && child.exitCode === null) process.kill(-child.pid, "SIGKILL");
         });
         child.on("close", (code, signal) => {
+          // nothing more on a channel closed already (the client would drop the connection), as in dropbear
+          if (closed) return;
           // as dropbear now and then does: close the channel without the exit-status request
           if (args[1]?.includes("HIL_TEST_NO_EXIT_STATUS")) {
             channel.end();
@@ -65,7 +71,8 @@ async function fakeSshd(t: Test, authorized: string): Promise<number> {
       };
       session.on("pty", (ok) => ok?.());
       session.on("window-change", (ok) => ok?.());
-      session.on("signal", (ok, info) => {
+      // (accept, reject, info): a "signal" request without want-reply has neither callback
+      session.on("signal", (ok, _reject, info) => {
         ok?.();
         // the whole process group, as a signal to a pty session would reach
         if (child?.pid) process.kill(-child.pid, `SIG${info.name}` as NodeJS.Signals);
@@ -140,6 +147,65 @@ t.test("a command ended by a signal reports 128+n", async (t) => {
   const r = await execCommand(client, "kill -TERM $$");
   t.equal(r.exitCode, 143);
   t.equal(r.signal, "TERM");
+});
+
+t.test("a streamed command: stdin written while it runs, stdout seen as it comes", async (t) => {
+  const { client } = await setup(t);
+  const s = await execStream(client, 'while read l; do echo "got $l"; [ "$l" = bye ] && echo err >&2; done');
+  const chunks: string[] = [];
+  const off = s.onStdout((c) => chunks.push(c));
+  t.equal(s.write("one\n"), true);
+  t.equal(await waitForStdout(s, (out) => out.includes("got one\n")), true, "the answer to the first line");
+  t.equal(s.stdout, "got one\n", "and nothing else yet");
+  t.same(chunks.join(""), "got one\n", "told to the listener");
+  off();
+  s.write("two\n");
+  t.equal(await waitForStdout(s, (out) => out.endsWith("got two\n")), true);
+  s.end("bye\n");
+  t.equal(s.write("late\n"), false, "nothing is written after EOF");
+  s.end();
+  const r = await s.result;
+  t.same(
+    r,
+    { exitCode: 0, stdout: "got one\ngot two\ngot bye\n", stderr: "err\n" },
+    "the trailer is taken off",
+  );
+  t.same(chunks.join(""), "got one\n", "an unsubscribed listener hears no more");
+  t.equal(
+    await waitForStdout(s, (out) => out.includes("never")),
+    false,
+    "waiting on an ended command returns false",
+  );
+});
+
+t.test("a streamed command closed without its exit status: the status comes from the stream", async (t) => {
+  const { client } = await setup(t);
+  const s = await execStream(client, "cat; echo err >&2; HIL_TEST_NO_EXIT_STATUS=1; exit 6");
+  s.end("in\n");
+  t.same(await s.result, { exitCode: 6, stdout: "in\n", stderr: "err\n" });
+});
+
+t.test("a streamed command: waitForStdout returns false when it ends first; kill and timeout", async (t) => {
+  const { client } = await setup(t);
+  const short = await execStream(client, "echo partial; exit 2");
+  t.equal(await waitForStdout(short, (out) => out.includes("never")), false);
+  t.equal((await short.result).exitCode, 2);
+
+  const long = await execStream(client, "echo started; sleep 20");
+  t.equal(await waitForStdout(long, (out) => out.includes("started")), true);
+  const t0 = Date.now();
+  long.kill();
+  const killed = await long.result;
+  t.ok(Date.now() - t0 < 5000, "kill ends it at once");
+  t.not(killed.exitCode, 0);
+  t.equal(long.write("more\n"), false, "nothing is written to an ended command");
+
+  const slow = await execStream(client, "echo started; sleep 20", { timeoutMs: 300 });
+  await t.rejects(slow.result, {
+    name: "HilError",
+    message: /timed out after 300 ms: echo started; sleep 20/,
+    detail: /started/,
+  });
 });
 
 t.test("copies files both ways, binary-safe, with quoting and mode", async (t) => {
