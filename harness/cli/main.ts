@@ -26,6 +26,7 @@ const registrations = [
   import("./validate-command.ts"),
   import("./matrix-command.ts"),
   import("./merge-command.ts"),
+  import("./scenarios-command.ts"),
 ];
 
 async function main(): Promise<number> {

@@ -27,7 +27,8 @@ import { planScenario, planSteps, type SuiteTarget } from "./suite-plan.ts";
 
 /** The guest's address (QEMU user networking); the RDMA device is bound to its NIC. */
 export const GUEST_ADDR = "10.0.2.15";
-const FIRST_PORT = 7600;
+/** the port of the first scenario's QP pair; each next scenario takes the next one */
+export const FIRST_PORT = 7600;
 export const TRACE_DIR = "traces";
 
 export interface SuiteOptions extends SuiteTarget {

@@ -66,15 +66,15 @@ export function matchScenarioFiles(pattern: string, dir = SCENARIO_DIR): string[
     for (const n of readdirSync(d)) {
       const p = join(d, n);
       if (statSync(p).isDirectory()) walk(p);
-      else if (re.test(p)) out.push(p);
+      else if (re.test(p) && /\.ya?ml$/.test(p)) out.push(p);
     }
   };
   walk(base);
   return out.sort();
 }
 
-/** Loads the scenarios the patterns select (all of `dir` without patterns); names must be unique. */
-export async function selectScenarios(patterns: string | undefined, dir = SCENARIO_DIR): Promise<Scenario[]> {
+/** The files the patterns select (all of `dir` without patterns), each once; a pattern must match. */
+export function selectScenarioFiles(patterns: string | undefined, dir = SCENARIO_DIR): string[] {
   const list = (patterns ?? "*")
     .split(",")
     .map((p) => p.trim())
@@ -85,6 +85,12 @@ export async function selectScenarios(patterns: string | undefined, dir = SCENAR
     if (found.length === 0) throw new HilError(`no scenario matches "${p}"`, { where: dir });
     for (const f of found) files.add(f);
   }
+  return [...files];
+}
+
+/** Loads the scenarios the patterns select (all of `dir` without patterns); names must be unique. */
+export async function selectScenarios(patterns: string | undefined, dir = SCENARIO_DIR): Promise<Scenario[]> {
+  const files = selectScenarioFiles(patterns, dir);
   const scenarios: Scenario[] = [];
   const byName = new Map<string, string>();
   for (const f of files) {
