@@ -311,6 +311,19 @@ export const scenarioSchema = z
           path: ["steps", i, "post_send" in step ? "post_send" : "post_recv", "len"],
           message: `len ${post.len} is more than the QP's buf ${s.qp.buf}`,
         });
+      if (post?.bad !== undefined && post.bad >= (post.batch ?? post.count))
+        ctx.addIssue({
+          code: "custom",
+          path: ["steps", i, "post_send" in step ? "post_send" : "post_recv", "bad"],
+          message: `bad ${post.bad} is past the end of each call (${post.batch ?? post.count} WRs a call): no WR would be invalid`,
+        });
+      const waits = "poll" in step ? step.poll.wait_ms : "sleep" in step ? step.sleep : undefined;
+      if (waits !== undefined && step.timeout_ms !== undefined && step.timeout_ms <= waits)
+        ctx.addIssue({
+          code: "custom",
+          path: ["steps", i, "timeout_ms"],
+          message: `the step's watchdog (${step.timeout_ms} ms) ends it before its own wait (${waits} ms): it would always be a hang`,
+        });
       if ("poll" in step && step.poll.min > 0 && step.poll.wait_ms === 0)
         ctx.addIssue({
           code: "custom",

@@ -107,6 +107,24 @@ t.test("a cross-field check: len beyond the QP's buffer", async (t) => {
   t.equal(e.message, "steps[0].post_send.len: len 2048 is more than the QP's buf 1024");
 });
 
+t.test("a cross-field check: the invalid WR of a partial post must fall inside each call", async (t) => {
+  const e = await errorOf("bad-past-call.yaml");
+  t.equal(e.where, `${BAD}bad-past-call.yaml:7:7`);
+  t.equal(
+    e.message,
+    "steps[0].post_send.bad: bad 4 is past the end of each call (4 WRs a call): no WR would be invalid",
+  );
+});
+
+t.test("a cross-field check: a step's own watchdog must outlast its wait", async (t) => {
+  const e = await errorOf("watchdog-before-wait.yaml");
+  t.equal(e.where, `${BAD}watchdog-before-wait.yaml:6:5`);
+  t.match(
+    e.message,
+    /^steps\[1\]\.timeout_ms: the step's watchdog \(3000 ms\) ends it before its own wait \(8000 ms\)/,
+  );
+});
+
 t.test("several problems: the first is the message, the rest the detail", async (t) => {
   try {
     parseScenario("covers: [10]\nbogus: 1\nsteps: []\n", "x.yaml");
