@@ -11,7 +11,7 @@ import { ensurePatchedTree } from "./apply.ts";
 import { baseKey, ensureBaseTree, kernelVersion } from "./base-source.ts";
 import { type BaseSpec, describeBase, parseBaseSpec } from "./base-spec.ts";
 import { compileKernel, configureKernel, installModules, type KbuildTree, kernelRelease } from "./kbuild.ts";
-import { type Fragment, readFragment } from "./kconfig.ts";
+import { type Fragment, readFragment, resolveFragmentPath } from "./kconfig.ts";
 import { loadSeries, type Series } from "./series.ts";
 import type { KernelArtifact, KernelRequest } from "./types.ts";
 
@@ -78,7 +78,7 @@ async function plan(req: KernelRequest): Promise<Plan> {
   const spec = parseBaseSpec(req.base);
   const series = req.series ? loadSeries(req.series) : undefined;
   const baseConfig = readFragment(BASE_CONFIG_PATH, "guest/kconfig/base.config");
-  const userFragments = req.configs.map((c) => readFragment(c));
+  const userFragments = req.configs.map((c) => readFragment(resolveFragmentPath(c), c));
   const bKey = await baseKey(spec);
   const key = kernelBuildKey({
     baseKey: bKey,

@@ -1,5 +1,6 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { HilError } from "../util/errors.ts";
 import { probe } from "../util/exec.ts";
 
@@ -20,12 +21,39 @@ export interface Fragment {
   requests: ConfigRequest[];
 }
 
+/** The fragments shipped in guest/kconfig besides base.config, by name (`--config smp`). */
+export const SHIPPED_FRAGMENT_DIR = fileURLToPath(new URL("../../guest/kconfig/", import.meta.url));
+
+export function shippedFragments(): string[] {
+  try {
+    return readdirSync(SHIPPED_FRAGMENT_DIR)
+      .filter((f) => f.endsWith(".config") && f !== "base.config")
+      .map((f) => f.slice(0, -".config".length))
+      .sort();
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * A fragment as the user names it: a file, or (when no such file exists and the name has no
+ * slash) a fragment shipped in guest/kconfig, e.g. `smp` for guest/kconfig/smp.config.
+ */
+export function resolveFragmentPath(nameOrPath: string): string {
+  if (existsSync(nameOrPath) || nameOrPath.includes("/")) return nameOrPath;
+  const shipped = join(SHIPPED_FRAGMENT_DIR, `${nameOrPath.replace(/\.config$/, "")}.config`);
+  return existsSync(shipped) ? shipped : nameOrPath;
+}
+
 export function readFragment(path: string, label = path): Fragment {
   let bytes: Buffer;
   try {
     bytes = readFileSync(path);
   } catch {
-    throw new HilError(`config fragment ${label} does not exist or cannot be read`, { where: resolve(path) });
+    throw new HilError(`config fragment ${label} does not exist or cannot be read`, {
+      where: resolve(path),
+      detail: `give a fragment file, or one of the fragments shipped in guest/kconfig: ${shippedFragments().join(", ") || "(none)"}`,
+    });
   }
   return { path: resolve(path), label, bytes, requests: parseFragment(bytes.toString("utf8"), label) };
 }

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 /**
  * One job of the workflows: the drain suite on one kernel (base + series), one driver, one device
  * profile, one executor and one scenario selection, run the way `hil run` runs it (the device
@@ -58,7 +59,10 @@ export function kernelRequestOf(spec: JobSpec, baseDir = process.cwd()): KernelR
   return {
     base: isPath(spec.kernel) ? resolve(baseDir, spec.kernel) : spec.kernel,
     ...(spec.series ? { series: resolve(baseDir, spec.series) } : {}),
-    configs: (spec.configs ?? []).map((c) => resolve(baseDir, c)),
+    // a bare name that is no file next to the plan is a fragment shipped in guest/kconfig (`smp`)
+    configs: (spec.configs ?? []).map((c) =>
+      c.includes("/") || existsSync(resolve(baseDir, c)) ? resolve(baseDir, c) : c,
+    ),
   };
 }
 
