@@ -5,7 +5,7 @@
  * siw is attached to the same NIC and the pair is measured again. Measured in the kernel by
  * hil_kverbs (bench command, direct-polled CQs).
  *
- *   node --import tsx harness/bench/erdma-vs-siw.ts [--kernel debian:6.12] [--iters 4000] [--json]
+ *   node --import tsx harness/bench/erdma-vs-siw.ts [--kernel debian:6.12] [--config smp] [--iters 4000] [--json]
  */
 import { buildGuestToolsLayer } from "../../guest/tools/build.ts";
 import { ensureQemu } from "../../qemu/provision/qemu.ts";
@@ -13,6 +13,7 @@ import { type BootedGuest, bootPrepared } from "../boot.ts";
 import { buildInitramfs } from "../image/initramfs.ts";
 import { buildGuestModulesLayer } from "../image/kmod.ts";
 import { buildKernel } from "../kernel/build.ts";
+import type { KernelRequest } from "../kernel/types.ts";
 import { addSiwLink, KverbsDriver, kvCommand } from "../kverbs/driver.ts";
 import { buildKverbsModule } from "../kverbs/module.ts";
 import { runBench } from "./bench-cli.ts";
@@ -25,8 +26,8 @@ interface Result {
   siw: Figure[];
 }
 
-async function measure(base: string, iters: number): Promise<Result> {
-  const kernel = await buildKernel({ base, configs: [] });
+async function measure(req: KernelRequest, iters: number): Promise<Result> {
+  const kernel = await buildKernel(req);
   const mod = await buildKverbsModule(kernel);
   const layer = await buildGuestModulesLayer([mod]);
   const [qemu, tools] = await Promise.all([ensureQemu(), buildGuestToolsLayer()]);

@@ -3,7 +3,7 @@
  * measured in the kernel by hil_kverbs (its bench command: poll=direct CQs, the worker posts and
  * polls). The baseline the erdma model is later compared with.
  *
- *   node --import tsx harness/bench/kverbs-siw.ts [--kernel debian:6.12] [--iters 20000] [--json]
+ *   node --import tsx harness/bench/kverbs-siw.ts [--kernel debian:6.12] [--config smp] [--iters 20000] [--json]
  *
  * Progress goes to stderr, the table (or JSON) to stdout.
  */
@@ -12,16 +12,17 @@ import { ensureQemu } from "../../qemu/provision/qemu.ts";
 import { buildInitramfs } from "../image/initramfs.ts";
 import { buildGuestModulesLayer } from "../image/kmod.ts";
 import { buildKernel } from "../kernel/build.ts";
+import type { KernelRequest } from "../kernel/types.ts";
 import { addSiwLink, KverbsDriver } from "../kverbs/driver.ts";
 import { buildKverbsModule } from "../kverbs/module.ts";
 import { runBench } from "./bench-cli.ts";
 import { connectPair, type Figure, num, runCases } from "./kverbs-cases.ts";
 
 async function measure(
-  base: string,
+  req: KernelRequest,
   iters: number,
 ): Promise<{ release: string; accel: string; figures: Figure[] }> {
-  const kernel = await buildKernel({ base, configs: [] });
+  const kernel = await buildKernel(req);
   const mod = await buildKverbsModule(kernel);
   const layer = await buildGuestModulesLayer([mod]);
   const [qemu, initrd] = await Promise.all([ensureQemu(), buildInitramfs(kernel, { extraLayers: [layer] })]);

@@ -4,9 +4,10 @@
  * same workload over soft-iWARP in the same guests (siw attached to the same NICs after the erdma
  * module is removed), as ratios.
  *
- *   node --import tsx harness/bench/perftest-pair.ts [--kernel debian:6.12] [--iters 2000] [--json]
+ *   node --import tsx harness/bench/perftest-pair.ts [--kernel debian:6.12] [--config smp] [--iters 2000] [--json]
  */
 import { type BootedPair, bootPair, type PairedGuest, prepareGuest } from "../boot.ts";
+import type { KernelRequest } from "../kernel/types.ts";
 import { progress } from "../util/progress.ts";
 import { runBench } from "./bench-cli.ts";
 import { num } from "./kverbs-cases.ts";
@@ -63,8 +64,8 @@ async function measureDriver(pair: BootedPair, dev: string, iters: number, label
   return figures;
 }
 
-async function measure(base: string, iters: number) {
-  const prepared = await prepareGuest({ base, configs: [] });
+async function measure(req: KernelRequest, iters: number) {
+  const prepared = await prepareGuest(req);
   let pair: BootedPair | undefined;
   try {
     pair = await bootPair(prepared, { memoryMiB: 1024 });
