@@ -229,7 +229,8 @@ export const knownBugSchema = z.strictObject({
       /^(https?:\/\/\S+|[\w.+/-]+\.[a-z]+:[A-Za-z_]\w*(\(\))?)$/,
       "file:function (drivers/infiniband/hw/erdma/erdma_qp.c:erdma_post_recv) or a URL",
     ),
-  note: z.string().min(1),
+  // YAML's folded `>` text ends in a newline, which would split the verdict line it is quoted in
+  note: z.string().trim().min(1),
 });
 export type KnownBug = z.infer<typeof knownBugSchema>;
 
@@ -240,7 +241,7 @@ export type KnownBug = z.infer<typeof knownBugSchema>;
  */
 export const expectFailSchema = z.strictObject({
   rules: z.array(ruleRef).min(1),
-  why: z.string().min(1),
+  why: z.string().trim().min(1),
 });
 export type ExpectFail = z.infer<typeof expectFailSchema>;
 

@@ -143,3 +143,29 @@ t.test("a file that is not there", async (t) => {
   t.equal(e.message, "cannot read the scenario file");
   t.equal(e.where, `${BAD}no-such.yaml`);
 });
+
+t.test("folded texts quoted in verdict lines lose YAML's closing newline", async (t) => {
+  const s = parseScenario(
+    [
+      "description: folded texts",
+      "covers: [5]",
+      "steps:",
+      "  - fault: { kind: duplicate-cqe, queue: rq, wr_id: 2000 }",
+      "expect_fail:",
+      "  rules: [5]",
+      "  why: >",
+      "    the device writes",
+      "    it twice",
+      "known_bugs:",
+      "  - driver: erdma",
+      "    rules: [4]",
+      "    reference: drivers/x.c:f",
+      "    note: >",
+      "      a note",
+      "",
+    ].join("\n"),
+    "folded.yaml",
+  );
+  t.equal(s.expect_fail?.why, "the device writes it twice");
+  t.equal(s.known_bugs?.[0]?.note, "a note");
+});
