@@ -22,6 +22,8 @@
 #include "kv.h"
 
 #define KV_BENCH_MAX_SAMPLES (1U << 20)
+/* how long an idle bench loop spins with yield() before it sleeps */
+#define KV_BENCH_SPIN_NS (20 * NSEC_PER_MSEC)
 
 static struct {
 	bool active;
@@ -296,10 +298,13 @@ int kv_op_bench(struct kv_cmd *cmd)
 				idle_since = now;
 			/*
 			 * Let the device's threads (siw's, on a one-CPU guest) run: yield() while
-			 * spinning briefly (cond_resched() would wait for the tick, measured at
-			 * 50x worse latency), then sleep (a tick without high-resolution timers).
+			 * spinning (cond_resched() would wait for the tick, measured at 50x worse
+			 * latency), then sleep (a whole tick without high-resolution timers). The
+			 * spin outlasts the emulated device's round trip (a host process, 0.2-2 ms
+			 * under TCG): with a 200 us spin every slower completion cost a 4 ms tick and
+			 * the latency figures measured the tick, not the device.
 			 */
-			if (now - idle_since < 200 * NSEC_PER_USEC)
+			if (now - idle_since < KV_BENCH_SPIN_NS)
 				yield();
 			else
 				usleep_range(5, 10);
