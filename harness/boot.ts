@@ -2,6 +2,8 @@ import { buildGuestToolsLayer } from "../guest/tools/build.ts";
 import {
   type AttachedErdma,
   type AttachedErdmaFabric,
+  type ExternalErdma,
+  externalErdma,
   type FabricErdma,
   startErdma,
   startErdmaFabric,
@@ -48,26 +50,47 @@ export interface DeviceOptions {
   traceFile?: string;
 }
 
+/**
+ * An external vfio-user device server to attach instead of the emulated device (an RTL
+ * co-simulation, an FPGA bridge, another model): already listening, started and stopped by its
+ * owner. It must present an erdma function reporting the guest NIC's MAC (BootOptions.mac).
+ */
+export interface ExternalDeviceOptions {
+  /** the server's UNIX socket */
+  external: string;
+}
+
 export type BootOptions = Omit<StartGuestOptions, "qemu" | "kernel" | "initrd"> & {
-  /** the erdma device to attach (default: one with the default profile); false: none */
-  device?: DeviceOptions | false;
+  /** the erdma device to attach (default: one with the default profile); an external one; false: none */
+  device?: DeviceOptions | ExternalDeviceOptions | false;
 };
 
 /** A running guest and the device server attached to it (if any). */
 export interface BootedGuest extends Guest {
+  /** the emulated device's server, started for this guest */
   readonly device: AttachedErdma | undefined;
+  /** the external device server attached instead (not ours: dispose() leaves it running) */
+  readonly externalDevice?: ExternalErdma;
 }
 
 /**
  * Boots a guest with the emulated erdma device attached (unless `device: false`): the device
  * server starts first with the guest's MAC, QEMU connects to it, and dispose() stops both and
- * removes their temp dirs. A failed boot stops the server before the error propagates.
+ * removes their temp dirs. A failed boot stops the server before the error propagates. With
+ * `device: { external }` QEMU connects to that server instead, and nothing stops it.
  */
 export async function bootPrepared(prepared: PreparedGuest, opts: BootOptions = {}): Promise<BootedGuest> {
   const { device: deviceOpts, ...guestOpts } = opts;
   const mac = guestOpts.mac ?? DEFAULT_GUEST_MAC;
   let device: AttachedErdma | undefined;
-  if (deviceOpts !== false) {
+  let external: ExternalErdma | undefined;
+  if (deviceOpts && "external" in deviceOpts) {
+    // checked again now: the server may have gone while the kernel and the image were built
+    external = externalErdma(deviceOpts.external);
+    progress.info(
+      `[device] external vfio-user device at ${external.socketPath} (not started or stopped by hil)`,
+    );
+  } else if (deviceOpts !== false) {
     const step = progress.step(`[device] erdma (${deviceOpts?.profile ?? "erdma-reflush"})`);
     try {
       device = await startErdma({
@@ -90,17 +113,23 @@ export async function bootPrepared(prepared: PreparedGuest, opts: BootOptions = 
       qemu: prepared.qemu,
       kernel: prepared.kernel.bzImage,
       initrd: prepared.initrd,
-      extraQemuArgs: [...(device?.qemuArgs ?? []), ...(guestOpts.extraQemuArgs ?? [])],
+      extraQemuArgs: [...(device?.qemuArgs ?? external?.qemuArgs ?? []), ...(guestOpts.extraQemuArgs ?? [])],
     });
   } catch (err) {
     await device?.stop();
     throw err;
   }
-  return withDevice(guest, device);
+  return withDevice(guest, device, external);
 }
 
-function withDevice(guest: Guest, device: AttachedErdma | undefined): BootedGuest {
-  return extendGuest(guest, { device }, () => device?.stop() ?? Promise.resolve());
+function withDevice(
+  guest: Guest,
+  device: AttachedErdma | undefined,
+  external: ExternalErdma | undefined,
+): BootedGuest {
+  return extendGuest(guest, { device, ...(external ? { externalDevice: external } : {}) }, () =>
+    device ? device.stop() : Promise.resolve(),
+  );
 }
 
 /** `guest` with `extra` beside it; dispose() disposes of the guest, then runs `alsoDispose`. */

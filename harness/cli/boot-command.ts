@@ -1,8 +1,8 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { bootPrepared, prepareGuest } from "../boot.ts";
+import { bootPrepared, DEFAULT_GUEST_MAC, prepareGuest } from "../boot.ts";
 import { progress } from "../util/progress.ts";
-import { addDeviceOptions, type DeviceOptionValues, deviceOptions } from "./device-options.ts";
+import { addDeviceOptions, bootDevice, type DeviceOptionValues, deviceOptions } from "./device-options.ts";
 import { addKernelOptions, type KernelOptionValues, kernelRequest, parseSeconds } from "./kernel-options.ts";
 
 interface BootOptionValues extends KernelOptionValues, DeviceOptionValues {
@@ -29,7 +29,20 @@ export function register(program: Command): void {
     .option("--trace <file>", "keep the emulated device's hardware trace (JSON lines) in this file")
     .addHelpText(
       "after",
-      "\nExamples:\n  hil boot --kernel debian:6.12 -- cat /proc/version\n  hil boot --kernel debian:6.1 -- ls /sys/module/erdma\n  hil boot --kernel debian:7.2 --trace hw.jsonl -- hil-verbs-lifecycle\n  hil boot --profile erdma-2022 -- rdma link\n",
+      [
+        "",
+        "Examples:",
+        "  hil boot --kernel debian:6.12 -- cat /proc/version",
+        "  hil boot --kernel debian:6.1 -- ls /sys/module/erdma",
+        "  hil boot --kernel debian:7.2 --trace hw.jsonl -- hil-verbs-lifecycle",
+        "  hil boot --profile erdma-2022 -- rdma link",
+        "  hil boot --device-socket /run/cosim/erdma.sock -- rdma link",
+        "",
+        "--device-socket attaches a vfio-user device server you started (an RTL co-simulation, an FPGA bridge,",
+        "another model) instead of the emulated device: it must present an erdma function (0x1ded:0x107f) that",
+        `reports the guest NIC's MAC (${DEFAULT_GUEST_MAC} unless --mac says otherwise). hil does not stop it.`,
+        "",
+      ].join("\n"),
     );
   addDeviceOptions(addKernelOptions(cmd)).action(async (command: string[], opts: BootOptionValues) => {
     const device = deviceOptions(opts, { traceFile: opts.trace ? resolve(opts.trace) : undefined });
@@ -39,7 +52,8 @@ export function register(program: Command): void {
       memoryMiB: Number(opts.memory),
       bootTimeoutMs: opts.bootTimeout === undefined ? undefined : opts.bootTimeout * 1000,
       keepConsole: opts.console,
-      device: device ? { profile: device.profileName, traceFile: device.traceFile } : false,
+      ...(opts.mac ? { mac: opts.mac } : {}),
+      device: bootDevice(device),
     }).catch((err: unknown) => {
       step.fail();
       throw err;

@@ -1,15 +1,34 @@
-import { type Command, Option } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
+import { externalErdma } from "../../qemu/erdma/attach.ts";
 import type { ErdmaProfile } from "../../qemu/erdma/profile.ts";
 import { DEFAULT_PROFILE, listProfiles, loadProfile } from "../../qemu/erdma/profile-file.ts";
+import { DEFAULT_GUEST_MAC } from "../boot.ts";
 import { HilError } from "../util/errors.ts";
 
 export interface DeviceOptionValues {
   profile?: string;
   /** false with --no-device */
   device: boolean;
+  /** --device-socket: an external vfio-user device server's socket */
+  deviceSocket?: string;
+  /** --mac, already checked and lower-cased */
+  mac?: string;
 }
 
-/** --profile and --no-device, shared by the commands that boot a guest with the emulated device. */
+/** A guest NIC's MAC as --mac takes it: six hex octets with colons, unicast, not all zero. */
+export function parseMacOption(value: string): string {
+  const mac = value.trim().toLowerCase();
+  if (!/^[0-9a-f]{2}(:[0-9a-f]{2}){5}$/.test(mac))
+    throw new InvalidArgumentError(
+      `expected a MAC like ${DEFAULT_GUEST_MAC} (six hex octets, colons), got "${value}"`,
+    );
+  if (Number.parseInt(mac.slice(0, 2), 16) & 1)
+    throw new InvalidArgumentError(`${mac} is a multicast MAC; a NIC needs a unicast one (first octet even)`);
+  if (mac === "00:00:00:00:00:00") throw new InvalidArgumentError("00:00:00:00:00:00 is not a NIC's MAC");
+  return mac;
+}
+
+/** --profile, --no-device, --device-socket and --mac, shared by the commands that boot a guest with an erdma device. */
 export function addDeviceOptions(cmd: Command): Command {
   const known = listProfiles();
   return cmd
@@ -19,28 +38,117 @@ export function addDeviceOptions(cmd: Command): Command {
         `the emulated erdma device's behaviour profile: a name from fixtures/profiles (${known.join(", ")}) or a JSON file (default: ${DEFAULT_PROFILE})`,
       ),
     )
-    .option("--no-device", "boot without the emulated erdma device");
+    .option("--no-device", "boot without the emulated erdma device")
+    .option(
+      "--device-socket <path>",
+      "attach the external vfio-user device server listening on this UNIX socket (an RTL co-simulation, an FPGA bridge, another model) instead of starting the emulated device; it must present an erdma function (0x1ded:0x107f) that reports the guest NIC's MAC (--mac). hil neither starts nor stops it, arms no faults on it and keeps no hardware trace of it",
+    )
+    .option(
+      "--mac <mac>",
+      `the guest NIC's MAC, which the erdma device reports so the driver binds to that NIC (default: ${DEFAULT_GUEST_MAC})`,
+      parseMacOption,
+    );
 }
 
-export interface ChosenDevice {
+/** The emulated erdma device: a device server hil starts with this profile. */
+export interface EmulatedDevice {
+  kind: "emulated";
   profileName: string;
   profile: ErdmaProfile;
+  /** the guest NIC's MAC, which the device reports */
+  mac: string;
   traceFile?: string;
 }
 
+/** An external vfio-user device server, already listening (see --device-socket). */
+export interface ExternalDevice {
+  kind: "external";
+  /** its socket, absolute */
+  socketPath: string;
+  /** the guest NIC's MAC, which the device must report */
+  mac: string;
+}
+
+export type ChosenDevice = EmulatedDevice | ExternalDevice;
+
+export interface DeviceOptionExtras {
+  /** --trace: where the user asked for the emulated device's hardware trace */
+  traceFile?: string;
+  /** --driver (hil run): siw attaches no device */
+  driver?: string;
+}
+
 /**
- * The device a command asked for, its profile loaded and checked now (a bad profile is one clear
- * error before anything is built or started); undefined with --no-device.
+ * The device a command asked for, checked now (a bad profile, a missing socket, options that
+ * contradict each other are one clear error before anything is built or started); undefined with
+ * --no-device or --driver siw.
  */
 export function deviceOptions(
   values: DeviceOptionValues,
-  extra: { traceFile?: string } = {},
+  extra: DeviceOptionExtras = {},
 ): ChosenDevice | undefined {
+  const mac = values.mac ?? DEFAULT_GUEST_MAC;
+  if (values.deviceSocket !== undefined) {
+    if (!values.device) throw new HilError("--device-socket and --no-device contradict each other");
+    if (values.profile)
+      throw new HilError(
+        "--profile sets the emulated erdma device's behaviour; the external device of --device-socket has its own",
+      );
+    if (extra.traceFile)
+      throw new HilError(
+        "--trace keeps the emulated device's hardware trace; hil cannot record an external device's (drop --trace or --device-socket)",
+      );
+    if (extra.driver === "siw")
+      throw new HilError("--driver siw runs soft-iWARP without a device; --device-socket attaches one");
+    return { kind: "external", socketPath: externalErdma(values.deviceSocket).socketPath, mac };
+  }
+  if (extra.driver === "siw") {
+    if (values.profile)
+      throw new HilError("--profile sets the emulated erdma device's behaviour; --driver siw attaches none");
+    return undefined;
+  }
   if (!values.device) {
     if (values.profile) throw new HilError("--profile and --no-device contradict each other");
     if (extra.traceFile) throw new HilError("--trace needs the emulated device (drop --no-device)");
     return undefined;
   }
   const profileName = values.profile ?? DEFAULT_PROFILE;
-  return { profileName, profile: loadProfile(profileName), traceFile: extra.traceFile };
+  return {
+    kind: "emulated",
+    profileName,
+    profile: loadProfile(profileName),
+    mac,
+    ...(extra.traceFile ? { traceFile: extra.traceFile } : {}),
+  };
+}
+
+/** The device as bootPrepared takes it (BootOptions.device). */
+export function bootDevice(
+  device: ChosenDevice | undefined,
+): { profile: string; traceFile?: string } | { external: string } | false {
+  if (!device) return false;
+  if (device.kind === "external") return { external: device.socketPath };
+  return { profile: device.profileName, ...(device.traceFile ? { traceFile: device.traceFile } : {}) };
+}
+
+/** The device as verdicts.json records it. */
+export function recordedDevice(
+  device: ChosenDevice | undefined,
+  traceName: string,
+): { profile: string; trace: string } | { external: string; mac: string } | null {
+  if (!device) return null;
+  if (device.kind === "external") return { external: device.socketPath, mac: device.mac };
+  return { profile: device.profileName, trace: traceName };
+}
+
+/** What the smoke checks know of the device (SmokeContext.device). */
+export function smokeDevice(device: ChosenDevice | undefined, traceFile: string | undefined) {
+  if (!device) return undefined;
+  if (device.kind === "external") return { external: device.socketPath, mac: device.mac };
+  return {
+    profileName: device.profileName,
+    profile: device.profile,
+    mac: device.mac,
+    ...(traceFile ? { traceFile } : {}),
+  };
 }

@@ -21,7 +21,15 @@ import { selectScenarios } from "../scenario/select.ts";
 import { HilError } from "../util/errors.ts";
 import { progress } from "../util/progress.ts";
 import { type CheckResult, exitCodeFor } from "../verdict.ts";
-import { addDeviceOptions, type DeviceOptionValues, deviceOptions } from "./device-options.ts";
+import {
+  addDeviceOptions,
+  bootDevice,
+  type ChosenDevice,
+  type DeviceOptionValues,
+  deviceOptions,
+  recordedDevice,
+  smokeDevice,
+} from "./device-options.ts";
 import { addKernelOptions, type KernelOptionValues, kernelRequest } from "./kernel-options.ts";
 
 /** The hardware trace of the emulated device, in the run directory (hw-trace-<n>.jsonl after a reboot). */
@@ -50,6 +58,11 @@ function oracleList(value: string): OracleProfile[] {
  */
 function smokeOnly(opts: RunOptionValues): boolean {
   return !opts.device && opts.driver === undefined;
+}
+
+/** The emulated device keeps its hardware trace in the run directory; an external one has none. */
+function withRunTrace(device: ChosenDevice | undefined, runDir: string): ChosenDevice | undefined {
+  return device?.kind === "emulated" ? { ...device, traceFile: join(runDir, HW_TRACE_FILE) } : device;
 }
 
 function defaultRunDir(): string {
@@ -102,6 +115,12 @@ export function register(program: Command): void {
         "trace of that scenario), console.log and hw-trace.jsonl. --no-device (without --driver) runs the smoke",
         "checks alone; --driver siw runs the suite on soft-iWARP without the device.",
         "",
+        "--device-socket <path> runs it all on an external vfio-user device server you started (an RTL co-simulation,",
+        "an FPGA bridge, another model) instead of the emulated device. It must present an erdma function",
+        `(0x1ded:0x107f) that reports the guest NIC's MAC (${DEFAULT_GUEST_MAC}, or --mac). Its attributes are not`,
+        "compared with a profile, scenarios with fault steps are MISS (no control channel to arm them on), there is",
+        'no hardware trace, verdicts.json records device: { external: "<path>" }, and hil never stops the server.',
+        "",
         "Known driver bugs recorded in a scenario (known_bugs: rules, driver, kernels, device profiles, executors,",
         "reference) make those rules' FAILs XFAIL; a recorded rule that holds is an XPASS (shown, not a failure).",
         "",
@@ -113,7 +132,7 @@ export function register(program: Command): void {
   addDeviceOptions(addKernelOptions(cmd)).action(async (opts: RunOptionValues) => {
     if (!smokeOnly(opts)) return runDrainSuite(opts);
     const runDir = opts.runDir ? resolve(opts.runDir) : defaultRunDir();
-    const device = deviceOptions(opts, opts.device ? { traceFile: join(runDir, HW_TRACE_FILE) } : {});
+    const device = withRunTrace(deviceOptions(opts), runDir);
     await mkdir(runDir, { recursive: true });
     const prepared = await prepareGuest(kernelRequest(opts));
     const consolePath = join(runDir, "console.log");
@@ -124,18 +143,13 @@ export function register(program: Command): void {
         prepared,
         {
           keepConsole: consolePath,
-          mac: DEFAULT_GUEST_MAC,
-          device: device ? { profile: device.profileName, traceFile: device.traceFile } : false,
+          mac: opts.mac ?? DEFAULT_GUEST_MAC,
+          device: bootDevice(device),
         },
         (guest) =>
           runSmokeChecks(guest, {
             release: prepared.kernel.release,
-            device: device && {
-              profileName: device.profileName,
-              profile: device.profile,
-              mac: DEFAULT_GUEST_MAC,
-              traceFile: device.traceFile,
-            },
+            device: smokeDevice(device, device?.kind === "emulated" ? device.traceFile : undefined),
           }),
       );
       step.succeed();
@@ -157,7 +171,7 @@ export function register(program: Command): void {
     const record = {
       kernel: prepared.kernel.describe,
       release: prepared.kernel.release,
-      device: device ? { profile: device.profileName, trace: HW_TRACE_FILE } : null,
+      device: recordedDevice(device, HW_TRACE_FILE),
       results,
     };
     await writeFile(join(runDir, "verdicts.json"), `${JSON.stringify(record, null, 2)}\n`);
@@ -171,20 +185,24 @@ export function register(program: Command): void {
 async function runDrainSuite(opts: RunOptionValues): Promise<void> {
   const driver = opts.driver ?? "erdma";
   const executor = opts.executor ?? "kernel";
-  if (driver === "siw" && opts.profile)
-    throw new HilError("--profile sets the emulated erdma device's behaviour; --driver siw attaches none");
-  if (driver === "erdma" && !opts.device)
+  // contradictions first (--device-socket with --no-device or --driver siw, --profile with siw)
+  const chosen = deviceOptions(opts, { driver });
+  if (driver === "erdma" && !chosen)
     throw new HilError("--driver erdma needs the emulated device (drop --no-device, or use --driver siw)");
   const runDir = opts.runDir ? resolve(opts.runDir) : defaultRunDir();
-  const device =
-    driver === "erdma" ? deviceOptions(opts, { traceFile: join(runDir, HW_TRACE_FILE) }) : undefined;
-  const target = { driver, executor, ...(device ? { deviceProfile: device.profileName } : {}) };
+  const device = withRunTrace(chosen, runDir);
+  const target = {
+    driver,
+    executor,
+    ...(device?.kind === "emulated" ? { deviceProfile: device.profileName } : {}),
+  };
+  const deviceName = device?.kind === "emulated" ? `/${device.profileName}` : device ? "/external" : "";
   let scenarios = await selectScenarios(opts.scenario);
   if (opts.scenario === undefined) {
     const meant = scenarios.filter((s) => planScenario(s, target).run);
     if (meant.length < scenarios.length)
       progress.info(
-        `[run] ${scenarios.length - meant.length} scenario(s) not meant for ${driver}/${executor}${device ? `/${device.profileName}` : ""} left out`,
+        `[run] ${scenarios.length - meant.length} scenario(s) not meant for ${driver}/${executor}${deviceName} left out`,
       );
     scenarios = meant;
   }
@@ -200,18 +218,12 @@ async function runDrainSuite(opts: RunOptionValues): Promise<void> {
       scenarios,
       runDir,
       ...target,
-      ...(device ? { hwTraceFile: device.traceFile } : {}),
+      ...(device?.kind === "emulated" && device.traceFile ? { hwTraceFile: device.traceFile } : {}),
+      ...(device?.kind === "external" ? { deviceSocket: device.socketPath } : {}),
+      ...(opts.mac ? { mac: opts.mac } : {}),
       ...(opts.oracle ? { profiles: opts.oracle } : {}),
       probe: (guest, traceFile) =>
-        runSmokeChecks(guest, {
-          release: prepared.kernel.release,
-          device: device && {
-            profileName: device.profileName,
-            profile: device.profile,
-            mac: DEFAULT_GUEST_MAC,
-            traceFile,
-          },
-        }),
+        runSmokeChecks(guest, { release: prepared.kernel.release, device: smokeDevice(device, traceFile) }),
     });
     results = suiteResults(report);
   } catch (err) {
@@ -233,7 +245,7 @@ async function runDrainSuite(opts: RunOptionValues): Promise<void> {
     kernel: prepared.kernel.describe,
     release: prepared.kernel.release,
     ...report,
-    device: device ? { profile: device.profileName, trace: HW_TRACE_FILE } : null,
+    device: recordedDevice(device, HW_TRACE_FILE),
     ...(series ? { series } : {}),
     startedAt: new Date(started).toISOString(),
     wallMs: Date.now() - started,

@@ -5,6 +5,8 @@
  */
 import type { Verdict } from "../verdict.ts";
 import {
+  describeDevice,
+  deviceOf,
   loadHwTrace,
   loadVerbsTrace,
   type RunDir,
@@ -154,12 +156,12 @@ async function scenarioSection(run: RunDir, s: RunScenario): Promise<string> {
 
 export async function renderHtml(run: RunDir): Promise<string> {
   const r = run.record;
-  const device = r.deviceProfile ?? r.device?.profile;
+  const device = deviceOf(run);
   const meta = [
     `kernel ${r.kernel}${r.release ? ` (${r.release})` : ""}`,
     r.driver && `driver ${r.driver}`,
     r.executor && `executor ${r.executor}`,
-    device && `device profile ${device}`,
+    device && describeDevice(device),
     r.boots !== undefined && `${r.boots} boot(s)`,
     r.wallMs !== undefined && `${(r.wallMs / 1000).toFixed(1)} s`,
   ].filter(Boolean);

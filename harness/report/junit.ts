@@ -1,13 +1,14 @@
 /**
  * JUnit XML as CI systems read it (Jenkins, GitLab, GitHub test reporters): one <testsuite> for the
  * probe stage and one per scenario, one <testcase> per oracle profile and rule (classname
- * "<scenario>.<profile>"), <properties> with the kernel, driver, executor and device profile.
+ * "<scenario>.<profile>"), <properties> with the kernel, driver, executor and device profile (or
+ * external device socket).
  * FAIL is <failure>, ERROR and MISS are <error>, SKIP is <skipped>. JUnit has no expected failure:
  * XFAIL is <skipped> with type="xfail" and the known bug in its message (what pytest's junitxml
  * writes for xfail), XPASS a passing test case whose <system-out> says the known bug was not seen.
  */
 import type { Verdict } from "../verdict.ts";
-import { kernelBase, type RunDir, scenariosOf, stageChecks } from "./run-dir.ts";
+import { deviceOf, kernelBase, type RunDir, scenariosOf, stageChecks } from "./run-dir.ts";
 import { xmlAttr, xmlText } from "./xml.ts";
 
 interface JCase {
@@ -71,15 +72,19 @@ function suiteXml(s: JSuite, id: number, timestamp: string): string {
 
 export function junitSuites(run: RunDir): JSuite[] {
   const r = run.record;
+  const device = deviceOf(run);
+  const deviceProperty: Array<[string, string]> = !device
+    ? []
+    : device.kind === "external"
+      ? [["device.external", device.socket]]
+      : [["device.profile", device.profile]];
   const common: Array<[string, string]> = [
     ["kernel", r.kernel],
     ["kernel.base", kernelBase(run)],
     ...(r.release ? [["kernel.release", r.release] as [string, string]] : []),
     ...(r.driver ? [["driver", r.driver] as [string, string]] : []),
     ...(r.executor ? [["executor", r.executor] as [string, string]] : []),
-    ...((r.deviceProfile ?? r.device?.profile)
-      ? [["device.profile", String(r.deviceProfile ?? r.device?.profile)] as [string, string]]
-      : []),
+    ...deviceProperty,
   ];
   const suites: JSuite[] = [];
   const stage = stageChecks(run);

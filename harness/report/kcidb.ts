@@ -16,7 +16,15 @@ import { readdir, readFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Verdict } from "../verdict.ts";
-import { hasSeries, kernelBase, type RunDir, type RunSeries, scenariosOf, stageChecks } from "./run-dir.ts";
+import {
+  deviceOf,
+  hasSeries,
+  kernelBase,
+  type RunDir,
+  type RunSeries,
+  scenariosOf,
+  stageChecks,
+} from "./run-dir.ts";
 
 export const KCIDB_ORIGIN = "erdma_hil";
 export const KCIDB_VERSION = { major: 5, minor: 0 } as const;
@@ -148,13 +156,19 @@ export async function renderKcidb(run: RunDir, opts: KcidbOptions = {}): Promise
   const runKey = sha256(JSON.stringify(r)).slice(0, 16);
   const finished = run.finishedAt.getTime();
   const startTime = r.startedAt ?? new Date(finished - (r.wallMs ?? 0)).toISOString();
-  const device = r.deviceProfile ?? r.device?.profile;
+  const device = deviceOf(run);
+  const deviceText = !device
+    ? ""
+    : device.kind === "external"
+      ? `, external vfio-user device (${device.socket})`
+      : `, emulated erdma device (profile ${device.profile})`;
   const environment = {
-    comment: `QEMU guest, ${r.driver ?? "erdma"} driver${device ? `, emulated erdma device (profile ${device})` : ""}, ${r.executor ?? "kernel"} executor`,
+    comment: `QEMU guest, ${r.driver ?? "erdma"} driver${deviceText}, ${r.executor ?? "kernel"} executor`,
     misc: {
       ...(r.driver ? { driver: r.driver } : {}),
       ...(r.executor ? { executor: r.executor } : {}),
-      ...(device ? { device_profile: device } : {}),
+      ...(device?.kind === "emulated" ? { device_profile: device.profile } : {}),
+      ...(device?.kind === "external" ? { device_external: device.socket } : {}),
     },
   };
   const checkout: Record<string, unknown> = {

@@ -19,7 +19,7 @@
  * before it.
  */
 import type { Verdict } from "../verdict.ts";
-import { type RunDir, type RunRule, scenariosOf, stageChecks } from "./run-dir.ts";
+import { describeDevice, deviceOf, type RunDir, type RunRule, scenariosOf, stageChecks } from "./run-dir.ts";
 
 interface Case {
   name: string;
@@ -134,12 +134,13 @@ export function runCases(run: RunDir): Case[] {
 
 export function renderKtap(run: RunDir): string {
   const r = run.record;
+  const device = deviceOf(run);
   const out = ["KTAP version 1"];
   const what = [
     `kernel ${r.kernel}${r.release ? ` (${r.release})` : ""}`,
     r.driver && `driver ${r.driver}`,
     r.executor && `executor ${r.executor}`,
-    (r.deviceProfile ?? r.device?.profile) && `device profile ${r.deviceProfile ?? r.device?.profile}`,
+    device && describeDevice(device),
   ].filter(Boolean);
   out.push(`# erdma-hil: ${what.join(", ")}`);
   const cases = runCases(run);

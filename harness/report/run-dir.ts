@@ -1,7 +1,8 @@
 /**
  * A run directory as the report formats read it: verdicts.json (what `hil run` wrote: the probe
  * stage, each scenario's judgements per oracle profile with per-rule verdicts, the kernel, driver,
- * executor, device profile, timings) and, on demand, a scenario's verbs trace and hardware trace.
+ * executor, device (an emulated one's profile, or an external one's socket), timings) and, on
+ * demand, a scenario's verbs trace and hardware trace.
  * A missing or corrupt file is one HilError naming it (exit 2).
  */
 import { readFile, stat } from "node:fs/promises";
@@ -64,13 +65,20 @@ const series = z.looseObject({
   ),
 });
 
+/** The emulated device (its profile, its trace file) or an external vfio-user server (its socket). */
+const device = z
+  .looseObject({ profile: z.string().optional(), external: z.string().optional() })
+  .refine((d) => d.profile !== undefined || d.external !== undefined, {
+    message: "a device has a profile (the emulated one) or an external socket",
+  });
+
 const runRecord = z.looseObject({
   kernel: z.string(),
   release: z.string().optional(),
   driver: z.string().optional(),
   executor: z.string().optional(),
   deviceProfile: z.string().optional(),
-  device: z.looseObject({ profile: z.string() }).nullable().optional(),
+  device: device.nullable().optional(),
   boots: z.number().optional(),
   timings: z.looseObject({}).optional(),
   wallMs: z.number().optional(),
@@ -166,6 +174,22 @@ export async function loadHwTrace(run: RunDir, s: RunScenario): Promise<HwEvent[
     out.push(e as HwEvent);
   });
   return out;
+}
+
+/** The erdma device of a run: the emulated one with its profile, or an external device server. */
+export type RunDevice = { kind: "emulated"; profile: string } | { kind: "external"; socket: string };
+
+/** The run's device, or undefined when it had none (--no-device, siw, or an old record without it). */
+export function deviceOf(run: RunDir): RunDevice | undefined {
+  const r = run.record;
+  if (r.device?.external !== undefined) return { kind: "external", socket: r.device.external };
+  const profile = r.deviceProfile ?? r.device?.profile;
+  return profile === undefined ? undefined : { kind: "emulated", profile };
+}
+
+/** The device in a few words, as the reports' headers say it. */
+export function describeDevice(d: RunDevice): string {
+  return d.kind === "external" ? `external device ${d.socket}` : `device profile ${d.profile}`;
 }
 
 /** The scenarios of a run; a run of the smoke checks alone has none. */

@@ -5,7 +5,9 @@
  * scenario), console.log and hw-trace.jsonl (console-<n>.log, hw-trace-<n>.jsonl for guests
  * booted after a hang). A scenario that leaves the executor stuck costs a reboot, never the rest
  * of the suite. Fault steps are armed on the device's control channel and cleared after each
- * scenario; known driver bugs recorded in the scenario turn their rules' FAILs into XFAILs.
+ * scenario; known driver bugs recorded in the scenario turn their rules' FAILs into XFAILs. On an
+ * external device (deviceSocket) scenarios with fault steps are MISSes (no control channel) and
+ * there is no hardware trace.
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
@@ -41,6 +43,13 @@ export interface SuiteOptions extends SuiteTarget {
   executorFactory?: ExecutorFactory;
   /** the erdma device's hardware trace of the first boot (driver erdma); later boots write beside it */
   hwTraceFile?: string;
+  /**
+   * driver erdma: attach the external vfio-user device server on this socket instead of starting
+   * the emulated device (no profile, no faults, no hardware trace; never stopped by the suite)
+   */
+  deviceSocket?: string;
+  /** the guest NIC's MAC, which the device reports (default DEFAULT_GUEST_MAC) */
+  mac?: string;
   /**
    * A first stage on the first guest, before the executor loads ("the device probes"): when one
    * of its checks is not PASS/SKIP, no scenario runs and each is a MISS naming that check.
@@ -89,6 +98,11 @@ function notRun(s: Scenario, profiles: OracleProfile[], verdict: Verdict, reason
     outcome: { verdict, reason },
     durationMs: 0,
   };
+}
+
+/** Why a scenario with fault steps cannot run on the external device at `socket`. */
+export function externalFaultReason(socket: string): string {
+  return `the external device at ${socket} has no fault control (no control channel to arm faults on)`;
 }
 
 /** The probe stage's checks, then one CheckResult per scenario and oracle profile: the table, the exit code. */
@@ -163,6 +177,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
   };
   await mkdir(join(opts.runDir, TRACE_DIR), { recursive: true });
   const factory = opts.executorFactory ?? executorFactory(opts.executor);
+  const external = opts.driver === "erdma" ? opts.deviceSocket : undefined;
   const todo: Array<{ s: Scenario; port: number; profiles: OracleProfile[] }> = [];
   opts.scenarios.forEach((s, i) => {
     const profiles = profilesFor(s, opts.profiles);
@@ -172,6 +187,9 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
     if (profiles.length === 0) report.scenarios.push(notRun(s, [], "SKIP", "no oracle profile selected"));
     else if (!plan.run) report.scenarios.push(notRun(s, profiles, plan.verdict, plan.reason));
     else if (typeof factory === "string") report.scenarios.push(notRun(s, profiles, "MISS", factory));
+    // as a fault on siw: not meant for a device without fault control, so a SKIP, not a MISS
+    else if (external && compiled.steps.some((x) => x.fault))
+      report.scenarios.push(notRun(s, profiles, "SKIP", externalFaultReason(external)));
     else if (!steps.run) report.scenarios.push(notRun(s, profiles, steps.verdict, steps.reason));
     else todo.push({ s, port: FIRST_PORT + i, profiles });
   });
@@ -206,8 +224,16 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
       const compiled = compileScenario(item.s, { addr: GUEST_ADDR, port: item.port });
       const control = controlOf(session.guest.device);
       if (compiled.steps.some((x) => x.fault) && !control) {
+        const ext = session.guest.externalDevice;
         report.scenarios.push(
-          notRun(item.s, item.profiles, "MISS", "the device server has no control channel to arm faults on"),
+          notRun(
+            item.s,
+            item.profiles,
+            "MISS",
+            ext
+              ? externalFaultReason(ext.socketPath)
+              : "the device server has no control channel to arm faults on",
+          ),
         );
         continue;
       }
@@ -328,15 +354,19 @@ async function startSession(
   factory: ExecutorFactory,
   boot: number,
 ): Promise<{ session?: GuestSession; probe?: CheckResult[] }> {
-  const hwTraceFile = opts.hwTraceFile ? hwTraceFileFor(opts.hwTraceFile, boot) : undefined;
+  const external = opts.driver === "erdma" ? opts.deviceSocket : undefined;
+  // an external device keeps no trace of ours
+  const hwTraceFile = opts.hwTraceFile && !external ? hwTraceFileFor(opts.hwTraceFile, boot) : undefined;
   const guest = await bootPrepared(opts.prepared, {
-    mac: DEFAULT_GUEST_MAC,
+    mac: opts.mac ?? DEFAULT_GUEST_MAC,
     keepConsole: join(opts.runDir, boot === 1 ? "console.log" : `console-${boot}.log`),
     ...(opts.onQemuStarted ? { onQemuStarted: opts.onQemuStarted } : {}),
     device:
       opts.driver === "siw"
         ? false
-        : { profile: opts.deviceProfile, ...(hwTraceFile ? { traceFile: hwTraceFile } : {}) },
+        : external
+          ? { external }
+          : { profile: opts.deviceProfile, ...(hwTraceFile ? { traceFile: hwTraceFile } : {}) },
   });
   try {
     let probe: CheckResult[] | undefined;

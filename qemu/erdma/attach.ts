@@ -4,11 +4,12 @@
  * the QEMU arguments that attach them. startErdma: one device for one guest. startErdmaFabric:
  * several devices in one process on one fabric, one per guest, so QPs in different guests reach
  * each other. `stop()` ends the process and removes the dir; a signal or exit of this process does
- * the same, so no path leaves a server, socket or dir behind.
+ * the same, so no path leaves a server, socket or dir behind. externalErdma: a device server
+ * someone else runs, attached by its socket and left alone.
  */
-import { rmSync } from "node:fs";
+import { rmSync, type Stats, statSync } from "node:fs";
 import { rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { onProcessExit } from "../../harness/util/cleanup.ts";
 import { HilError } from "../../harness/util/errors.ts";
 import { vfioUserPciArgs } from "../launch/cmdline.ts";
@@ -49,6 +50,54 @@ export interface AttachedErdma {
   control(req: Record<string, unknown>): Promise<ControlReply>;
   /** stops the server (SIGTERM, then SIGKILL) and removes its dir; safe to call twice */
   stop(): Promise<void>;
+}
+
+/**
+ * An erdma device behind a vfio-user server someone else started (an RTL co-simulation, a bridge
+ * to an FPGA board, another model): QEMU connects to its socket; hil neither starts nor stops it,
+ * has no control channel to it (no faults) and no hardware trace of it.
+ */
+export interface ExternalErdma {
+  /** the server's socket, absolute */
+  readonly socketPath: string;
+  /** -device arguments for QEMU */
+  readonly qemuArgs: string[];
+}
+
+/** sun_path holds 108 bytes with the terminating NUL */
+const MAX_SOCKET_PATH = 107;
+
+function fileKind(info: Stats): string {
+  if (info.isFile()) return "a regular file";
+  if (info.isDirectory()) return "a directory";
+  if (info.isFIFO()) return "a FIFO";
+  if (info.isCharacterDevice() || info.isBlockDevice()) return "a device node";
+  return "not a socket";
+}
+
+/**
+ * The external device server listening on `socketPath`, checked (without connecting: a server may
+ * take one client only): the path must be a UNIX socket QEMU can name. Throws HilError naming it.
+ */
+export function externalErdma(socketPath: string): ExternalErdma {
+  const path = resolve(socketPath);
+  const needs = "--device-socket needs the UNIX socket an external vfio-user device server listens on";
+  let info: Stats;
+  try {
+    info = statSync(path);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const what = code === "ENOENT" ? "no such file" : `cannot be looked at (${code ?? String(err)})`;
+    throw new HilError(`${what}: ${needs} (start the server first)`, { where: path, cause: err });
+  }
+  if (!info.isSocket())
+    throw new HilError(`is ${fileKind(info)}, not a UNIX socket: ${needs}`, { where: path });
+  if (Buffer.byteLength(path) > MAX_SOCKET_PATH)
+    throw new HilError(
+      `the socket path is ${Buffer.byteLength(path)} bytes long, a UNIX socket path at most ${MAX_SOCKET_PATH}: give a shorter one (a symlink to it will do)`,
+      { where: path },
+    );
+  return { socketPath: path, qemuArgs: vfioUserPciArgs(path, ERDMA_QEMU_ID) };
 }
 
 export interface ErdmaFabricDevice {

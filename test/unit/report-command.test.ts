@@ -7,6 +7,13 @@ import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import t from "tap";
 import { registerReportCommand } from "../../harness/cli/report-command.ts";
+import { renderHtml } from "../../harness/report/html.ts";
+import { renderJunit } from "../../harness/report/junit.ts";
+import { renderKcidb } from "../../harness/report/kcidb.ts";
+import { validateKcidb } from "../../harness/report/kcidb-validate.ts";
+import { renderKtap } from "../../harness/report/ktap.ts";
+import { deviceOf, loadRunDir } from "../../harness/report/run-dir.ts";
+import { externalFaultReason } from "../../harness/run/suite.ts";
 import { HilError } from "../../harness/util/errors.ts";
 import { syntheticRecord, writeRunDir } from "../fixtures/rundir/synthetic.ts";
 
@@ -91,3 +98,54 @@ t.test("bad input: one error naming the file, exit 2", async (t) => {
     message: /trace line 1 is not a valid record/,
   });
 });
+
+t.test(
+  "a run on an external device (--device-socket): every format reads it and names the device",
+  async (t) => {
+    const sock = "/run/cosim/erdma.sock";
+    const rec = syntheticRecord() as Record<string, unknown> & { scenarios: Array<Record<string, unknown>> };
+    delete rec.deviceProfile;
+    rec.device = { external: sock, mac: "52:54:00:12:34:56" };
+    const miss = rec.scenarios.find((s) => s.name === "s-miss") as Record<string, unknown>;
+    miss.outcome = { verdict: "MISS", reason: externalFaultReason(sock) };
+    const run = await loadRunDir(await writeRunDir(rec));
+    t.same(deviceOf(run), { kind: "external", socket: sock });
+
+    const ktap = renderKtap(run);
+    t.match(
+      ktap,
+      /^# erdma-hil: kernel .*, driver erdma, executor kernel, external device \/run\/cosim\/erdma\.sock$/m,
+    );
+    t.notMatch(ktap, /device profile/);
+    t.match(ktap, /has no fault control/, "the MISS says why");
+
+    const junit = renderJunit(run);
+    t.match(junit, `<property name="device.external" value="${sock}"/>`);
+    t.notMatch(junit, /device\.profile/);
+
+    const kcidb = await renderKcidb(run);
+    const env = kcidb.tests[0]?.environment as { comment: string; misc: Record<string, unknown> };
+    t.match(env.comment, `external vfio-user device (${sock})`);
+    t.same(env.misc.device_external, sock);
+    t.equal(env.misc.device_profile, undefined);
+    const valid = await validateKcidb(kcidb);
+    t.same(valid.errors, [], "still valid KCIDB");
+
+    const html = await renderHtml(run);
+    t.match(html, `external device ${sock}`);
+    t.match(html, /has no fault control/);
+
+    // the emulated device as before, through the record's device or its deviceProfile
+    const emulated = syntheticRecord();
+    emulated.device = { profile: "erdma-2022", trace: "hw-trace.jsonl" };
+    t.match(renderKtap(await loadRunDir(await writeRunDir(emulated))), /, device profile erdma-2022$/m);
+    // a device with neither is not a run record
+    const neither = syntheticRecord();
+    delete neither.deviceProfile;
+    neither.device = { trace: "hw-trace.jsonl" };
+    await t.rejects(loadRunDir(await writeRunDir(neither)), {
+      message: "verdicts.json is not a hil run record",
+      detail: /device: a device has a profile \(the emulated one\) or an external socket/,
+    });
+  },
+);
