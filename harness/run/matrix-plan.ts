@@ -11,6 +11,7 @@ import { basename, dirname, extname, resolve } from "node:path";
 import { z } from "zod";
 import { DEFAULT_PROFILE, listProfiles } from "../../qemu/erdma/profile-file.ts";
 import { DEBIAN_BASES } from "../kernel/base-spec.ts";
+import { shippedFragments } from "../kernel/kconfig.ts";
 import { DRIVERS, EXECUTORS, ORACLE_PROFILES } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
 import { HilError } from "../util/errors.ts";
@@ -24,7 +25,7 @@ const kernelEntry = z.union([
     base: z.string().min(1),
     /** a patch series, relative to the plan file */
     series: z.string().min(1).optional(),
-    /** Kconfig fragments, relative to the plan file */
+    /** Kconfig fragments, relative to the plan file, or shipped ones by name (smp) */
     configs: z.array(z.string().min(1)).min(1).optional(),
   }),
 ]);
@@ -201,9 +202,13 @@ export async function parsePlan(text: string, file: string): Promise<MatrixPlan>
     if (spec.series && !existsSync(resolve(baseDir, spec.series)))
       problems.push(src.problem(["kernels", i, "series"], `no such series ${resolve(baseDir, spec.series)}`));
     (spec.configs ?? []).forEach((c, j) => {
-      if (!existsSync(resolve(baseDir, c)))
+      const shipped = !c.includes("/") && shippedFragments().includes(c.replace(/\.config$/, ""));
+      if (!existsSync(resolve(baseDir, c)) && !shipped)
         problems.push(
-          src.problem(["kernels", i, "configs", j], `no such config fragment ${resolve(baseDir, c)}`),
+          src.problem(
+            ["kernels", i, "configs", j],
+            `no such config fragment ${resolve(baseDir, c)} (nor one shipped in guest/kconfig: ${shippedFragments().join(", ")})`,
+          ),
         );
     });
   });
