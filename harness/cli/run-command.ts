@@ -2,13 +2,14 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { DEFAULT_GUEST_MAC, prepareGuest, withGuest } from "../boot.ts";
-import { renderScenarioTable } from "../report/scenario-table.ts";
+import { renderRepeatedTable, renderScenarioTable } from "../report/scenario-table.ts";
 import { renderVerdictTable } from "../report/table.ts";
 import { HW_TRACE_FILE } from "../run/hw-trace.ts";
 import { recordSeries } from "../run/series-record.ts";
 import { runSmokeChecks } from "../run/smoke.ts";
 import { runSuite, suiteResults } from "../run/suite.ts";
 import { planScenario } from "../run/suite-plan.ts";
+import { MAX_REPEAT } from "../run/suite-repeat.ts";
 import {
   DRIVERS,
   type DriverName,
@@ -42,6 +43,7 @@ interface RunOptionValues extends KernelOptionValues, DeviceOptionValues {
   executor?: ExecutorKind;
   driver?: DriverName;
   oracle?: OracleProfile[];
+  repeat?: number;
 }
 
 function oracleList(value: string): OracleProfile[] {
@@ -50,6 +52,14 @@ function oracleList(value: string): OracleProfile[] {
     if (!(ORACLE_PROFILES as readonly string[]).includes(v))
       throw new InvalidArgumentError(`"${v}" is not an oracle profile (${ORACLE_PROFILES.join(", ")})`);
   return list as OracleProfile[];
+}
+
+/** --repeat: a whole number from 1 to MAX_REPEAT. */
+export function repeatCount(value: string): number {
+  const n = Number(value.trim());
+  if (!/^\d+$/.test(value.trim()) || n < 1 || n > MAX_REPEAT)
+    throw new InvalidArgumentError(`expected a whole number from 1 to ${MAX_REPEAT}, got "${value}"`);
+  return n;
 }
 
 /**
@@ -101,6 +111,11 @@ export function register(program: Command): void {
       `judge the drain suite under these oracle profiles only (comma-separated: ${ORACLE_PROFILES.join(", ")}; default: each scenario's own)`,
       oracleList,
     )
+    .option(
+      "--repeat <n>",
+      `run each scenario n times in a row (1-${MAX_REPEAT}, default 1) and say whether its verdicts are stable`,
+      repeatCount,
+    )
     .addHelpText(
       "after",
       [
@@ -124,6 +139,13 @@ export function register(program: Command): void {
         "Known driver bugs recorded in a scenario (known_bugs: rules, driver, kernels, device profiles, executors,",
         "reference) make those rules' FAILs XFAIL; a recorded rule that holds is an XPASS (shown, not a failure).",
         "",
+        "--repeat <n> runs each scenario n times in a row on the same guest (A#1..A#n, then B#1..), each repetition",
+        "judged on its own and kept as <scenario>#<k> in verdicts.json and traces/. The table has a line per scenario:",
+        "the verdict when every repetition agrees, else e.g. FLAKY 3/5 FAIL (3 of 5 repetitions FAIL; the reason names",
+        'the first repetition that differs); the summary line adds "k flaky", and verdicts.json a stability entry per',
+        "scenario and oracle profile. A FAIL in any repetition fails the run; a scenario flaky between PASS, XFAIL and",
+        "XPASS only is counted as flaky but does not.",
+        "",
         "Exit status: 0 every verdict PASS, SKIP, XFAIL or XPASS; 1 a check or rule FAILed; 3 the harness could not judge",
         "(ERROR or MISS, e.g. a fault the device model has no equivalent for), which wins over 1; 2 bad input.",
         "",
@@ -131,6 +153,10 @@ export function register(program: Command): void {
     );
   addDeviceOptions(addKernelOptions(cmd)).action(async (opts: RunOptionValues) => {
     if (!smokeOnly(opts)) return runDrainSuite(opts);
+    if ((opts.repeat ?? 1) > 1)
+      throw new HilError(
+        "--repeat repeats the drain suite's scenarios; --no-device without --driver runs the smoke checks alone",
+      );
     const runDir = opts.runDir ? resolve(opts.runDir) : defaultRunDir();
     const device = withRunTrace(deviceOptions(opts), runDir);
     await mkdir(runDir, { recursive: true });
@@ -222,6 +248,7 @@ async function runDrainSuite(opts: RunOptionValues): Promise<void> {
       ...(device?.kind === "external" ? { deviceSocket: device.socketPath } : {}),
       ...(opts.mac ? { mac: opts.mac } : {}),
       ...(opts.oracle ? { profiles: opts.oracle } : {}),
+      ...(opts.repeat && opts.repeat > 1 ? { repeat: opts.repeat } : {}),
       probe: (guest, traceFile) =>
         runSmokeChecks(guest, { release: prepared.kernel.release, device: smokeDevice(device, traceFile) }),
     });
@@ -255,7 +282,11 @@ async function runDrainSuite(opts: RunOptionValues): Promise<void> {
   if (opts.json) process.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
   else
     process.stdout.write(
-      results.some((r) => r.id === "suite") ? renderVerdictTable(results) : renderScenarioTable(results),
+      results.some((r) => r.id === "suite")
+        ? renderVerdictTable(results)
+        : report.stability
+          ? renderRepeatedTable(results, report.stability)
+          : renderScenarioTable(results),
     );
   progress.info(`[run] run directory: ${runDir}`);
   process.exitCode = exitCodeFor(results);

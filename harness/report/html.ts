@@ -1,8 +1,11 @@
 /**
  * The HTML report: one self-contained file (inline CSS and SVG, no scripts or external assets).
  * The verdict table (scenario x oracle profile, coloured, each cell's reason on hover), then per
- * scenario its rules that did not pass, a timeline picture (svg.ts) and the evidence.
+ * scenario its rules that did not pass, a timeline picture (svg.ts) and the evidence. A repeated
+ * run (--repeat n) has a row and a section per repetition (`<scenario>#<k>`), and a stability
+ * table first: per scenario and profile the verdict every repetition agrees on, or FLAKY.
  */
+import { stabilityCell } from "../run/suite-repeat.ts";
 import type { Verdict } from "../verdict.ts";
 import {
   describeDevice,
@@ -12,6 +15,7 @@ import {
   type RunDir,
   type RunScenario,
   scenariosOf,
+  stabilityOf,
   stageChecks,
 } from "./run-dir.ts";
 import { MARK_COLOURS, renderTimelineSvg } from "./svg.ts";
@@ -96,6 +100,32 @@ function verdictTable(run: RunDir): string {
   ].join("\n");
 }
 
+function stabilityTable(run: RunDir): string {
+  const entries = stabilityOf(run);
+  const profiles = [...new Set(entries.map((e) => e.profile))];
+  const scenarios = [...new Set(entries.map((e) => e.scenario))];
+  const rows = scenarios.map((name) => {
+    const cells = profiles.map((p) => {
+      const e = entries.find((x) => x.scenario === name && x.profile === p);
+      if (!e) return `<td class="v">-</td>`;
+      const counts = Object.entries(e.verdicts)
+        .map(([v, n]) => `${v} ${n}`)
+        .join(", ");
+      const why = e.differs
+        ? `; repetition ${e.differs.repetition}: ${e.differs.verdict}: ${e.differs.reason}`
+        : "";
+      return `<td class="v v-${e.worst}" title="${attr(`${counts}${why}`)}">${esc(stabilityCell(e))}</td>`;
+    });
+    return `<tr><th>${esc(name)}</th>${cells.join("")}</tr>`;
+  });
+  const n = Math.max(...entries.map((e) => e.repetitions));
+  return [
+    `<h2>Stability over ${n} repetitions</h2>`,
+    `<table class="verdicts stability"><thead><tr><th>scenario</th>${profiles.map((p) => `<th>${esc(p)}</th>`).join("")}</tr></thead>`,
+    `<tbody>${rows.join("\n")}</tbody></table>`,
+  ].join("\n");
+}
+
 function stageTable(run: RunDir): string {
   const checks = stageChecks(run);
   if (checks.length === 0) return "";
@@ -174,6 +204,7 @@ export async function renderHtml(run: RunDir): Promise<string> {
     `<style>${CSS}</style></head><body>`,
     `<h1>erdma-hil run</h1><p class="meta">${esc(meta.join(" · "))}<br>${esc(run.dir)}</p>`,
     `<p class="summary">${esc(summaryLine(r.results))}</p>`,
+    ...(stabilityOf(run).length > 0 ? [stabilityTable(run)] : []),
     scenariosOf(run).length > 0 ? verdictTable(run) : "",
     stageTable(run),
     sections.length > 0 ? legend() : "",

@@ -6,9 +6,11 @@
  * FAIL is <failure>, ERROR and MISS are <error>, SKIP is <skipped>. JUnit has no expected failure:
  * XFAIL is <skipped> with type="xfail" and the known bug in its message (what pytest's junitxml
  * writes for xfail), XPASS a passing test case whose <system-out> says the known bug was not seen.
+ * A repeated run (--repeat n) has a <testsuite> per repetition (`<scenario>#<k>`), its properties
+ * naming the scenario and the repetition.
  */
 import type { Verdict } from "../verdict.ts";
-import { deviceOf, kernelBase, type RunDir, scenariosOf, stageChecks } from "./run-dir.ts";
+import { deviceOf, kernelBase, type RunDir, repetitionOf, scenariosOf, stageChecks } from "./run-dir.ts";
 import { xmlAttr, xmlText } from "./xml.ts";
 
 interface JCase {
@@ -127,12 +129,19 @@ export function junitSuites(run: RunDir): JSuite[] {
         verdict: s.outcome.verdict,
         reason: s.outcome.reason,
       });
+    const rep = repetitionOf(s);
     suites.push({
       name: s.name,
       timeSec: (s.durationMs ?? 0) / 1000,
       properties: [
         ...common,
         ...(s.file ? [["scenario.file", s.file] as [string, string]] : []),
+        ...(rep.repetition === undefined
+          ? []
+          : [
+              ["scenario", rep.scenario] as [string, string],
+              ["repetition", String(rep.repetition)] as [string, string],
+            ]),
         ["oracle.profiles", s.judgements.map((j) => j.profile).join(",")],
         ...s.judgements.map((j) => [`verdict.${j.profile}`, j.verdict] as [string, string]),
       ],

@@ -10,6 +10,10 @@
  * test status should be ignored", e.g. while it "is being fixed"); PASS with a comment would
  * tell a dashboard the driver is right when it is not. XPASS is PASS, its comment saying the
  * recorded bug was not seen. misc.hil_verdict keeps the harness's own word.
+ *
+ * A repeated run (--repeat n): KCIDB keeps each execution of a test as its own test object under
+ * the test's path, so a repetition's tests have the scenario's path (not `<scenario>#<k>`'s), an
+ * id that ends in `#<k>`, and misc.repetition; a dashboard sees the repetitions side by side.
  */
 import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
@@ -22,6 +26,7 @@ import {
   kernelBase,
   type RunDir,
   type RunSeries,
+  repetitionOf,
   scenariosOf,
   stageChecks,
 } from "./run-dir.ts";
@@ -212,20 +217,23 @@ export async function renderKcidb(run: RunDir, opts: KcidbOptions = {}): Promise
     });
   }
   for (const s of scenariosOf(run)) {
+    const rep = repetitionOf(s);
+    const runId = (path: string) =>
+      rep.repetition === undefined ? id(path) : `${id(path)}#${rep.repetition}`;
     const files: Resource[] = [
       ...(s.trace ? [{ name: basename(s.trace), url: urlFor(run, s.trace, opts) }] : []),
       ...(s.hwTrace ? [{ name: basename(s.hwTrace), url: urlFor(run, s.hwTrace, opts) }] : []),
     ];
     const duration = (s.durationMs ?? 0) / 1000;
     for (const j of s.judgements) {
-      const path = `${KCIDB_ORIGIN}.${part(s.name)}.${part(j.profile)}`;
+      const path = `${KCIDB_ORIGIN}.${part(rep.scenario)}.${part(j.profile)}`;
       const worst = j.rules.find((x) => x.verdict === j.verdict && x.verdict !== "PASS");
       const reason =
         s.outcome?.reason ?? (worst ? `rule ${worst.rule}: ${worst.reason}` : "every rule holds");
       const log = excerpt(worst?.evidence ?? []);
       tests.push({
         ...base,
-        id: id(path),
+        id: runId(path),
         path,
         ...status(j.verdict),
         comment: comment(j.verdict, reason),
@@ -235,7 +243,8 @@ export async function renderKcidb(run: RunDir, opts: KcidbOptions = {}): Promise
         ...(files.length > 0 ? { output_files: files } : {}),
         misc: {
           hil_verdict: j.verdict,
-          scenario: s.name,
+          scenario: rep.scenario,
+          ...(rep.repetition === undefined ? {} : { repetition: rep.repetition }),
           oracle_profile: j.profile,
           ...(s.file ? { file: s.file } : {}),
         },
@@ -245,7 +254,7 @@ export async function renderKcidb(run: RunDir, opts: KcidbOptions = {}): Promise
         const rlog = excerpt(rule.evidence ?? []);
         tests.push({
           ...base,
-          id: id(rpath),
+          id: runId(rpath),
           path: rpath,
           ...status(rule.verdict),
           comment: comment(rule.verdict, `${rule.title}: ${rule.reason}`),

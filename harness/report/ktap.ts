@@ -17,9 +17,23 @@
  *   "not run:" first: KTAP's ERROR directive is the test's execution failing, and has "not ok".
  * The reason and evidence of every line that is not a PASS follow as diagnostic lines ("# ...")
  * before it.
+ *
+ * A repeated run (--repeat n) has a top-level test per repetition, named `<scenario> repetition
+ * <k>` (a description may not hold the "#" of `<scenario>#<k>`), and after the totals one
+ * diagnostic line per scenario and oracle profile saying whether its repetitions agree.
  */
 import type { Verdict } from "../verdict.ts";
-import { describeDevice, deviceOf, type RunDir, type RunRule, scenariosOf, stageChecks } from "./run-dir.ts";
+import {
+  describeDevice,
+  deviceOf,
+  type RunDir,
+  type RunRule,
+  type RunScenario,
+  repetitionOf,
+  scenariosOf,
+  stabilityOf,
+  stageChecks,
+} from "./run-dir.ts";
 
 interface Case {
   name: string;
@@ -92,6 +106,12 @@ function ruleCase(r: RunRule): Case {
   };
 }
 
+/** A scenario's test name: its own, or `<scenario> repetition <k>` for a repetition. */
+function scenarioName(s: RunScenario): string {
+  const r = repetitionOf(s);
+  return r.repetition === undefined ? s.name : `${r.scenario} repetition ${r.repetition}`;
+}
+
 /** The cases of a run: the probe stage (when there was one), then each scenario. */
 export function runCases(run: RunDir): Case[] {
   const cases: Case[] = [];
@@ -123,7 +143,7 @@ export function runCases(run: RunDir): Case[] {
     const order: Verdict[] = ["FAIL", "ERROR", "MISS", "XFAIL", "XPASS", "PASS", "SKIP"];
     const worst = order.find((v) => profiles.some((p) => p.verdict === v)) ?? s.outcome?.verdict ?? "SKIP";
     cases.push({
-      name: s.name,
+      name: scenarioName(s),
       verdict: worst,
       reason: s.outcome?.reason ?? profiles.find((p) => p.verdict === worst)?.reason ?? "",
       ...(profiles.length > 0 ? { children: profiles } : {}),
@@ -149,5 +169,16 @@ export function renderKtap(run: RunDir): string {
   out.push(
     `# totals: pass:${count("PASS")} fail:${count("FAIL")} xfail:${count("XFAIL")} xpass:${count("XPASS")} skip:${count("SKIP")} error:${count("ERROR")} miss:${count("MISS")}`,
   );
+  for (const st of stabilityOf(run)) {
+    const counts = Object.entries(st.verdicts)
+      .map(([v, n]) => `${v.toLowerCase()}:${n}`)
+      .join(" ");
+    const differs = st.differs
+      ? ` (first differing: repetition ${st.differs.repetition} ${st.differs.verdict})`
+      : "";
+    out.push(
+      `# stability: ${description(st.scenario)} ${st.profile}: ${st.flaky ? "flaky" : "stable"} over ${st.repetitions} repetitions, ${counts}${differs}`,
+    );
+  }
   return `${out.join("\n")}\n`;
 }

@@ -2,7 +2,9 @@
  * A run directory as the report formats read it: verdicts.json (what `hil run` wrote: the probe
  * stage, each scenario's judgements per oracle profile with per-rule verdicts, the kernel, driver,
  * executor, device (an emulated one's profile, or an external one's socket), timings) and, on
- * demand, a scenario's verbs trace and hardware trace.
+ * demand, a scenario's verbs trace and hardware trace. A repeated run (--repeat n) names each
+ * repetition <scenario>#<k> (with scenario and repetition beside the name) and says per scenario
+ * and oracle profile whether the repetitions agree (stability).
  * A missing or corrupt file is one HilError naming it (exit 2).
  */
 import { readFile, stat } from "node:fs/promises";
@@ -41,8 +43,11 @@ const judgement = z.looseObject({
 });
 
 const scenario = z.looseObject({
+  /** a repetition's is <scenario>#<k> */
   name: z.string(),
   file: z.string().optional(),
+  scenario: z.string().optional(),
+  repetition: z.number().int().min(1).optional(),
   judgements: z.array(judgement),
   outcome: z.looseObject({ verdict, reason: z.string() }).optional(),
   trace: z.string().optional(),
@@ -50,6 +55,18 @@ const scenario = z.looseObject({
   observations: z.array(z.looseObject({ ev: z.string() })).optional(),
   knownBugs: z.array(z.looseObject({ reference: z.string().optional() })).optional(),
   durationMs: z.number().optional(),
+});
+
+/** Whether a scenario's repetitions agree under one oracle profile (suite-repeat.ts's Stability). */
+const stability = z.looseObject({
+  scenario: z.string(),
+  profile: z.string(),
+  repetitions: z.number().int().min(1),
+  verdicts: z.partialRecord(verdict, z.number().int().min(0)),
+  flaky: z.boolean(),
+  worst: verdict,
+  first: z.looseObject({ verdict, reason: z.string() }).optional(),
+  differs: z.looseObject({ repetition: z.number().int().min(1), verdict, reason: z.string() }).optional(),
 });
 
 /** The patch series the kernel was built with, as a run may record it (see seriesOf). */
@@ -85,6 +102,8 @@ const runRecord = z.looseObject({
   startedAt: z.string().optional(),
   probe: z.array(check).optional(),
   scenarios: z.array(scenario).optional(),
+  repeat: z.number().int().min(1).optional(),
+  stability: z.array(stability).optional(),
   series: series.optional(),
   results: z.array(check),
 });
@@ -94,6 +113,7 @@ export type RunRule = z.infer<typeof ruleVerdict>;
 export type RunJudgement = z.infer<typeof judgement>;
 export type RunScenario = z.infer<typeof scenario>;
 export type RunSeries = z.infer<typeof series>;
+export type RunStability = z.infer<typeof stability>;
 export type RunRecord = z.infer<typeof runRecord>;
 
 export interface RunDir {
@@ -195,6 +215,19 @@ export function describeDevice(d: RunDevice): string {
 /** The scenarios of a run; a run of the smoke checks alone has none. */
 export function scenariosOf(run: RunDir): RunScenario[] {
   return run.record.scenarios ?? [];
+}
+
+/** The scenario a run of it repeats and which repetition it is (none when the run was not repeated). */
+export function repetitionOf(s: RunScenario): { scenario: string; repetition?: number } {
+  if (s.scenario !== undefined && s.repetition !== undefined)
+    return { scenario: s.scenario, repetition: s.repetition };
+  const m = /^(.*)#(\d+)$/.exec(s.name);
+  return m ? { scenario: m[1] as string, repetition: Number(m[2]) } : { scenario: s.name };
+}
+
+/** The run's stability entries: a repeated run's, none otherwise. */
+export function stabilityOf(run: RunDir): RunStability[] {
+  return run.record.stability ?? [];
 }
 
 /** The checks that are not a scenario under a profile: the probe stage, or a broken suite. */

@@ -1,7 +1,10 @@
 /**
  * The drain suite's verdict table: one row a scenario, one column an oracle profile, then the
- * reason of the row's worst verdict, then the summary line a CI log shows.
+ * reason of the row's worst verdict, then the summary line a CI log shows. A repeated run
+ * (--repeat n) has one row a scenario too, its cells saying whether the repetitions agree.
  */
+import { combineVerdicts } from "../oracle/judge.ts";
+import { flakyScenarios, type Stability, stabilityCell } from "../run/suite-repeat.ts";
 import { ORACLE_PROFILES } from "../scenario/schema.ts";
 import type { CheckResult } from "../verdict.ts";
 import { summaryLine } from "./table.ts";
@@ -40,14 +43,15 @@ function stageLines(checks: readonly CheckResult[]): string[] {
   ];
 }
 
+const isScenarioResult = (r: CheckResult) => /^(.*)\[([a-z-]+)\]$/.test(r.id);
+
 export function renderScenarioTable(results: readonly CheckResult[]): string {
-  const isScenario = (r: CheckResult) => /^(.*)\[([a-z-]+)\]$/.test(r.id);
-  const rows = scenarioRows(results.filter(isScenario));
+  const rows = scenarioRows(results.filter(isScenarioResult));
   const profiles = ORACLE_PROFILES.filter((p) => rows.some((r) => r.verdicts[p]));
   const nameWidth = Math.max(8, ...rows.map((r) => r.name.length));
   const widths = profiles.map((p) => Math.max(p.length, 5));
   const head = ["scenario".padEnd(nameWidth), ...profiles.map((p, i) => p.padEnd(widths[i] ?? 5)), "reason"];
-  const lines = [...stageLines(results.filter((r) => !isScenario(r))), head.join("  ")];
+  const lines = [...stageLines(results.filter((r) => !isScenarioResult(r))), head.join("  ")];
   for (const row of rows) {
     const cells = profiles.map((p, i) => (row.verdicts[p]?.verdict ?? "-").padEnd(widths[i] ?? 5));
     const worst = Object.values(row.verdicts).sort(
@@ -56,5 +60,54 @@ export function renderScenarioTable(results: readonly CheckResult[]): string {
     lines.push([row.name.padEnd(nameWidth), ...cells, worst?.reason ?? ""].join("  "));
   }
   lines.push(summaryLine(results));
+  return `${lines.join("\n")}\n`;
+}
+
+/**
+ * Why a repeated scenario's row is what it is: the first repetition that differs from the first
+ * one and its reason (and the first one's, when that is the worse verdict); when every
+ * repetition agrees, the first repetition's reason for the row's worst verdict.
+ */
+export function repeatedReason(entries: readonly Stability[]): string {
+  const flaky = entries
+    .filter((e) => e.flaky && e.differs)
+    .sort((a, b) => (a.differs?.repetition ?? 0) - (b.differs?.repetition ?? 0))[0];
+  if (flaky?.differs) {
+    const d = flaky.differs;
+    const f = flaky.first;
+    const firstWorse = combineVerdicts([f.verdict, d.verdict]) === f.verdict;
+    return `#${d.repetition} ${d.verdict}: ${d.reason}${firstWorse ? `; #1 ${f.verdict}: ${f.reason}` : ""}`;
+  }
+  const worst = [...entries].sort((a, b) => RANK.indexOf(a.worst) - RANK.indexOf(b.worst))[0];
+  return worst?.first.reason ?? "";
+}
+
+/**
+ * The table of a repeated run: per scenario and profile the verdict when every repetition agrees,
+ * else `FLAKY <count>/<n> <worst verdict>`; the summary line counts every repetition's verdicts
+ * and then the scenarios that were flaky.
+ */
+export function renderRepeatedTable(
+  results: readonly CheckResult[],
+  stability: readonly Stability[],
+): string {
+  const rows = new Map<string, Stability[]>();
+  for (const s of stability) rows.set(s.scenario, [...(rows.get(s.scenario) ?? []), s]);
+  const profiles = ORACLE_PROFILES.filter((p) => stability.some((s) => s.profile === p));
+  const cell = (entries: readonly Stability[], p: string) => {
+    const e = entries.find((x) => x.profile === p);
+    return e ? stabilityCell(e) : "-";
+  };
+  const nameWidth = Math.max(8, ...[...rows.keys()].map((n) => n.length));
+  const widths = profiles.map((p) =>
+    Math.max(p.length, 5, ...[...rows.values()].map((entries) => cell(entries, p).length)),
+  );
+  const head = ["scenario".padEnd(nameWidth), ...profiles.map((p, i) => p.padEnd(widths[i] ?? 5)), "reason"];
+  const lines = [...stageLines(results.filter((r) => !isScenarioResult(r))), head.join("  ")];
+  for (const [name, entries] of rows) {
+    const cells = profiles.map((p, i) => cell(entries, p).padEnd(widths[i] ?? 5));
+    lines.push([name.padEnd(nameWidth), ...cells, repeatedReason(entries)].join("  "));
+  }
+  lines.push(`${summaryLine(results)}, ${flakyScenarios(stability).length} flaky`);
   return `${lines.join("\n")}\n`;
 }

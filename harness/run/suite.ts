@@ -6,8 +6,10 @@
  * booted after a hang). A scenario that leaves the executor stuck costs a reboot, never the rest
  * of the suite. Fault steps are armed on the device's control channel and cleared after each
  * scenario; known driver bugs recorded in the scenario turn their rules' FAILs into XFAILs. On an
- * external device (deviceSocket) scenarios with fault steps are MISSes (no control channel) and
- * there is no hardware trace.
+ * external device (deviceSocket) scenarios with fault steps are SKIPs (no control channel) and
+ * there is no hardware trace. With `repeat` n > 1 each scenario runs n times in a row, each run
+ * (<scenario>#<k>) judged and traced on its own, and the report says per scenario and oracle
+ * profile whether the repetitions agree (suite-repeat.ts).
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
@@ -26,10 +28,18 @@ import { executorFactory } from "./executors.ts";
 import { armFault, controlOf } from "./faults.ts";
 import { hwEvidence, hwTraceName, parseHwEvents, settledSize, writeHwSlice } from "./hw-trace.ts";
 import { planScenario, planSteps, type SuiteTarget } from "./suite-plan.ts";
+import {
+  expandRepeats,
+  type Repetition,
+  type RepetitionVerdict,
+  repetitionLabel,
+  type Stability,
+  stabilityOf,
+} from "./suite-repeat.ts";
 
 /** The guest's address (QEMU user networking); the RDMA device is bound to its NIC. */
 export const GUEST_ADDR = "10.0.2.15";
-/** the port of the first scenario's QP pair; each next scenario takes the next one */
+/** the port of the first scenario's QP pair; each next scenario (or repetition) takes the next one */
 export const FIRST_PORT = 7600;
 export const TRACE_DIR = "traces";
 
@@ -57,11 +67,19 @@ export interface SuiteOptions extends SuiteTarget {
   probe?: (guest: BootedGuest, hwTraceFile: string | undefined) => Promise<CheckResult[]>;
   /** told each time a guest's QEMU starts (logs; tests that check nothing is left) */
   onQemuStarted?: (info: { pid: number; workDir: string; sshPort: number }) => void;
+  /** run each scenario this many times in a row (1-100, default 1), each repetition judged on its own */
+  repeat?: number;
+  /** boots a guest (default bootPrepared; tests boot none) */
+  boot?: typeof bootPrepared;
 }
 
 export interface ScenarioReport {
+  /** the scenario's name; a repetition's is <scenario>#<k> (repeat > 1) */
   name: string;
   file: string;
+  /** repeat > 1: the scenario this is a repetition of, and which one (1-based) */
+  scenario?: string;
+  repetition?: number;
   /** the verdict per oracle profile */
   judgements: ProfileJudgement[];
   /** set when the scenario did not run (SKIP, MISS) or the run broke (ERROR) */
@@ -79,21 +97,30 @@ export interface SuiteReport {
   driver: string;
   executor: string;
   deviceProfile?: string;
+  /** each scenario's repetitions (set when > 1) */
+  repeat?: number;
   scenarios: ScenarioReport[];
   /** the probe stage's checks, when there was one */
   probe?: CheckResult[];
   boots: number;
   timings: { bootMs: number; runMs: number; judgeMs: number };
+  /** repeat > 1: per scenario and oracle profile, whether its repetitions' verdicts agree */
+  stability?: Stability[];
 }
 
 function profilesFor(s: Scenario, only: readonly OracleProfile[] | undefined): OracleProfile[] {
   return only ? s.profiles.filter((p) => only.includes(p)) : [...s.profiles];
 }
 
-function notRun(s: Scenario, profiles: OracleProfile[], verdict: Verdict, reason: string): ScenarioReport {
+/** The report's name of the run and, for a repetition of several, what it repeats. */
+function runName(r: Repetition): Pick<ScenarioReport, "name" | "scenario" | "repetition"> {
+  return r.of > 1 ? { name: r.name, scenario: r.scenario.name, repetition: r.repetition } : { name: r.name };
+}
+
+function notRun(r: Repetition, profiles: OracleProfile[], verdict: Verdict, reason: string): ScenarioReport {
   return {
-    name: s.name,
-    file: s.file,
+    ...runName(r),
+    file: r.scenario.file,
     judgements: profiles.map((profile) => ({ profile, verdict, rules: [] })),
     outcome: { verdict, reason },
     durationMs: 0,
@@ -110,20 +137,37 @@ export function suiteResults(report: SuiteReport): CheckResult[] {
   return [...(report.probe ?? []), ...scenarioResults(report)];
 }
 
+function judgementResult(s: ScenarioReport, j: ProfileJudgement): CheckResult {
+  const failing = j.rules.find((r) => r.verdict === j.verdict && r.verdict !== "PASS");
+  const reason =
+    s.outcome?.reason ?? (failing ? `rule ${failing.rule}: ${failing.reason}` : "every rule holds");
+  return {
+    id: `${s.name}[${j.profile}]`,
+    title: s.name,
+    verdict: j.verdict,
+    reason,
+    ...(failing?.evidence ? { evidence: failing.evidence } : {}),
+  };
+}
+
 function scenarioResults(report: SuiteReport): CheckResult[] {
-  return report.scenarios.flatMap((s) =>
-    s.judgements.map((j): CheckResult => {
-      const failing = j.rules.find((r) => r.verdict === j.verdict && r.verdict !== "PASS");
-      const reason =
-        s.outcome?.reason ?? (failing ? `rule ${failing.rule}: ${failing.reason}` : "every rule holds");
-      return {
-        id: `${s.name}[${j.profile}]`,
-        title: s.name,
-        verdict: j.verdict,
-        reason,
-        ...(failing?.evidence ? { evidence: failing.evidence } : {}),
-      };
-    }),
+  return report.scenarios.flatMap((s) => s.judgements.map((j) => judgementResult(s, j)));
+}
+
+/** Per scenario and profile whether its repetitions agree (the reports' repetitions, in any order). */
+export function suiteStability(scenarios: readonly ScenarioReport[]): Stability[] {
+  return stabilityOf(
+    scenarios.flatMap((s) =>
+      s.judgements.map(
+        (j): RepetitionVerdict => ({
+          scenario: s.scenario ?? s.name,
+          repetition: s.repetition ?? 1,
+          profile: j.profile,
+          verdict: j.verdict,
+          reason: judgementResult(s, j).reason,
+        }),
+      ),
+    ),
   );
 }
 
@@ -167,10 +211,13 @@ export function withHwEvidence(judgements: ProfileJudgement[], hw: readonly stri
 }
 
 export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
+  const repeat = opts.repeat ?? 1;
+  const runs = expandRepeats(opts.scenarios, repeat, FIRST_PORT);
   const report: SuiteReport = {
     driver: opts.driver,
     executor: opts.executor,
     ...(opts.deviceProfile ? { deviceProfile: opts.deviceProfile } : {}),
+    ...(repeat > 1 ? { repeat } : {}),
     scenarios: [],
     boots: 0,
     timings: { bootMs: 0, runMs: 0, judgeMs: 0 },
@@ -178,35 +225,40 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
   await mkdir(join(opts.runDir, TRACE_DIR), { recursive: true });
   const factory = opts.executorFactory ?? executorFactory(opts.executor);
   const external = opts.driver === "erdma" ? opts.deviceSocket : undefined;
-  const todo: Array<{ s: Scenario; port: number; profiles: OracleProfile[] }> = [];
-  opts.scenarios.forEach((s, i) => {
+  const todo: Array<{ r: Repetition; profiles: OracleProfile[] }> = [];
+  for (const r of runs) {
+    const s = r.scenario;
     const profiles = profilesFor(s, opts.profiles);
     const plan = planScenario(s, opts);
-    const compiled = compileScenario(s, { addr: GUEST_ADDR, port: FIRST_PORT + i });
+    const compiled = compileScenario(s, { addr: GUEST_ADDR, port: r.port });
     const steps = plan.run ? planSteps(compiled, opts) : plan;
-    if (profiles.length === 0) report.scenarios.push(notRun(s, [], "SKIP", "no oracle profile selected"));
-    else if (!plan.run) report.scenarios.push(notRun(s, profiles, plan.verdict, plan.reason));
-    else if (typeof factory === "string") report.scenarios.push(notRun(s, profiles, "MISS", factory));
+    if (profiles.length === 0) report.scenarios.push(notRun(r, [], "SKIP", "no oracle profile selected"));
+    else if (!plan.run) report.scenarios.push(notRun(r, profiles, plan.verdict, plan.reason));
+    else if (typeof factory === "string") report.scenarios.push(notRun(r, profiles, "MISS", factory));
     // as a fault on siw: not meant for a device without fault control, so a SKIP, not a MISS
     else if (external && compiled.steps.some((x) => x.fault))
-      report.scenarios.push(notRun(s, profiles, "SKIP", externalFaultReason(external)));
-    else if (!steps.run) report.scenarios.push(notRun(s, profiles, steps.verdict, steps.reason));
-    else todo.push({ s, port: FIRST_PORT + i, profiles });
-  });
-  const inGivenOrder = (): SuiteReport => {
-    const order = new Map(opts.scenarios.map((s, i) => [s.name, i]));
+      report.scenarios.push(notRun(r, profiles, "SKIP", externalFaultReason(external)));
+    else if (!steps.run) report.scenarios.push(notRun(r, profiles, steps.verdict, steps.reason));
+    else todo.push({ r, profiles });
+  }
+  const finish = (): SuiteReport => {
+    const order = new Map(runs.map((r, i) => [r.name, i]));
     report.scenarios.sort((a, b) => (order.get(a.name) ?? 0) - (order.get(b.name) ?? 0));
+    if (repeat > 1) report.stability = suiteStability(report.scenarios);
     return report;
   };
-  if (todo.length === 0 || typeof factory === "string") return inGivenOrder();
+  if (todo.length === 0 || typeof factory === "string") return finish();
 
   let session: GuestSession | undefined;
-  const step = progress.step(
-    `[suite] ${todo.length} scenario(s) on ${opts.driver}, ${opts.executor} executor`,
-  );
+  const what =
+    repeat > 1
+      ? `${opts.scenarios.length} scenario(s) x ${repeat} repetitions`
+      : `${todo.length} scenario(s)`;
+  const step = progress.step(`[suite] ${what} on ${opts.driver}, ${opts.executor} executor`);
   try {
     for (const [n, item] of todo.entries()) {
-      step.update(n, todo.length, item.s.name);
+      const r = item.r;
+      step.update(n, todo.length, repetitionLabel(r));
       if (!session) {
         const t0 = Date.now();
         const started = await startSession(opts, factory, report.boots + 1);
@@ -214,20 +266,20 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
         report.timings.bootMs += Date.now() - t0;
         if (started.probe) report.probe = started.probe;
         if (!started.session) {
-          const bad = started.probe?.find((r) => !PASSING_VERDICTS.includes(r.verdict));
+          const bad = started.probe?.find((x) => !PASSING_VERDICTS.includes(x.verdict));
           const why = `the device probes stage failed (${bad?.id}: ${bad?.verdict} ${bad?.reason}): no scenario ran`;
-          for (const rest of todo.slice(n)) report.scenarios.push(notRun(rest.s, rest.profiles, "MISS", why));
+          for (const rest of todo.slice(n)) report.scenarios.push(notRun(rest.r, rest.profiles, "MISS", why));
           break;
         }
         session = started.session;
       }
-      const compiled = compileScenario(item.s, { addr: GUEST_ADDR, port: item.port });
+      const compiled = compileScenario(r.scenario, { addr: GUEST_ADDR, port: r.port });
       const control = controlOf(session.guest.device);
       if (compiled.steps.some((x) => x.fault) && !control) {
         const ext = session.guest.externalDevice;
         report.scenarios.push(
           notRun(
-            item.s,
+            r,
             item.profiles,
             "MISS",
             ext
@@ -241,21 +293,22 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
       const hwFrom = hwFile ? await settledSize(hwFile, { maxMs: 200 }) : 0;
       const outcome = await observeScenario(session, compiled);
       if (control) {
-        const r = await control
+        const cleared = await control
           .control({ op: "clear" })
           .catch((err: Error) => ({ ok: false, error: err.message }));
-        if (!r.ok) progress.info(`[suite] ${item.s.name}: clearing the device's faults failed: ${r.error}`);
+        if (!cleared.ok)
+          progress.info(`[suite] ${r.name}: clearing the device's faults failed: ${cleared.error}`);
       }
       report.timings.runMs += outcome.durationMs;
-      const traceName = `${TRACE_DIR}/${item.s.name}.jsonl`;
+      const traceName = `${TRACE_DIR}/${r.name}.jsonl`;
       await writeFile(
         join(opts.runDir, traceName),
-        outcome.records.map((r) => `${JSON.stringify(r)}\n`).join(""),
+        outcome.records.map((x) => `${JSON.stringify(x)}\n`).join(""),
       );
       let hw: string[] = [];
       let hwTrace: string | undefined;
       if (hwFile) {
-        hwTrace = `${TRACE_DIR}/${item.s.name}.hw.jsonl`;
+        hwTrace = `${TRACE_DIR}/${r.name}.hw.jsonl`;
         const text = await writeHwSlice(
           hwFile,
           hwFrom,
@@ -263,27 +316,27 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
           join(opts.runDir, hwTrace),
         );
         const qpns = new Set(
-          outcome.records.flatMap((r) =>
-            r.ev === "create" && r.kind === "qp" && r.qp_num !== undefined ? [r.qp_num] : [],
+          outcome.records.flatMap((x) =>
+            x.ev === "create" && x.kind === "qp" && x.qp_num !== undefined ? [x.qp_num] : [],
           ),
         );
         hw = hwEvidence(parseHwEvents(text), qpns);
       }
       const t1 = Date.now();
-      const bugs = knownBugsFor(item.s.known_bugs, bugTarget(opts));
+      const bugs = knownBugsFor(r.scenario.known_bugs, bugTarget(opts));
       const judged = judgeTrace(
         { records: outcome.records, observations: outcome.observations },
         item.profiles,
       );
       const judgements = withHwEvidence(
-        applyExpectedFailures(applyKnownBugs(judged, bugs), item.s.expect_fail),
+        applyExpectedFailures(applyKnownBugs(judged, bugs), r.scenario.expect_fail),
         hw,
       );
       report.timings.judgeMs += Date.now() - t1;
       const errored = outcome.error !== undefined && !judgements.some((j) => j.verdict === "FAIL");
       report.scenarios.push({
-        name: item.s.name,
-        file: item.s.file,
+        ...runName(r),
+        file: r.scenario.file,
         judgements: errored ? judgements.map((j) => ({ ...j, verdict: "ERROR" })) : judgements,
         ...(errored ? { outcome: { verdict: "ERROR" as const, reason: outcome.error ?? "" } } : {}),
         trace: traceName,
@@ -293,12 +346,16 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
         durationMs: outcome.durationMs,
       });
       if (session.executor.wedged || outcome.error !== undefined) {
-        progress.info(`[suite] ${item.s.name}: the guest is rebooted for the scenarios after it`);
+        progress.info(`[suite] ${r.name}: the guest is rebooted for the scenarios after it`);
         await session.guest.dispose();
         session = undefined;
       }
     }
-    step.succeed(`${todo.length} scenario(s), ${report.boots} boot(s)`);
+    step.succeed(
+      repeat > 1
+        ? `${todo.length} run(s) of ${opts.scenarios.length} scenario(s), ${report.boots} boot(s)`
+        : `${todo.length} scenario(s), ${report.boots} boot(s)`,
+    );
   } catch (err) {
     step.fail();
     throw err;
@@ -310,7 +367,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
       await session.guest.dispose();
     }
   }
-  return inGivenOrder();
+  return finish();
 }
 
 interface ObservedOutcome extends ExecutorOutcome {
@@ -357,7 +414,7 @@ async function startSession(
   const external = opts.driver === "erdma" ? opts.deviceSocket : undefined;
   // an external device keeps no trace of ours
   const hwTraceFile = opts.hwTraceFile && !external ? hwTraceFileFor(opts.hwTraceFile, boot) : undefined;
-  const guest = await bootPrepared(opts.prepared, {
+  const guest = await (opts.boot ?? bootPrepared)(opts.prepared, {
     mac: opts.mac ?? DEFAULT_GUEST_MAC,
     keepConsole: join(opts.runDir, boot === 1 ? "console.log" : `console-${boot}.log`),
     ...(opts.onQemuStarted ? { onQemuStarted: opts.onQemuStarted } : {}),
