@@ -2,32 +2,12 @@
 // the directives each verdict gets (XFAIL as TODO, SKIP, ERROR for ERROR and MISS).
 import { fileURLToPath } from "node:url";
 import t from "tap";
-import { Parser, type Result } from "tap-parser";
 import { renderKtap } from "../../harness/report/ktap.ts";
 import { loadRunDir } from "../../harness/report/run-dir.ts";
 import { NASTY, syntheticRecord, writeRunDir } from "../fixtures/rundir/synthetic.ts";
+import { parseTap as parse } from "../support/tap-parse.ts";
 
 const FIXTURE = fileURLToPath(new URL("../fixtures/rundir", import.meta.url));
-
-interface Parsed {
-  final: { ok: boolean; count: number; pass: number; fail: number; todo: number; skip: number };
-  /** every result line at every depth */
-  all: Result[];
-}
-
-function parse(text: string): Promise<Parsed> {
-  return new Promise((resolve) => {
-    const all: Result[] = [];
-    const watch = (p: Parser) => {
-      p.on("assert", (r: Result) => all.push(r));
-      p.on("child", (c: Parser) => watch(c));
-    };
-    const p = new Parser();
-    watch(p);
-    p.on("complete", (final) => resolve({ final, all }));
-    p.end(text);
-  });
-}
 
 t.test("the real run: one test per scenario plus the probe stage, rules nested per profile", async (t) => {
   const text = renderKtap(await loadRunDir(FIXTURE));

@@ -5,7 +5,6 @@
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
-import { Parser, type Result } from "tap-parser";
 import type { BootedGuest, PreparedGuest } from "../../harness/boot.ts";
 import { renderHtml } from "../../harness/report/html.ts";
 import { renderJunit } from "../../harness/report/junit.ts";
@@ -30,6 +29,7 @@ import { Step } from "../../harness/util/progress.ts";
 import { exitCodeFor } from "../../harness/verdict.ts";
 import { writeRunDir } from "../fixtures/rundir/synthetic.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
+import { parseTap } from "../support/tap-parse.ts";
 
 function scenario(name: string, lines: string[] = []): Scenario {
   return parseScenario(
@@ -397,20 +397,6 @@ function record(report: SuiteReport) {
     wallMs: 1000,
     results: suiteResults(report),
   };
-}
-
-function parseTap(text: string): Promise<{ final: { count: number; fail: number }; all: Result[] }> {
-  return new Promise((resolve) => {
-    const all: Result[] = [];
-    const watch = (p: Parser) => {
-      p.on("assert", (r: Result) => all.push(r));
-      p.on("child", (c: Parser) => watch(c));
-    };
-    const p = new Parser();
-    watch(p);
-    p.on("complete", (final) => resolve({ final, all }));
-    p.end(text);
-  });
 }
 
 t.test("the reports read a repeated run: ktap, junit, kcidb, html", async (t) => {
