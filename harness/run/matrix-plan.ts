@@ -16,8 +16,8 @@ import { DRIVERS, EXECUTORS, ORACLE_PROFILES } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
 import { HilError } from "../util/errors.ts";
 import { hashParts } from "../util/hash.ts";
+import { type YamlProblem, YamlSource } from "../util/yaml-source.ts";
 import type { JobSpec } from "./matrix-job.ts";
-import { type YamlProblem, YamlSource } from "./matrix-yaml.ts";
 
 const kernelEntry = z.union([
   z.string().min(1),

@@ -15,9 +15,9 @@ import { DEBIAN_BASES } from "../kernel/base-spec.ts";
 import { DRIVERS, EXECUTORS, ORACLE_PROFILES, type Scenario } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
 import { HilError } from "../util/errors.ts";
+import { type YamlProblem, YamlSource } from "../util/yaml-source.ts";
 import { VERDICTS } from "../verdict.ts";
 import type { JobSpec } from "./matrix-job.ts";
-import { type YamlProblem, YamlSource } from "./matrix-yaml.ts";
 
 export const CASE_DIR = fileURLToPath(new URL("../../fixtures/cases/", import.meta.url));
 

@@ -1,13 +1,13 @@
 /**
- * YAML files users write for the workflows (matrix plans, repro cases): parsed with node ranges
- * kept and checked against a zod schema; every problem is "file:line:col: field: what is wrong",
- * the first one as the message, like the scenario loader's. Checks made after the schema (a
- * profile that does not exist, a scenario no pattern matches) point at their field the same way.
+ * YAML files users write (scenarios, matrix plans, repro cases): parsed with node ranges kept and
+ * checked against a zod schema; every problem is "file:line:col: field: what is wrong", the first
+ * one as the message. Checks made after the schema (a profile that does not exist, a scenario no
+ * pattern matches) point at their field the same way.
  */
 import { readFile } from "node:fs/promises";
 import { isMap, isSeq, LineCounter, type Node, parseDocument } from "yaml";
 import type { z } from "zod";
-import { HilError } from "../util/errors.ts";
+import { HilError } from "./errors.ts";
 
 export type YamlPath = readonly PropertyKey[];
 
