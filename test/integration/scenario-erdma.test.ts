@@ -11,37 +11,12 @@ import { join } from "node:path";
 import t from "tap";
 import { parseTrace } from "../../harness/kverbs/trace.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
+import { ruleOf, type ScenarioVerdict, scenarioOf, verdictsOf } from "../support/verdicts.ts";
 
 t.setTimeout(10 * 60 * 1000);
 
-interface Rule {
-  rule: string;
-  verdict: string;
-  reason: string;
-  evidence?: string[];
-}
-interface Scenario {
-  name: string;
-  judgements: { profile: string; verdict: string; rules: Rule[] }[];
-  outcome?: { verdict: string; reason: string };
-  trace?: string;
-  hwTrace?: string;
-  knownBugs?: { reference: string }[];
-}
-
-function load(dir: string): { scenarios: Scenario[]; probe?: { id: string; verdict: string }[] } {
-  return JSON.parse(readFileSync(join(dir, "verdicts.json"), "utf8"));
-}
-
-function scenarioOf(dir: string, name: string): Scenario {
-  const s = load(dir).scenarios.find((x) => x.name === name);
-  if (!s) throw new Error(`no ${name} in ${dir}`);
-  return s;
-}
-
-const verdicts = (s: Scenario) => s.judgements.map((j) => `${j.profile} ${j.verdict}`);
-const linuxRule = (s: Scenario, rule: string) =>
-  s.judgements.find((j) => j.profile === "linux")?.rules.find((r) => r.rule === rule);
+const verdicts = verdictsOf;
+const linuxRule = (s: ScenarioVerdict, rule: string) => ruleOf(s, "linux", rule);
 
 t.test("hil run on erdma, debian:6.12: a PASS and a known bug (XFAIL) exit 0", async (t) => {
   const iso = isolate();

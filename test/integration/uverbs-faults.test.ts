@@ -20,6 +20,7 @@ import {
 import { readTrace, type TraceLine } from "../../harness/run/erdma.ts";
 import { runUverbsSegments, type UverbsPause } from "../../harness/uverbs/driver.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
+import { ruleOf, scenarioOf, verdictsOf } from "../support/verdicts.ts";
 
 t.setTimeout(20 * 60 * 1000);
 
@@ -134,22 +135,6 @@ t.test("runUverbsSegments on a real guest: a fault armed between the connection 
   );
 });
 
-interface Rule {
-  rule: string;
-  verdict: string;
-  reason: string;
-  evidence?: string[];
-}
-interface ScenarioVerdict {
-  name: string;
-  judgements: { profile: string; verdict: string; rules: Rule[] }[];
-  outcome?: { verdict: string; reason: string };
-  trace?: string;
-  hwTrace?: string;
-  observations?: Array<{ ev: string; step?: number; kind?: string; spec?: Record<string, unknown> }>;
-  knownBugs?: { reference: string }[];
-}
-
 t.test("hil run --executor user arms the fault scenarios' faults, debian:6.12", async (t) => {
   const iso = isolate();
   const dir = t.testdir({});
@@ -158,15 +143,9 @@ t.test("hil run --executor user arms the fault scenarios' faults, debian:6.12", 
     iso.env,
   );
   t.equal(r.exitCode, 0, `every verdict PASS or XFAIL\n${r.stdout}${r.stderr}`.slice(0, 4000));
-  const all: ScenarioVerdict[] = JSON.parse(readFileSync(join(dir, "verdicts.json"), "utf8")).scenarios;
-  const scenario = (name: string): ScenarioVerdict => {
-    const s = all.find((x) => x.name === name);
-    if (!s) throw new Error(`no ${name} in ${dir}`);
-    return s;
-  };
-  const verdicts = (s: ScenarioVerdict) => s.judgements.map((j) => `${j.profile} ${j.verdict}`);
-  const rule = (s: ScenarioVerdict, profile: string, id: string) =>
-    s.judgements.find((j) => j.profile === profile)?.rules.find((x) => x.rule === id);
+  const scenario = (name: string) => scenarioOf(dir, name);
+  const verdicts = verdictsOf;
+  const rule = ruleOf;
 
   const err = scenario("fault-error-wqe");
   t.equal(err.outcome, undefined, "it ran");
