@@ -2,6 +2,7 @@
 // (fixtures/series/erdma-fail-post-in-error.mbox) on a small scenario selection reports the new
 // FAILs (the drain WARNs under linux, a post in ERROR fails under ib and linux, not under
 // iwarp-rdmac) and exits 1; an empty series reports no change and exits 0. Nothing is left running.
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
@@ -50,6 +51,20 @@ t.test("the immediate-error series: new FAILs, exit 1", async (t) => {
   const v = JSON.parse(readFileSync(join(dir, "validate.json"), "utf8"));
   t.equal(v.regression, true);
   t.ok(v.counts["new-fail"] >= 3);
+  // the patched run carries its series: the patch as applied, its sha256 (KCIDB's patchset_hash)
+  const patched = JSON.parse(readFileSync(join(dir, "patched", "verdicts.json"), "utf8"));
+  t.equal(patched.series?.patches?.length, 1, "the series is recorded");
+  const patch = patched.series.patches[0];
+  t.match(patch.name, /^0001-RDMA-erdma-fail-posts-immediately.*\.patch$/);
+  t.equal(
+    createHash("sha256")
+      .update(readFileSync(join(dir, "patched", "series", patch.name)))
+      .digest("hex"),
+    patch.sha256,
+    "the copy in the run directory is the recorded patch",
+  );
+  t.match(patched.startedAt, /^\d{4}-\d\d-\d\dT/);
+  t.equal(JSON.parse(readFileSync(join(dir, "base", "verdicts.json"), "utf8")).series, undefined);
   t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
 });
 
