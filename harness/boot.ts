@@ -19,10 +19,10 @@ import { type Guest, type StartGuestOptions, startGuest } from "../qemu/launch/g
 import type { ExecOptions } from "../qemu/launch/ssh.ts";
 import type { QemuInstall } from "../qemu/launch/types.ts";
 import { ensureQemu } from "../qemu/provision/qemu.ts";
+import { progress } from "../util/progress.ts";
 import { buildInitramfs } from "./image/initramfs.ts";
 import { buildKernel } from "./kernel/build.ts";
 import type { KernelArtifact, KernelRequest } from "./kernel/types.ts";
-import { progress } from "./util/progress.ts";
 
 /** The guest NIC's MAC unless a caller picks another; the erdma device reports the same one. */
 export const DEFAULT_GUEST_MAC = "52:54:00:12:34:56";

@@ -9,11 +9,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { writeCpioGz } from "../../harness/image/cpio.ts";
 import type { ImageLayer } from "../../harness/image/userspace.ts";
-import { ensureHostPackages } from "../../harness/util/apt.ts";
-import { ensureEntry } from "../../harness/util/cache.ts";
-import { probe, run } from "../../harness/util/exec.ts";
-import { hashParts } from "../../harness/util/hash.ts";
-import { progress } from "../../harness/util/progress.ts";
+import { ensureHostPackages } from "../../util/apt.ts";
+import { ensureEntry } from "../../util/cache.ts";
+import { probe, run } from "../../util/exec.ts";
+import { hashParts } from "../../util/hash.ts";
+import { progress } from "../../util/progress.ts";
 
 const TOOLS_DIR = fileURLToPath(new URL("./", import.meta.url));
 const RECIPE = "guest-tools-1";

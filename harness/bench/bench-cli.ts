@@ -4,8 +4,8 @@
  * message on stderr and exit status 1.
  */
 import { parseArgs } from "node:util";
+import { isHilError } from "../../util/errors.ts";
 import type { KernelRequest } from "../kernel/types.ts";
-import { isHilError } from "../util/errors.ts";
 
 export function runBench<R>(
   defaultIters: number,

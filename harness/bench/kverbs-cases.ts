@@ -2,9 +2,10 @@
  * The in-kernel verbs workload both verbs benchmarks run (hil_kverbs's bench command on a loopback
  * RC pair with direct-polled CQs): the cases, the pair set-up, and one figure per case.
  */
+
+import { progress } from "../../util/progress.ts";
 import { type KverbsDriver, kvCommand } from "../kverbs/driver.ts";
 import { type BenchRecord, recordsOf } from "../kverbs/trace.ts";
-import { progress } from "../util/progress.ts";
 
 export const GUEST_IP = "10.0.2.15";
 const BUF = 65536;

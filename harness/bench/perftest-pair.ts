@@ -6,9 +6,10 @@
  *
  *   node --import tsx harness/bench/perftest-pair.ts [--kernel debian:6.12] [--config smp] [--iters 2000] [--json]
  */
+
+import { progress } from "../../util/progress.ts";
 import { type BootedPair, bootPair, type PairedGuest, prepareGuest } from "../boot.ts";
 import type { KernelRequest } from "../kernel/types.ts";
-import { progress } from "../util/progress.ts";
 import { runBench } from "./bench-cli.ts";
 import { num } from "./kverbs-cases.ts";
 

@@ -20,8 +20,8 @@ import {
   testdevCommand,
 } from "../../qemu/testdev/guest-ops.ts";
 import { startServerProcess } from "../../qemu/vfio-user/process.ts";
-import { isHilError } from "../util/errors.ts";
-import { progress } from "../util/progress.ts";
+import { isHilError } from "../../util/errors.ts";
+import { progress } from "../../util/progress.ts";
 import { buildImageFor } from "./vfio-user-guest.ts";
 
 interface DmaFigure {

@@ -2,8 +2,8 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import { externalErdma } from "../../qemu/erdma/attach.ts";
 import type { ErdmaProfile } from "../../qemu/erdma/profile.ts";
 import { DEFAULT_PROFILE, listProfiles, loadProfile } from "../../qemu/erdma/profile-file.ts";
+import { HilError } from "../../util/errors.ts";
 import { DEFAULT_GUEST_MAC } from "../boot.ts";
-import { HilError } from "../util/errors.ts";
 
 export interface DeviceOptionValues {
   profile?: string;

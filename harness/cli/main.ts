@@ -1,5 +1,5 @@
 import { Command, CommanderError } from "commander";
-import { isHilError } from "../util/errors.ts";
+import { isHilError } from "../../util/errors.ts";
 
 const program = new Command("hil")
   .description(

@@ -1,11 +1,11 @@
 import { existsSync, readdirSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Command } from "commander";
+import { HilError } from "../../util/errors.ts";
+import { progress } from "../../util/progress.ts";
 import { matrixSummary, renderIndex, runMatrix } from "../run/matrix.ts";
 import { describeJob } from "../run/matrix-job.ts";
 import { loadPlan, parseShard, type Shard, shardJobs } from "../run/matrix-plan.ts";
-import { HilError } from "../util/errors.ts";
-import { progress } from "../util/progress.ts";
 import { stampedRunDir } from "./repro-command.ts";
 
 interface MatrixOptionValues {

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
+import { progress } from "../../util/progress.ts";
 import { matrixSummary, renderIndex } from "../run/matrix.ts";
 import { mergeMatrixDirs } from "../run/merge.ts";
-import { progress } from "../util/progress.ts";
 
 interface MergeOptionValues {
   out: string;

@@ -2,6 +2,8 @@ import { mkdir, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { type Command, Option } from "commander";
+import { HilError } from "../../util/errors.ts";
+import { progress } from "../../util/progress.ts";
 import { ensureChromium, screenshotHtml } from "../report/browser.ts";
 import { renderHtml } from "../report/html.ts";
 import { renderJunit } from "../report/junit.ts";
@@ -9,8 +11,6 @@ import { renderKcidb } from "../report/kcidb.ts";
 import { renderKtap } from "../report/ktap.ts";
 import { loadRunDir, type RunDir } from "../report/run-dir.ts";
 import { summaryLine } from "../report/table.ts";
-import { HilError } from "../util/errors.ts";
-import { progress } from "../util/progress.ts";
 
 export const REPORT_FORMATS = ["ktap", "junit", "kcidb", "html"] as const;
 export type ReportFormat = (typeof REPORT_FORMATS)[number];

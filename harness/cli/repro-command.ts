@@ -1,9 +1,9 @@
 import { writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
+import { progress } from "../../util/progress.ts";
 import { renderRepro, reproSummary, runRepro } from "../run/repro.ts";
 import { loadCase } from "../run/repro-case.ts";
-import { progress } from "../util/progress.ts";
 
 interface ReproOptionValues {
   runDir?: string;

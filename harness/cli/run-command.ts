@@ -1,6 +1,8 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
+import { HilError } from "../../util/errors.ts";
+import { progress } from "../../util/progress.ts";
 import { DEFAULT_GUEST_MAC, prepareGuest, withGuest } from "../boot.ts";
 import { renderRepeatedTable, renderScenarioTable } from "../report/scenario-table.ts";
 import { renderVerdictTable } from "../report/table.ts";
@@ -19,8 +21,6 @@ import {
   type OracleProfile,
 } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
-import { HilError } from "../util/errors.ts";
-import { progress } from "../util/progress.ts";
 import { type CheckResult, exitCodeFor } from "../verdict.ts";
 import {
   addDeviceOptions,

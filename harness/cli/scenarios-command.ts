@@ -6,6 +6,8 @@
 import { isAbsolute, relative } from "node:path";
 import type { Command } from "commander";
 import { listProfiles } from "../../qemu/erdma/profile-file.ts";
+import { HilError, isHilError } from "../../util/errors.ts";
+import { progress } from "../../util/progress.ts";
 import { kvCommand } from "../kverbs/driver.ts";
 import { RULES } from "../oracle/judge.ts";
 import { FIRST_PORT, GUEST_ADDR } from "../run/suite.ts";
@@ -14,8 +16,6 @@ import { type CompiledScenario, type CompiledStep, compileScenario } from "../sc
 import { loadScenarioFile } from "../scenario/load.ts";
 import { DRIVERS, EXECUTORS, type FaultStep, type Scenario } from "../scenario/schema.ts";
 import { SCENARIO_DIR, selectScenarioFiles } from "../scenario/select.ts";
-import { HilError, isHilError } from "../util/errors.ts";
-import { progress } from "../util/progress.ts";
 
 /** One selected file: the scenario compiled as the suite would, or why it cannot be. */
 export interface ScenarioEntry {

@@ -1,6 +1,8 @@
 import { resolve } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { DEFAULT_PROFILE } from "../../qemu/erdma/profile-file.ts";
+import { HilError } from "../../util/errors.ts";
+import { progress } from "../../util/progress.ts";
 import { DEFAULT_KERNEL } from "../defaults.ts";
 import { runValidate } from "../run/validate.ts";
 import { diffSummary, renderDiff } from "../run/validate-diff.ts";
@@ -12,8 +14,6 @@ import {
   ORACLE_PROFILES,
   type OracleProfile,
 } from "../scenario/schema.ts";
-import { HilError } from "../util/errors.ts";
-import { progress } from "../util/progress.ts";
 import { stampedRunDir } from "./repro-command.ts";
 
 interface ValidateOptionValues {

@@ -18,14 +18,14 @@ import { writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { buildGuestToolsLayer } from "../../guest/tools/build.ts";
 import { ensureQemu } from "../../qemu/provision/qemu.ts";
+import { HilError } from "../../util/errors.ts";
+import { progress } from "../../util/progress.ts";
 import { type BootedGuest, bootPrepared } from "../boot.ts";
 import { buildInitramfs } from "../image/initramfs.ts";
 import { buildGuestModulesLayer } from "../image/kmod.ts";
 import { buildKernel } from "../kernel/build.ts";
 import { addSiwLink, KverbsDriver, kvCommand } from "../kverbs/driver.ts";
 import { buildKverbsModule } from "../kverbs/module.ts";
-import { HilError } from "../util/errors.ts";
-import { progress } from "../util/progress.ts";
 import { parseConsole } from "./parse.ts";
 
 export type CaptureKind = "hung-task" | "drain-warn";

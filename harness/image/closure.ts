@@ -1,6 +1,6 @@
-import type { AptContext } from "../util/apt.ts";
-import { HilError } from "../util/errors.ts";
-import { probe } from "../util/exec.ts";
+import type { AptContext } from "../../util/apt.ts";
+import { HilError } from "../../util/errors.ts";
+import { probe } from "../../util/exec.ts";
 
 /** One "Depends:" or "PreDepends:" line group: alternatives, the first preferred. */
 export type DependencyGroup = string[];

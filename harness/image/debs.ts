@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { type AptContext, downloadPackages, type PackageUri, packageUris } from "../util/apt.ts";
-import { cacheRoot } from "../util/cache.ts";
-import { run } from "../util/exec.ts";
+import { type AptContext, downloadPackages, type PackageUri, packageUris } from "../../util/apt.ts";
+import { cacheRoot } from "../../util/cache.ts";
+import { run } from "../../util/exec.ts";
 
 export interface ResolvedPackage extends PackageUri {
   name: string;

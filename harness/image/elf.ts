@@ -1,7 +1,7 @@
 import { open, readdir } from "node:fs/promises";
 import { join, posix } from "node:path";
-import { HilError } from "../util/errors.ts";
-import { probe } from "../util/exec.ts";
+import { HilError } from "../../util/errors.ts";
+import { probe } from "../../util/exec.ts";
 import { resolveInTree } from "./tree.ts";
 
 /** What the dynamic loader needs to start an ELF file; paths are inside the tree, absolute. */

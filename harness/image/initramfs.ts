@@ -1,9 +1,9 @@
 import { createReadStream, createWriteStream } from "node:fs";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
+import { ensureEntry } from "../../util/cache.ts";
+import { hashParts } from "../../util/hash.ts";
 import type { KernelArtifact } from "../kernel/types.ts";
-import { ensureEntry } from "../util/cache.ts";
-import { hashParts } from "../util/hash.ts";
 import { buildModulesLayer } from "./modules.ts";
 import { buildUserspaceLayer, type ImageLayer } from "./userspace.ts";
 

@@ -7,12 +7,12 @@
 import type { Dirent } from "node:fs";
 import { copyFile, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
+import { ensureEntry } from "../../util/cache.ts";
+import { HilError, isHilError } from "../../util/errors.ts";
+import { run } from "../../util/exec.ts";
+import { hashParts, shortKey } from "../../util/hash.ts";
+import { progress } from "../../util/progress.ts";
 import type { KernelArtifact } from "../kernel/types.ts";
-import { ensureEntry } from "../util/cache.ts";
-import { HilError, isHilError } from "../util/errors.ts";
-import { run } from "../util/exec.ts";
-import { hashParts, shortKey } from "../util/hash.ts";
-import { progress } from "../util/progress.ts";
 import { type CpioEntry, writeCpioGz } from "./cpio.ts";
 import type { ImageLayer } from "./userspace.ts";
 

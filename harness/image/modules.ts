@@ -1,10 +1,10 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { ensureEntry } from "../../util/cache.ts";
+import { HilError } from "../../util/errors.ts";
+import { hashParts } from "../../util/hash.ts";
+import { progress } from "../../util/progress.ts";
 import type { KernelArtifact } from "../kernel/types.ts";
-import { ensureEntry } from "../util/cache.ts";
-import { HilError } from "../util/errors.ts";
-import { hashParts } from "../util/hash.ts";
-import { progress } from "../util/progress.ts";
 import { type CpioEntry, walkTree, writeCpioGz } from "./cpio.ts";
 import { RECIPE_VERSION } from "./recipe.ts";
 import type { ImageLayer } from "./userspace.ts";

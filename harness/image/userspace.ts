@@ -1,10 +1,10 @@
 import { chmod, copyFile, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { aptContext } from "../util/apt.ts";
-import { ensureEntry } from "../util/cache.ts";
-import { run } from "../util/exec.ts";
-import { hashParts } from "../util/hash.ts";
-import { progress } from "../util/progress.ts";
+import { aptContext } from "../../util/apt.ts";
+import { ensureEntry } from "../../util/cache.ts";
+import { run } from "../../util/exec.ts";
+import { hashParts } from "../../util/hash.ts";
+import { progress } from "../../util/progress.ts";
 import { resolvePackageClosure } from "./closure.ts";
 import { type CpioEntry, walkTree, writeCpioGz } from "./cpio.ts";
 import { fetchPackages, type ResolvedPackage, resolvePackages, unpackDeb } from "./debs.ts";

@@ -1,10 +1,10 @@
 import { lstatSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ensureEntry } from "../util/cache.ts";
-import { HilError } from "../util/errors.ts";
-import { probe, run } from "../util/exec.ts";
-import { hashParts } from "../util/hash.ts";
+import { ensureEntry } from "../../util/cache.ts";
+import { HilError } from "../../util/errors.ts";
+import { probe, run } from "../../util/exec.ts";
+import { hashParts } from "../../util/hash.ts";
 import type { BaseTree } from "./base-source.ts";
 import { describePatch, type Patch, type Series } from "./series.ts";
 import { inStep } from "./step.ts";

@@ -1,11 +1,11 @@
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { type AptContextName, aptContext, downloadPackages, packageUri } from "../util/apt.ts";
-import { ensureEntry } from "../util/cache.ts";
-import { HilError } from "../util/errors.ts";
-import { run } from "../util/exec.ts";
-import { hashFile, hashParts } from "../util/hash.ts";
+import { type AptContextName, aptContext, downloadPackages, packageUri } from "../../util/apt.ts";
+import { ensureEntry } from "../../util/cache.ts";
+import { HilError } from "../../util/errors.ts";
+import { run } from "../../util/exec.ts";
+import { hashFile, hashParts } from "../../util/hash.ts";
 import { type BaseSpec, describeBase } from "./base-spec.ts";
 import { inStep } from "./step.ts";
 import { hashTree } from "./tree-hash.ts";

@@ -1,7 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { AptContextName } from "../util/apt.ts";
-import { HilError } from "../util/errors.ts";
+import type { AptContextName } from "../../util/apt.ts";
+import { HilError } from "../../util/errors.ts";
 
 /** The Debian source packages a `debian:X.Y` base names. */
 export const DEBIAN_BASES = {

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { cacheRoot } from "../util/cache.ts";
+import { cacheRoot } from "../../util/cache.ts";
 
 /** A Kbuild quiet-mode line: "  CC      init/main.o", "  CC [M]  drivers/x.o", "  LD      vmlinux". */
 const KBUILD_LINE = /^ {2}([A-Z][A-Z0-9_-]*)(?: \[M\])?\s+(\S.*)$/;

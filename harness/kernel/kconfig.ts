@@ -1,8 +1,8 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { HilError } from "../util/errors.ts";
-import { probe } from "../util/exec.ts";
+import { HilError } from "../../util/errors.ts";
+import { probe } from "../../util/exec.ts";
 
 /** One option a fragment asks for; `value` is "y", "m", "n" (also for "# ... is not set") or the raw value. */
 export interface ConfigRequest {

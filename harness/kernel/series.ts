@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { HilError } from "../util/errors.ts";
-import { hashParts } from "../util/hash.ts";
+import { HilError } from "../../util/errors.ts";
+import { hashParts } from "../../util/hash.ts";
 
 /** One patch of a series, as `patch -p1` will read it. */
 export interface Patch {

@@ -1,4 +1,4 @@
-import { progress, type Step } from "../util/progress.ts";
+import { progress, type Step } from "../../util/progress.ts";
 
 /** Runs `fn` as one progress step: "done" (or `summary`) when it returns, "failed" when it throws. */
 export async function inStep<T>(

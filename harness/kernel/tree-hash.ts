@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { lstat, readdir, readlink } from "node:fs/promises";
 import { join } from "node:path";
-import { hashFile } from "../util/hash.ts";
+import { hashFile } from "../../util/hash.ts";
 
 /** Relative paths of every entry under `root` (files, symlinks, empty dirs), sorted bytewise. */
 async function listTree(root: string, rel = ""): Promise<string[]> {

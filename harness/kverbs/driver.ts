@@ -5,9 +5,9 @@
  * reports it with the worker's kernel stack instead of hanging.
  */
 import { z } from "zod";
+import { HilError } from "../../util/errors.ts";
 import type { BuiltGuestModule, ModuleShell } from "../image/kmod.ts";
 import { loadGuestModule } from "../image/kmod.ts";
-import { HilError } from "../util/errors.ts";
 import { KVERBS_DEPS, KVERBS_MODULE } from "./module.ts";
 import { type DoneRecord, type KvRecord, parseTrace, recordsOf } from "./trace.ts";
 

@@ -5,7 +5,7 @@
  * derived views the oracle builds on (which WRs were posted, which completions came back).
  */
 import { z } from "zod";
-import { HilError } from "../util/errors.ts";
+import { HilError } from "../../util/errors.ts";
 
 const base = {
   seq: z.number().int().nonnegative(),

@@ -15,9 +15,9 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { inflateSync } from "node:zlib";
-import { ensureHostPackages } from "../util/apt.ts";
-import { onProcessExit } from "../util/cleanup.ts";
-import { HilError } from "../util/errors.ts";
+import { ensureHostPackages } from "../../util/apt.ts";
+import { onProcessExit } from "../../util/cleanup.ts";
+import { HilError } from "../../util/errors.ts";
 
 /** The Debian package and the binary it installs. */
 export const CHROMIUM_PACKAGE = "chromium";

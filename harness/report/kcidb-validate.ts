@@ -6,7 +6,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { HilError } from "../util/errors.ts";
+import { HilError } from "../../util/errors.ts";
 
 export const KCIDB_SCHEMA_FILE = fileURLToPath(
   new URL("../../test/fixtures/kcidb/kcidb-v05_00.schema.json", import.meta.url),

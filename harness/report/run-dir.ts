@@ -10,8 +10,8 @@
 import { readFile, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { z } from "zod";
+import { HilError } from "../../util/errors.ts";
 import { type KvRecord, parseTrace } from "../kverbs/trace.ts";
-import { HilError } from "../util/errors.ts";
 import { VERDICTS } from "../verdict.ts";
 
 export const VERDICTS_FILE = "verdicts.json";

@@ -1,11 +1,12 @@
 /** The in-kernel executor (hil_kverbs) as a suite executor: one step at a time, a watchdog each. */
+
+import { progress } from "../../util/progress.ts";
 import type { PreparedGuest } from "../boot.ts";
 import type { ModuleShell } from "../image/kmod.ts";
 import { KverbsDriver } from "../kverbs/driver.ts";
 import { buildKverbsModule } from "../kverbs/module.ts";
 import type { KvRecord } from "../kverbs/trace.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
-import { progress } from "../util/progress.ts";
 import type { ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
 import { type CommandRunner, runStepwise, type StepwiseHooks, type StuckCommand } from "./stepwise.ts";
 

@@ -10,13 +10,13 @@ import { readFile } from "node:fs/promises";
 import { basename, dirname, extname, resolve } from "node:path";
 import { z } from "zod";
 import { DEFAULT_PROFILE, listProfiles } from "../../qemu/erdma/profile-file.ts";
+import { HilError } from "../../util/errors.ts";
+import { hashParts } from "../../util/hash.ts";
+import { type YamlProblem, YamlSource } from "../../util/yaml-source.ts";
 import { DEBIAN_BASES } from "../kernel/base-spec.ts";
 import { shippedFragments } from "../kernel/kconfig.ts";
 import { DRIVERS, EXECUTORS, ORACLE_PROFILES } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
-import { HilError } from "../util/errors.ts";
-import { hashParts } from "../util/hash.ts";
-import { type YamlProblem, YamlSource } from "../util/yaml-source.ts";
 import type { JobSpec } from "./matrix-job.ts";
 
 const kernelEntry = z.union([

@@ -6,7 +6,7 @@
  */
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { progress } from "../util/progress.ts";
+import { progress } from "../../util/progress.ts";
 import { type CheckResult, exitCodeFor, type Verdict } from "../verdict.ts";
 import { describeJob, type JobRecord, type JobSpec, runJob } from "./matrix-job.ts";
 import { type MatrixJob, type MatrixPlan, type Shard, shardJobs } from "./matrix-plan.ts";

@@ -7,8 +7,8 @@
 import { existsSync, readdirSync } from "node:fs";
 import { cp, mkdir, readFile, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { HilError } from "../util/errors.ts";
-import { progress } from "../util/progress.ts";
+import { HilError } from "../../util/errors.ts";
+import { progress } from "../../util/progress.ts";
 import {
   JOBS_DIR,
   MATRIX_FILE,

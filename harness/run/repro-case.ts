@@ -11,11 +11,11 @@ import { basename, dirname, extname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { listProfiles } from "../../qemu/erdma/profile-file.ts";
+import { HilError } from "../../util/errors.ts";
+import { type YamlProblem, YamlSource } from "../../util/yaml-source.ts";
 import { DEBIAN_BASES } from "../kernel/base-spec.ts";
 import { DRIVERS, EXECUTORS, ORACLE_PROFILES, type Scenario } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
-import { HilError } from "../util/errors.ts";
-import { type YamlProblem, YamlSource } from "../util/yaml-source.ts";
 import { VERDICTS } from "../verdict.ts";
 import type { JobSpec } from "./matrix-job.ts";
 

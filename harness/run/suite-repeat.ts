@@ -14,9 +14,10 @@
  * XFAIL is a recorded known bug, and a race that shows it in some repetitions only is still that
  * bug.
  */
+
+import { HilError } from "../../util/errors.ts";
 import { combineVerdicts } from "../oracle/judge.ts";
 import type { Scenario } from "../scenario/schema.ts";
-import { HilError } from "../util/errors.ts";
 import { VERDICTS, type Verdict } from "../verdict.ts";
 
 export const MAX_REPEAT = 100;

@@ -13,6 +13,7 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { progress } from "../../util/progress.ts";
 import { type BootedGuest, bootPrepared, DEFAULT_GUEST_MAC, type PreparedGuest } from "../boot.ts";
 import { parseConsole } from "../console/parse.ts";
 import { addSiwLink } from "../kverbs/driver.ts";
@@ -21,7 +22,6 @@ import { applyExpectedFailures, applyKnownBugs, type BugTarget, knownBugsFor } f
 import type { FaultObservation, Observation } from "../oracle/observations.ts";
 import { type CompiledScenario, compileScenario } from "../scenario/compile.ts";
 import type { KnownBug, OracleProfile, Scenario } from "../scenario/schema.ts";
-import { progress } from "../util/progress.ts";
 import { type CheckResult, PASSING_VERDICTS, type Verdict } from "../verdict.ts";
 import type { ExecutorFactory, ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
 import { executorFactory } from "./executors.ts";

@@ -9,10 +9,11 @@
  * with the process's kernel stack. The user drain's marker posts become observations, so rule 9
  * can tell a failed marker post from a hang.
  */
+
+import { HilError } from "../../util/errors.ts";
 import type { KvRecord } from "../kverbs/trace.ts";
 import type { Observation, StuckObservation } from "../oracle/observations.ts";
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
-import { HilError } from "../util/errors.ts";
 import {
   runUverbs,
   runUverbsSegments,

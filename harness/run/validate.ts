@@ -6,10 +6,10 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
+import { HilError } from "../../util/errors.ts";
+import { progress } from "../../util/progress.ts";
 import { hasDiff, isCoverLetter, loadSeries, messageSubject, splitMboxMessages } from "../kernel/series.ts";
 import { selectScenarios } from "../scenario/select.ts";
-import { HilError } from "../util/errors.ts";
-import { progress } from "../util/progress.ts";
 import {
   checkJobSpec,
   describeJob,

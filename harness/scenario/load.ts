@@ -3,7 +3,7 @@
  * problem is reported as "file:line:col: field: what is wrong", the first one as the message.
  */
 import { basename, extname } from "node:path";
-import { YamlSource } from "../util/yaml-source.ts";
+import { YamlSource } from "../../util/yaml-source.ts";
 import { type Scenario, scenarioSchema } from "./schema.ts";
 
 function scenarioOf(src: YamlSource): Scenario {

@@ -5,7 +5,7 @@
 import { readdirSync, statSync } from "node:fs";
 import { basename, dirname, extname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { HilError } from "../util/errors.ts";
+import { HilError } from "../../util/errors.ts";
 import { loadScenarioFile } from "./load.ts";
 import type { Scenario } from "./schema.ts";
 

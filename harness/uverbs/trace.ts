@@ -6,8 +6,8 @@
  * before handing the rest to parseTrace; a kind that schema knows stays with it.
  */
 import { z } from "zod";
+import { HilError } from "../../util/errors.ts";
 import { type KvRecord, kvRecordSchema, parseTrace } from "../kverbs/trace.ts";
-import { HilError } from "../util/errors.ts";
 
 const base = {
   seq: z.number().int().nonnegative(),

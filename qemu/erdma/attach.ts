@@ -10,8 +10,8 @@
 import { rmSync, type Stats, statSync } from "node:fs";
 import { rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { onProcessExit } from "../../harness/util/cleanup.ts";
-import { HilError } from "../../harness/util/errors.ts";
+import { onProcessExit } from "../../util/cleanup.ts";
+import { HilError } from "../../util/errors.ts";
 import { vfioUserPciArgs } from "../launch/cmdline.ts";
 import { createRunDir, sweepStaleRunDirs } from "../launch/rundir.ts";
 import { type ServerProcess, startDevicesProcess } from "../vfio-user/process.ts";

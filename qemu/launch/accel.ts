@@ -1,11 +1,11 @@
 import { constants, existsSync, readFileSync, rmSync } from "node:fs";
 import { access, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { cacheRoot } from "../../harness/util/cache.ts";
-import { onProcessExit } from "../../harness/util/cleanup.ts";
-import { HilError } from "../../harness/util/errors.ts";
-import { hashParts } from "../../harness/util/hash.ts";
-import { progress } from "../../harness/util/progress.ts";
+import { cacheRoot } from "../../util/cache.ts";
+import { onProcessExit } from "../../util/cleanup.ts";
+import { HilError } from "../../util/errors.ts";
+import { hashParts } from "../../util/hash.ts";
+import { progress } from "../../util/progress.ts";
 import { type Accel, qemuArgv } from "./cmdline.ts";
 import { ConsoleFollower } from "./console.ts";
 import { describeExit, QemuProcess } from "./process.ts";

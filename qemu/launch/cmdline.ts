@@ -1,4 +1,4 @@
-import { HilError } from "../../harness/util/errors.ts";
+import { HilError } from "../../util/errors.ts";
 
 export type Accel = "kvm" | "tcg";
 

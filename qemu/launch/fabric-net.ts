@@ -7,7 +7,7 @@
 import { rmSync } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { onProcessExit } from "../../harness/util/cleanup.ts";
+import { onProcessExit } from "../../util/cleanup.ts";
 import type { DgramLink } from "./cmdline.ts";
 import { createRunDir, sweepStaleRunDirs } from "./rundir.ts";
 

@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { execa, type ResultPromise } from "execa";
-import { onProcessExit } from "../../harness/util/cleanup.ts";
-import { HilError } from "../../harness/util/errors.ts";
+import { onProcessExit } from "../../util/cleanup.ts";
+import { HilError } from "../../util/errors.ts";
 
 const SETPRIV = "/usr/bin/setpriv";
 

@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
 import { connect, type Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
-import { HilError } from "../../harness/util/errors.ts";
+import { HilError } from "../../util/errors.ts";
 
 export interface QmpGreeting {
   version: { qemu: { major: number; minor: number; micro: number }; package: string };

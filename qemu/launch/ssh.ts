@@ -4,7 +4,7 @@ import { pipeline } from "node:stream/promises";
 import { StringDecoder } from "node:string_decoder";
 import { setTimeout as sleep } from "node:timers/promises";
 import ssh2, { type Client, type ClientChannel } from "ssh2";
-import { HilError } from "../../harness/util/errors.ts";
+import { HilError } from "../../util/errors.ts";
 import type { CommandResult } from "./types.ts";
 
 export interface SshKeyPair {

@@ -1,11 +1,11 @@
 import { existsSync } from "node:fs";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ensureEntry, sweepStale } from "../../harness/util/cache.ts";
-import { HilError } from "../../harness/util/errors.ts";
-import { run } from "../../harness/util/exec.ts";
-import { hashParts } from "../../harness/util/hash.ts";
-import { progress, type Step } from "../../harness/util/progress.ts";
+import { ensureEntry, sweepStale } from "../../util/cache.ts";
+import { HilError } from "../../util/errors.ts";
+import { run } from "../../util/exec.ts";
+import { hashParts } from "../../util/hash.ts";
+import { progress, type Step } from "../../util/progress.ts";
 import type { QemuInstall } from "../launch/types.ts";
 import { hostFirmwareDirs } from "./firmware.ts";
 import { inspectQemu } from "./inspect.ts";

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { open, rename, rm } from "node:fs/promises";
-import { HilError } from "../../harness/util/errors.ts";
-import { progress } from "../../harness/util/progress.ts";
+import { HilError } from "../../util/errors.ts";
+import { progress } from "../../util/progress.ts";
 
 export interface ExpectedFile {
   sha256: string;

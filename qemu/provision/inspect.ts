@@ -1,5 +1,5 @@
-import { HilError } from "../../harness/util/errors.ts";
-import { probe } from "../../harness/util/exec.ts";
+import { HilError } from "../../util/errors.ts";
+import { probe } from "../../util/exec.ts";
 import { parseDeviceNames } from "./device-help.ts";
 import { type QemuCapabilities, VFIO_USER_DEVICE } from "./requirements.ts";
 import { parseQemuVersionOutput } from "./version.ts";

@@ -1,4 +1,4 @@
-import { ensureHostPackages } from "../../harness/util/apt.ts";
+import { ensureHostPackages } from "../../util/apt.ts";
 import { FIRMWARE_PACKAGES } from "./firmware.ts";
 
 /** Debian packages from the host's own release that building and running our QEMU needs. */

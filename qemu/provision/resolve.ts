@@ -1,7 +1,7 @@
 import { accessSync, constants } from "node:fs";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
-import { HilError } from "../../harness/util/errors.ts";
-import { progress } from "../../harness/util/progress.ts";
+import { HilError } from "../../util/errors.ts";
+import { progress } from "../../util/progress.ts";
 import type { QemuInstall } from "../launch/types.ts";
 import { hostFirmwareDirs } from "./firmware.ts";
 import {

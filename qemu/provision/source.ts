@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { ensureEntry, sweepStale } from "../../harness/util/cache.ts";
+import { ensureEntry, sweepStale } from "../../util/cache.ts";
 import { downloadVerified } from "./download.ts";
 
 /** Debian's QEMU source, pinned: sid's newer index entries have pointed at files the mirror no longer has. */

@@ -2,7 +2,7 @@
  * What a test or benchmark does inside a guest with hil-testdev: find the device in sysfs, poke
  * BAR0 with busybox devmem, load the guest driver, run its commands, read the MSI-X count.
  */
-import { HilError } from "../../harness/util/errors.ts";
+import { HilError } from "../../util/errors.ts";
 import type { Guest } from "../launch/guest.ts";
 import { TESTDEV_DEVICE, TESTDEV_VENDOR } from "./device.ts";
 

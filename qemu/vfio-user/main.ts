@@ -34,7 +34,7 @@ import { createWriteStream, realpathSync, type WriteStream } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { isHilError } from "../../harness/util/errors.ts";
+import { isHilError } from "../../util/errors.ts";
 import { type ControlledDevice, startControlServer } from "../erdma/control.ts";
 import { parseMac } from "../erdma/device.ts";
 import { Fabric } from "../erdma/fabric.ts";

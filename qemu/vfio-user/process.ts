@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { HilError } from "../../harness/util/errors.ts";
+import { HilError } from "../../util/errors.ts";
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 

@@ -8,9 +8,9 @@ import { BASE_CACHE_KIND } from "../../harness/kernel/base-source.ts";
 import { buildKernel, ensureBaseSource, KERNEL_CACHE_KIND } from "../../harness/kernel/build.ts";
 import { register } from "../../harness/kernel/cli.ts";
 import type { KernelArtifact } from "../../harness/kernel/types.ts";
-import { cacheRoot } from "../../harness/util/cache.ts";
-import { run } from "../../harness/util/exec.ts";
-import { hashFile } from "../../harness/util/hash.ts";
+import { cacheRoot } from "../../util/cache.ts";
+import { run } from "../../util/exec.ts";
+import { hashFile } from "../../util/hash.ts";
 
 // Real builds: minutes each on a cold cache (2 shared cores), seconds once cached.
 t.setTimeout(4 * 3600_000);

@@ -11,8 +11,8 @@ import t from "tap";
 import { listCpio } from "../../harness/image/cpio.ts";
 import { buildGuestModule, buildGuestModulesLayer, guestModulePath } from "../../harness/image/kmod.ts";
 import { buildKernel } from "../../harness/kernel/build.ts";
-import { cacheRoot } from "../../harness/util/cache.ts";
 import { buildTestdevModule } from "../../qemu/testdev/module.ts";
+import { cacheRoot } from "../../util/cache.ts";
 
 t.setTimeout(30 * 60 * 1000);
 

@@ -5,9 +5,9 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import t from "tap";
-import { probe } from "../../harness/util/exec.ts";
 import { ensureQemu, inspectQemu } from "../../qemu/provision/qemu.ts";
 import { isAtLeast } from "../../qemu/provision/version.ts";
+import { probe } from "../../util/exec.ts";
 
 async function freePort(): Promise<number> {
   const server = createServer();

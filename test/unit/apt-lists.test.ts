@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import t from "tap";
 
-const APT_MODULE = new URL("../../harness/util/apt.ts", import.meta.url).href;
+const APT_MODULE = new URL("../../util/apt.ts", import.meta.url).href;
 
 /** aptContext("sid") in a child whose mirror is a closed loopback port, so `apt-get update` fails. */
 async function contextWithDeadMirror(cacheDir: string) {

@@ -3,7 +3,7 @@ import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t, { type Test } from "tap";
-import { cacheRoot, ensureEntry, isComplete, sweepStale, withLock } from "../../harness/util/cache.ts";
+import { cacheRoot, ensureEntry, isComplete, sweepStale, withLock } from "../../util/cache.ts";
 
 function withCacheDir(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), "hil-cache-test-"));
@@ -118,7 +118,7 @@ t.test("sweepStale removes temp dirs of dead processes only", async (t) => {
 t.test("a build interrupted by SIGINT leaves no entry, temp dir or lock", async (t) => {
   const root = withCacheDir(t);
   const { execa } = await import("execa");
-  const cacheModule = new URL("../../harness/util/cache.ts", import.meta.url).href;
+  const cacheModule = new URL("../../util/cache.ts", import.meta.url).href;
   const script = `
     import { ensureEntry } from ${JSON.stringify(cacheModule)};
     await ensureEntry("things", "slow", { what: "slow", inPlace: true }, async (dir) => {

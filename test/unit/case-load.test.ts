@@ -4,7 +4,7 @@
 import { join } from "node:path";
 import t from "tap";
 import { CASE_DIR, listCases, loadCase, parseCase } from "../../harness/run/repro-case.ts";
-import { HilError } from "../../harness/util/errors.ts";
+import { HilError } from "../../util/errors.ts";
 
 const GOOD = [
   "bug: a drain that never returns",

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import t from "tap";
 
-const CLEANUP = fileURLToPath(new URL("../../harness/util/cleanup.ts", import.meta.url));
+const CLEANUP = fileURLToPath(new URL("../../util/cleanup.ts", import.meta.url));
 
 /** Runs a script that registers a cleanup touching `marker`, then waits; returns how it ended. */
 function child(marker: string, extra: string, signal?: NodeJS.Signals) {

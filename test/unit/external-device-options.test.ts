@@ -22,7 +22,7 @@ import {
 } from "../../harness/cli/device-options.ts";
 import { externalFaultReason, runSuite } from "../../harness/run/suite.ts";
 import { parseScenario } from "../../harness/scenario/load.ts";
-import { HilError } from "../../harness/util/errors.ts";
+import { HilError } from "../../util/errors.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 
 /** A listening UNIX socket in a short-named temp dir (closed and removed when the test ends). */

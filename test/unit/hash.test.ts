@@ -1,5 +1,5 @@
 import t from "tap";
-import { hashParts, shortKey } from "../../harness/util/hash.ts";
+import { hashParts, shortKey } from "../../util/hash.ts";
 
 t.test("hashParts separates parts unambiguously", async (t) => {
   t.not(hashParts(["ab", "c"]), hashParts(["a", "bc"]));

@@ -2,7 +2,7 @@ import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { applyPatch, hunkHeader, parsePatchOutput } from "../../harness/kernel/apply.ts";
-import { run } from "../../harness/util/exec.ts";
+import { run } from "../../util/exec.ts";
 
 const failedOutput = `checking file init/main.c
 checking file drivers/infiniband/hw/erdma/erdma_main.c

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import t from "tap";
 import { baseKey, ensureBaseTree, kernelVersion } from "../../harness/kernel/base-source.ts";
 import { parseBaseSpec } from "../../harness/kernel/base-spec.ts";
-import { run } from "../../harness/util/exec.ts";
+import { run } from "../../util/exec.ts";
 
 const tinyKernel = () => ({
   Makefile: "VERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 95\nEXTRAVERSION =\n",

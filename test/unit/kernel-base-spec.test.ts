@@ -8,7 +8,7 @@ import {
   parseBaseSpec,
 } from "../../harness/kernel/base-spec.ts";
 import { hashTree } from "../../harness/kernel/tree-hash.ts";
-import { HilError } from "../../harness/util/errors.ts";
+import { HilError } from "../../util/errors.ts";
 
 t.test("Debian bases map to their source packages and suites", async (t) => {
   t.same(parseBaseSpec("debian:6.1"), {

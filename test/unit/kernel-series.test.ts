@@ -10,7 +10,7 @@ import {
   patchFileNames,
   splitMboxMessages,
 } from "../../harness/kernel/series.ts";
-import { isHilError } from "../../harness/util/errors.ts";
+import { isHilError } from "../../util/errors.ts";
 
 const fixtures = new URL("../../fixtures/series/", import.meta.url).pathname;
 const multi = join(fixtures, "unit", "cover-and-two-patches.mbox");

@@ -3,7 +3,7 @@
 // every job exactly once, and are balanced within one job.
 import t from "tap";
 import { expandPlan, type MatrixJob, parseShard, shardJobs } from "../../harness/run/matrix-plan.ts";
-import { HilError } from "../../harness/util/errors.ts";
+import { HilError } from "../../util/errors.ts";
 
 const PLAN = {
   kernels: ["debian:6.1", "debian:6.12", "debian:7.2"],

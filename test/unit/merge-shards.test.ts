@@ -17,8 +17,8 @@ import type { JobRecord, JobSpec } from "../../harness/run/matrix-job.ts";
 import { type MatrixPlan, parsePlan } from "../../harness/run/matrix-plan.ts";
 import { verdictMap } from "../../harness/run/matrix-verdicts.ts";
 import { mergeIndexes, mergeMatrixDirs, readIndex } from "../../harness/run/merge.ts";
-import { HilError } from "../../harness/util/errors.ts";
 import type { Verdict } from "../../harness/verdict.ts";
+import { HilError } from "../../util/errors.ts";
 
 const PLAN_TEXT = [
   "name: unit",

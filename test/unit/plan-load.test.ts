@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import t from "tap";
 import { expandPlan, jobId, loadPlan, parsePlan, slug } from "../../harness/run/matrix-plan.ts";
-import { HilError } from "../../harness/util/errors.ts";
+import { HilError } from "../../util/errors.ts";
 
 const PLANS = fileURLToPath(new URL("../../fixtures/plans/", import.meta.url));
 const FILE = join(PLANS, "bad.yaml");

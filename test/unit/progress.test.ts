@@ -1,5 +1,5 @@
 import t from "tap";
-import { Progress, renderBar } from "../../harness/util/progress.ts";
+import { Progress, renderBar } from "../../util/progress.ts";
 
 function sink(isTTY: boolean) {
   const out: string[] = [];

@@ -5,7 +5,6 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t, { type Test } from "tap";
-import { HilError } from "../../harness/util/errors.ts";
 import type { QemuInstall } from "../../qemu/launch/types.ts";
 import { applySourceFixups, qemuBuildKey } from "../../qemu/provision/build.ts";
 import { parseDeviceNames } from "../../qemu/provision/device-help.ts";
@@ -22,6 +21,7 @@ import {
   parseQemuVersionOutput,
   parseVersion,
 } from "../../qemu/provision/version.ts";
+import { HilError } from "../../util/errors.ts";
 
 function tempDir(t: Test, prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));

@@ -16,7 +16,7 @@ import {
   pngSize,
   runChromium,
 } from "../../harness/report/browser.ts";
-import { HilError } from "../../harness/util/errors.ts";
+import { HilError } from "../../util/errors.ts";
 import { processExists } from "../support/guest.ts";
 
 const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {

@@ -14,7 +14,7 @@ import { validateKcidb } from "../../harness/report/kcidb-validate.ts";
 import { renderKtap } from "../../harness/report/ktap.ts";
 import { deviceOf, loadRunDir } from "../../harness/report/run-dir.ts";
 import { externalFaultReason } from "../../harness/run/suite.ts";
-import { HilError } from "../../harness/util/errors.ts";
+import { HilError } from "../../util/errors.ts";
 import { syntheticRecord, writeRunDir } from "../fixtures/rundir/synthetic.ts";
 
 const FIXTURE = fileURLToPath(new URL("../fixtures/rundir", import.meta.url));

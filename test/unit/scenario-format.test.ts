@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import t from "tap";
 import { loadScenarioFile, parseScenario } from "../../harness/scenario/load.ts";
 import { selectScenarios } from "../../harness/scenario/select.ts";
-import { HilError } from "../../harness/util/errors.ts";
+import { HilError } from "../../util/errors.ts";
 
 const BAD = fileURLToPath(new URL("../fixtures/scenarios-bad/", import.meta.url));
 

@@ -17,7 +17,7 @@ import {
   targetPlans,
 } from "../../harness/cli/scenarios-command.ts";
 import { matchScenarioFiles, SCENARIO_DIR } from "../../harness/scenario/select.ts";
-import { HilError } from "../../harness/util/errors.ts";
+import { HilError } from "../../util/errors.ts";
 import { hil, REPO_ROOT } from "../support/cli.ts";
 
 const BAD = "test/fixtures/scenarios-bad";

@@ -25,8 +25,8 @@ import {
 } from "../../harness/run/suite-repeat.ts";
 import { parseScenario } from "../../harness/scenario/load.ts";
 import type { Scenario } from "../../harness/scenario/schema.ts";
-import { Step } from "../../harness/util/progress.ts";
 import { exitCodeFor } from "../../harness/verdict.ts";
+import { Step } from "../../util/progress.ts";
 import { writeRunDir } from "../fixtures/rundir/synthetic.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 import { parseTap } from "../support/tap-parse.ts";

@@ -8,8 +8,8 @@ import t from "tap";
 import type { SuiteRecord } from "../../harness/run/matrix-verdicts.ts";
 import { inspectSeries, validateExitCode } from "../../harness/run/validate.ts";
 import { classify, diffSummary, diffVerdicts, renderDiff } from "../../harness/run/validate-diff.ts";
-import { HilError } from "../../harness/util/errors.ts";
 import type { Verdict } from "../../harness/verdict.ts";
+import { HilError } from "../../util/errors.ts";
 
 const SERIES = fileURLToPath(new URL("../../fixtures/series/", import.meta.url));
 
