@@ -10,12 +10,12 @@
 import { buildGuestToolsLayer } from "../../guest/tools/build.ts";
 import { ensureQemu } from "../../qemu/provision/qemu.ts";
 import { type BootedGuest, bootPrepared } from "../boot.ts";
+import { addSiwLink, KverbsDriver, kvCommand } from "../executor/kverbs-driver.ts";
 import { buildInitramfs } from "../image/initramfs.ts";
 import { buildGuestModulesLayer } from "../image/kmod.ts";
+import { buildKverbsModule } from "../image/kverbs-module.ts";
 import { buildKernel } from "../kernel/build.ts";
 import type { KernelRequest } from "../kernel/types.ts";
-import { addSiwLink, KverbsDriver, kvCommand } from "../kverbs/driver.ts";
-import { buildKverbsModule } from "../kverbs/module.ts";
 import { runBench } from "./bench-cli.ts";
 import { connectPair, type Figure, num, runCases } from "./kverbs-cases.ts";
 

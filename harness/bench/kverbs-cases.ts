@@ -4,8 +4,8 @@
  */
 
 import { progress } from "../../util/progress.ts";
-import { type KverbsDriver, kvCommand } from "../kverbs/driver.ts";
-import { type BenchRecord, recordsOf } from "../kverbs/trace.ts";
+import { type KverbsDriver, kvCommand } from "../executor/kverbs-driver.ts";
+import { type BenchRecord, recordsOf } from "../protocol/trace.ts";
 
 export const GUEST_IP = "10.0.2.15";
 const BUF = 65536;

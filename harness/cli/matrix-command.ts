@@ -3,9 +3,9 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
-import { matrixSummary, renderIndex, runMatrix } from "../run/matrix.ts";
-import { describeJob } from "../run/matrix-job.ts";
-import { loadPlan, parseShard, type Shard, shardJobs } from "../run/matrix-plan.ts";
+import { describeJob } from "../workflows/job.ts";
+import { matrixSummary, renderIndex, runMatrix } from "../workflows/matrix.ts";
+import { loadPlan, parseShard, type Shard, shardJobs } from "../workflows/matrix-plan.ts";
 import { stampedRunDir } from "./repro-command.ts";
 
 interface MatrixOptionValues {

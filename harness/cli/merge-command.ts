@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { progress } from "../../util/progress.ts";
-import { matrixSummary, renderIndex } from "../run/matrix.ts";
-import { mergeMatrixDirs } from "../run/merge.ts";
+import { matrixSummary, renderIndex } from "../workflows/matrix.ts";
+import { mergeMatrixDirs } from "../workflows/merge.ts";
 
 interface MergeOptionValues {
   out: string;

@@ -9,8 +9,8 @@ import { renderHtml } from "../report/html.ts";
 import { renderJunit } from "../report/junit.ts";
 import { renderKcidb } from "../report/kcidb.ts";
 import { renderKtap } from "../report/ktap.ts";
-import { loadRunDir, type RunDir } from "../report/run-dir.ts";
 import { summaryLine } from "../report/table.ts";
+import { loadRunDir, type RunDir } from "../rundir/record.ts";
 
 export const REPORT_FORMATS = ["ktap", "junit", "kcidb", "html"] as const;
 export type ReportFormat = (typeof REPORT_FORMATS)[number];

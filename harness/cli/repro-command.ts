@@ -2,8 +2,8 @@ import { writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { progress } from "../../util/progress.ts";
-import { renderRepro, reproSummary, runRepro } from "../run/repro.ts";
-import { loadCase } from "../run/repro-case.ts";
+import { renderRepro, reproSummary, runRepro } from "../workflows/repro.ts";
+import { loadCase } from "../workflows/repro-case.ts";
 
 interface ReproOptionValues {
   runDir?: string;

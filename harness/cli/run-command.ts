@@ -4,14 +4,9 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
 import { DEFAULT_GUEST_MAC, prepareGuest, withGuest } from "../boot.ts";
+import { runSmokeChecks } from "../probe/checks.ts";
 import { renderRepeatedTable, renderScenarioTable } from "../report/scenario-table.ts";
 import { renderVerdictTable } from "../report/table.ts";
-import { HW_TRACE_FILE } from "../run/hw-trace.ts";
-import { recordSeries } from "../run/series-record.ts";
-import { runSmokeChecks } from "../run/smoke.ts";
-import { runSuite, suiteResults } from "../run/suite.ts";
-import { planScenario } from "../run/suite-plan.ts";
-import { MAX_REPEAT } from "../run/suite-repeat.ts";
 import {
   DRIVERS,
   type DriverName,
@@ -21,7 +16,12 @@ import {
   type OracleProfile,
 } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
+import { HW_TRACE_FILE } from "../suite/hw-trace.ts";
+import { planScenario } from "../suite/plan.ts";
+import { MAX_REPEAT } from "../suite/repeat.ts";
+import { runSuite, suiteResults } from "../suite/suite.ts";
 import { type CheckResult, exitCodeFor } from "../verdict.ts";
+import { recordSeries } from "../workflows/series-record.ts";
 import {
   addDeviceOptions,
   bootDevice,

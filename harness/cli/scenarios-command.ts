@@ -8,14 +8,14 @@ import type { Command } from "commander";
 import { listProfiles } from "../../qemu/erdma/profile-file.ts";
 import { HilError, isHilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
-import { kvCommand } from "../kverbs/driver.ts";
+import { kvCommand } from "../executor/kverbs-driver.ts";
 import { RULES } from "../oracle/judge.ts";
-import { FIRST_PORT, GUEST_ADDR } from "../run/suite.ts";
-import { type Plan, planScenario, planSteps } from "../run/suite-plan.ts";
 import { type CompiledScenario, type CompiledStep, compileScenario } from "../scenario/compile.ts";
 import { loadScenarioFile } from "../scenario/load.ts";
 import { DRIVERS, EXECUTORS, type FaultStep, type Scenario } from "../scenario/schema.ts";
 import { SCENARIO_DIR, selectScenarioFiles } from "../scenario/select.ts";
+import { type Plan, planScenario, planSteps } from "../suite/plan.ts";
+import { FIRST_PORT, GUEST_ADDR } from "../suite/suite.ts";
 
 /** One selected file: the scenario compiled as the suite would, or why it cannot be. */
 export interface ScenarioEntry {

@@ -4,8 +4,6 @@ import { DEFAULT_PROFILE } from "../../qemu/erdma/profile-file.ts";
 import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
 import { DEFAULT_KERNEL } from "../defaults.ts";
-import { runValidate } from "../run/validate.ts";
-import { diffSummary, renderDiff } from "../run/validate-diff.ts";
 import {
   DRIVERS,
   type DriverName,
@@ -14,6 +12,8 @@ import {
   ORACLE_PROFILES,
   type OracleProfile,
 } from "../scenario/schema.ts";
+import { runValidate } from "../workflows/validate.ts";
+import { diffSummary, renderDiff } from "../workflows/validate-diff.ts";
 import { stampedRunDir } from "./repro-command.ts";
 
 interface ValidateOptionValues {

@@ -21,11 +21,11 @@ import { ensureQemu } from "../../qemu/provision/qemu.ts";
 import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
 import { type BootedGuest, bootPrepared } from "../boot.ts";
+import { addSiwLink, KverbsDriver, kvCommand } from "../executor/kverbs-driver.ts";
 import { buildInitramfs } from "../image/initramfs.ts";
 import { buildGuestModulesLayer } from "../image/kmod.ts";
+import { buildKverbsModule } from "../image/kverbs-module.ts";
 import { buildKernel } from "../kernel/build.ts";
-import { addSiwLink, KverbsDriver, kvCommand } from "../kverbs/driver.ts";
-import { buildKverbsModule } from "../kverbs/module.ts";
 import { parseConsole } from "./parse.ts";
 
 export type CaptureKind = "hung-task" | "drain-warn";

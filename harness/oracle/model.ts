@@ -2,8 +2,8 @@
  * The views of a trace the rules share: the QPs, every WR with its completions and the QP state
  * it was posted in, the drains, and which WRs must have completed by when.
  */
-import type { CqeRecord, KvRecord } from "../kverbs/trace.ts";
-import { postedWrs, WC_SUCCESS, WC_WR_FLUSH_ERR } from "../kverbs/trace.ts";
+import type { CqeRecord, KvRecord } from "../protocol/trace.ts";
+import { postedWrs, WC_SUCCESS, WC_WR_FLUSH_ERR } from "../protocol/trace.ts";
 
 export type QpState = "RESET" | "INIT" | "RTR" | "RTS" | "SQD" | "SQE" | "ERR" | "UNKNOWN";
 export type Queue = "sq" | "rq";

@@ -3,7 +3,7 @@
  * itself (a step past its watchdog with the worker's stack, kernel console events).
  */
 import type { ConsoleEventKind } from "../console/parse.ts";
-import type { KvRecord } from "../kverbs/trace.ts";
+import type { KvRecord } from "../protocol/trace.ts";
 
 export interface StuckObservation {
   ev: "stuck";

@@ -5,8 +5,7 @@
  * run (--repeat n) has a row and a section per repetition (`<scenario>#<k>`), and a stability
  * table first: per scenario and profile the verdict every repetition agrees on, or FLAKY.
  */
-import { stabilityCell } from "../run/suite-repeat.ts";
-import type { Verdict } from "../verdict.ts";
+
 import {
   describeDevice,
   deviceOf,
@@ -17,7 +16,9 @@ import {
   scenariosOf,
   stabilityOf,
   stageChecks,
-} from "./run-dir.ts";
+} from "../rundir/record.ts";
+import { stabilityCell } from "../suite/repeat.ts";
+import type { Verdict } from "../verdict.ts";
 import { MARK_COLOURS, renderTimelineSvg } from "./svg.ts";
 import { summaryLine } from "./table.ts";
 import { buildTimeline } from "./timeline.ts";

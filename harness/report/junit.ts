@@ -9,8 +9,16 @@
  * A repeated run (--repeat n) has a <testsuite> per repetition (`<scenario>#<k>`), its properties
  * naming the scenario and the repetition.
  */
+
+import {
+  deviceOf,
+  kernelBase,
+  type RunDir,
+  repetitionOf,
+  scenariosOf,
+  stageChecks,
+} from "../rundir/record.ts";
 import type { Verdict } from "../verdict.ts";
-import { deviceOf, kernelBase, type RunDir, repetitionOf, scenariosOf, stageChecks } from "./run-dir.ts";
 import { xmlAttr, xmlText } from "./xml.ts";
 
 interface JCase {

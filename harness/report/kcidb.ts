@@ -19,7 +19,6 @@ import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { Verdict } from "../verdict.ts";
 import {
   deviceOf,
   hasSeries,
@@ -29,7 +28,8 @@ import {
   repetitionOf,
   scenariosOf,
   stageChecks,
-} from "./run-dir.ts";
+} from "../rundir/record.ts";
+import type { Verdict } from "../verdict.ts";
 
 export const KCIDB_ORIGIN = "erdma_hil";
 export const KCIDB_VERSION = { major: 5, minor: 0 } as const;

@@ -22,7 +22,7 @@
  * <k>` (a description may not hold the "#" of `<scenario>#<k>`), and after the totals one
  * diagnostic line per scenario and oracle profile saying whether its repetitions agree.
  */
-import type { Verdict } from "../verdict.ts";
+
 import {
   describeDevice,
   deviceOf,
@@ -33,7 +33,8 @@ import {
   scenariosOf,
   stabilityOf,
   stageChecks,
-} from "./run-dir.ts";
+} from "../rundir/record.ts";
+import type { Verdict } from "../verdict.ts";
 
 interface Case {
   name: string;

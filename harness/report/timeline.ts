@@ -8,8 +8,8 @@
  * see: a QP's first post and its first doorbell, its creation and the device's QP leaving "none",
  * its first ERR transition (modify or drain) and the device's QP entering ERROR.
  */
-import type { KvRecord } from "../kverbs/trace.ts";
-import type { HwEvent } from "./run-dir.ts";
+import type { KvRecord } from "../protocol/trace.ts";
+import type { HwEvent } from "../rundir/record.ts";
 
 export const LANES = [
   { id: "state", label: "QP state" },

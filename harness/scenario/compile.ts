@@ -3,7 +3,7 @@
  * test to a peer over rdma_cm on the guest's own address, then each step becomes one or more
  * commands with its own watchdog. Steps an executor cannot carry out are marked, not dropped.
  */
-import { kvCommand } from "../kverbs/driver.ts";
+import { kvCommand } from "../executor/kverbs-driver.ts";
 import type { FaultStep, Scenario, Step, StepKind } from "./schema.ts";
 
 /** The verbs object names the compiled commands use. */

@@ -11,13 +11,13 @@ import { join } from "node:path";
 import t from "tap";
 import { buildGuestToolsLayer } from "../../guest/tools/build.ts";
 import { type BootedGuest, bootPrepared } from "../../harness/boot.ts";
+import { KverbsDriver, kvCommand } from "../../harness/executor/kverbs-driver.ts";
 import { buildInitramfs } from "../../harness/image/initramfs.ts";
 import { buildGuestModulesLayer } from "../../harness/image/kmod.ts";
+import { buildKverbsModule } from "../../harness/image/kverbs-module.ts";
 import { buildKernel } from "../../harness/kernel/build.ts";
-import { KverbsDriver, kvCommand } from "../../harness/kverbs/driver.ts";
-import { buildKverbsModule } from "../../harness/kverbs/module.ts";
-import { completionsOf, postedWrs, WC_WR_FLUSH_ERR } from "../../harness/kverbs/trace.ts";
-import { readTrace } from "../../harness/run/erdma.ts";
+import { readTrace } from "../../harness/probe/expectations.ts";
+import { completionsOf, postedWrs, WC_WR_FLUSH_ERR } from "../../harness/protocol/trace.ts";
 import { ensureQemu } from "../../qemu/provision/qemu.ts";
 import { processGone } from "../support/guest.ts";
 

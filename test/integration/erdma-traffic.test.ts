@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import t from "tap";
 import { type BootedGuest, bootPrepared, prepareGuest } from "../../harness/boot.ts";
-import { readTrace } from "../../harness/run/erdma.ts";
+import { readTrace } from "../../harness/probe/expectations.ts";
 
 t.setTimeout(20 * 60 * 1000);
 

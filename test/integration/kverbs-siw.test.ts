@@ -9,11 +9,11 @@
 // objects, no module, no thread, no QEMU, no temp dir.
 import { existsSync } from "node:fs";
 import t from "tap";
+import { addSiwLink, KverbsDriver, kvCommand } from "../../harness/executor/kverbs-driver.ts";
 import { buildInitramfs } from "../../harness/image/initramfs.ts";
 import { buildGuestModulesLayer } from "../../harness/image/kmod.ts";
+import { buildKverbsModule } from "../../harness/image/kverbs-module.ts";
 import { buildKernel } from "../../harness/kernel/build.ts";
-import { addSiwLink, KverbsDriver, kvCommand } from "../../harness/kverbs/driver.ts";
-import { buildKverbsModule } from "../../harness/kverbs/module.ts";
 import {
   completionsOf,
   type KvRecord,
@@ -22,7 +22,7 @@ import {
   recordsOf,
   WC_SUCCESS,
   WC_WR_FLUSH_ERR,
-} from "../../harness/kverbs/trace.ts";
+} from "../../harness/protocol/trace.ts";
 import { type Guest, startGuest } from "../../qemu/launch/guest.ts";
 import { ensureQemu } from "../../qemu/provision/qemu.ts";
 import { processGone } from "../support/guest.ts";

@@ -5,8 +5,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import type { JobRecord } from "../../harness/run/matrix-job.ts";
-import { verdictMap } from "../../harness/run/matrix-verdicts.ts";
+import type { JobRecord } from "../../harness/workflows/job.ts";
+import { verdictMap } from "../../harness/workflows/verdict-list.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 
 t.setTimeout(12 * 60 * 1000);

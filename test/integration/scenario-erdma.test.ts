@@ -9,7 +9,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import { parseTrace } from "../../harness/kverbs/trace.ts";
+import { parseTrace } from "../../harness/protocol/trace.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 import { ruleOf, type ScenarioVerdict, scenarioOf, verdictsOf } from "../support/verdicts.ts";
 

@@ -11,11 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { prepareGuest } from "../../harness/boot.ts";
-import { parseTrace } from "../../harness/kverbs/trace.ts";
+import { parseTrace } from "../../harness/protocol/trace.ts";
 import { renderScenarioTable } from "../../harness/report/scenario-table.ts";
-import { runSuite, type ScenarioReport, suiteResults } from "../../harness/run/suite.ts";
 import { loadScenarioFile } from "../../harness/scenario/load.ts";
 import { selectScenarios } from "../../harness/scenario/select.ts";
+import { runSuite, type ScenarioReport, suiteResults } from "../../harness/suite/suite.ts";
 import { exitCodeFor } from "../../harness/verdict.ts";
 import { processGone } from "../support/guest.ts";
 

@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import { parseTrace } from "../../harness/kverbs/trace.ts";
+import { parseTrace } from "../../harness/protocol/trace.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 
 t.setTimeout(10 * 60 * 1000);

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import t, { type Test } from "tap";
 import { type BootedPair, bootPair, type PairedGuest, prepareGuest } from "../../harness/boot.ts";
-import { nodeGuidOf, parseIbvDevinfo, parseRdmaLink, readTrace } from "../../harness/run/erdma.ts";
+import { nodeGuidOf, parseIbvDevinfo, parseRdmaLink, readTrace } from "../../harness/probe/expectations.ts";
 import { sweepStaleRunDirs } from "../../qemu/launch/rundir.ts";
 import { type Isolation, isolate, leftovers } from "../support/cli.ts";
 import { processGone } from "../support/guest.ts";

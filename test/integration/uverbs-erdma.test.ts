@@ -8,6 +8,7 @@
 import t from "tap";
 import type { BootedGuest } from "../../harness/boot.ts";
 import { bootPrepared, prepareGuest } from "../../harness/boot.ts";
+import { runUverbs, UVERBS_EXIT } from "../../harness/executor/uverbs-driver.ts";
 import {
   completionsOf,
   payloadSum,
@@ -15,8 +16,7 @@ import {
   recordsOf,
   WC_SUCCESS,
   WC_WR_FLUSH_ERR,
-} from "../../harness/kverbs/trace.ts";
-import { runUverbs, UVERBS_EXIT } from "../../harness/uverbs/driver.ts";
+} from "../../harness/protocol/trace.ts";
 
 t.setTimeout(15 * 60 * 1000);
 

@@ -10,15 +10,15 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { type BootedGuest, bootPrepared, prepareGuest } from "../../harness/boot.ts";
+import { runUverbsSegments, type UverbsPause } from "../../harness/executor/uverbs-driver.ts";
+import { readTrace, type TraceLine } from "../../harness/probe/expectations.ts";
 import {
   completionsOf,
   parseTrace,
   recordsOf,
   WC_SUCCESS,
   WC_WR_FLUSH_ERR,
-} from "../../harness/kverbs/trace.ts";
-import { readTrace, type TraceLine } from "../../harness/run/erdma.ts";
-import { runUverbsSegments, type UverbsPause } from "../../harness/uverbs/driver.ts";
+} from "../../harness/protocol/trace.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 import { ruleOf, scenarioOf, verdictsOf } from "../support/verdicts.ts";
 

@@ -19,7 +19,8 @@
 import { existsSync } from "node:fs";
 import t from "tap";
 import { bootPrepared, prepareGuest } from "../../harness/boot.ts";
-import { addSiwLink } from "../../harness/kverbs/driver.ts";
+import { addSiwLink } from "../../harness/executor/kverbs-driver.ts";
+import { runUverbs, UVERBS_EXIT } from "../../harness/executor/uverbs-driver.ts";
 import {
   completionsOf,
   payloadSum,
@@ -27,8 +28,7 @@ import {
   recordsOf,
   WC_SUCCESS,
   WC_WR_FLUSH_ERR,
-} from "../../harness/kverbs/trace.ts";
-import { runUverbs, UVERBS_EXIT } from "../../harness/uverbs/driver.ts";
+} from "../../harness/protocol/trace.ts";
 import type { Guest } from "../../qemu/launch/guest.ts";
 import { processGone } from "../support/guest.ts";
 

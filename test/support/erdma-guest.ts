@@ -23,7 +23,7 @@ import {
   parseRdmaLink,
   readTrace,
   type TraceLine,
-} from "../../harness/run/erdma.ts";
+} from "../../harness/probe/expectations.ts";
 import { loadProfile } from "../../qemu/erdma/profile-file.ts";
 import { isolate } from "./cli.ts";
 import { processGone } from "./guest.ts";

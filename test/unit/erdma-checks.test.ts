@@ -5,6 +5,7 @@
 import { appendFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
+import { SMOKE_CHECKS, type SmokeContext } from "../../harness/probe/checks.ts";
 import {
   compareDevinfo,
   dmesgProblems,
@@ -17,8 +18,7 @@ import {
   parseRdmaLink,
   parseTrace,
   type TraceLine,
-} from "../../harness/run/erdma.ts";
-import { SMOKE_CHECKS, type SmokeContext } from "../../harness/run/smoke.ts";
+} from "../../harness/probe/expectations.ts";
 import { profileReflush } from "../../qemu/erdma/index.ts";
 
 const FIXTURES = new URL("../fixtures/erdma/", import.meta.url);

@@ -20,8 +20,8 @@ import {
   recordedDevice,
   smokeDevice,
 } from "../../harness/cli/device-options.ts";
-import { externalFaultReason, runSuite } from "../../harness/run/suite.ts";
 import { parseScenario } from "../../harness/scenario/load.ts";
+import { externalFaultReason, runSuite } from "../../harness/suite/suite.ts";
 import { HilError } from "../../util/errors.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 

@@ -2,8 +2,8 @@
 // the derived views (posted WRs with their signaled flags and bad_wr, completions per queue,
 // payload sums). The sample lines are records hil_kverbs wrote in a debian:6.12 guest on siw.
 import t from "tap";
+import { kvCommand } from "../../harness/executor/kverbs-driver.ts";
 import { errorLines, warningLines } from "../../harness/image/kmod.ts";
-import { kvCommand } from "../../harness/kverbs/driver.ts";
 import {
   completionsOf,
   parseTrace,
@@ -11,7 +11,7 @@ import {
   postedWrs,
   recordsOf,
   WC_WR_FLUSH_ERR,
-} from "../../harness/kverbs/trace.ts";
+} from "../../harness/protocol/trace.ts";
 
 const SAMPLE = `{"seq":0,"ns":1124487,"ev":"hello","version":1,"release":"6.12.95","pid":85}
 {"seq":1,"ns":1378810,"ev":"ibdev","name":"siw0","action":"add"}

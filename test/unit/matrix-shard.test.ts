@@ -2,7 +2,7 @@
 // same plan gives the same shards, whatever order the plan lists its axes in), disjoint, cover
 // every job exactly once, and are balanced within one job.
 import t from "tap";
-import { expandPlan, type MatrixJob, parseShard, shardJobs } from "../../harness/run/matrix-plan.ts";
+import { expandPlan, type MatrixJob, parseShard, shardJobs } from "../../harness/workflows/matrix-plan.ts";
 import { HilError } from "../../util/errors.ts";
 
 const PLAN = {

@@ -6,18 +6,18 @@ import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from "no
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import t from "tap";
+import type { Verdict } from "../../harness/verdict.ts";
+import type { JobRecord, JobSpec } from "../../harness/workflows/job.ts";
 import {
   JOBS_DIR,
   MATRIX_FILE,
   type MatrixIndex,
   matrixSummary,
   runMatrix,
-} from "../../harness/run/matrix.ts";
-import type { JobRecord, JobSpec } from "../../harness/run/matrix-job.ts";
-import { type MatrixPlan, parsePlan } from "../../harness/run/matrix-plan.ts";
-import { verdictMap } from "../../harness/run/matrix-verdicts.ts";
-import { mergeIndexes, mergeMatrixDirs, readIndex } from "../../harness/run/merge.ts";
-import type { Verdict } from "../../harness/verdict.ts";
+} from "../../harness/workflows/matrix.ts";
+import { type MatrixPlan, parsePlan } from "../../harness/workflows/matrix-plan.ts";
+import { mergeIndexes, mergeMatrixDirs, readIndex } from "../../harness/workflows/merge.ts";
+import { verdictMap } from "../../harness/workflows/verdict-list.ts";
 import { HilError } from "../../util/errors.ts";
 
 const PLAN_TEXT = [

@@ -3,10 +3,10 @@
 // under iwarp-rdmac, rule 8 under iwarp-rdmac, rule 9 outside linux). Every trace is checked
 // against hil_kverbs's trace schema first, so the rules see what the module can really write.
 import t from "tap";
-import { type KvRecord, kvRecordSchema } from "../../harness/kverbs/trace.ts";
 import { combineVerdicts, judgeTrace, RULES, type RuleVerdict } from "../../harness/oracle/judge.ts";
 import type { Observation } from "../../harness/oracle/observations.ts";
 import type { RuleId } from "../../harness/oracle/rule.ts";
+import { type KvRecord, kvRecordSchema } from "../../harness/protocol/trace.ts";
 import type { OracleProfile } from "../../harness/scenario/schema.ts";
 
 const FLUSH = 5;

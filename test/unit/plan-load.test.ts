@@ -4,7 +4,7 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import t from "tap";
-import { expandPlan, jobId, loadPlan, parsePlan, slug } from "../../harness/run/matrix-plan.ts";
+import { expandPlan, jobId, loadPlan, parsePlan, slug } from "../../harness/workflows/matrix-plan.ts";
 import { HilError } from "../../util/errors.ts";
 
 const PLANS = fileURLToPath(new URL("../../fixtures/plans/", import.meta.url));

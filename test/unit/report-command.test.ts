@@ -12,8 +12,8 @@ import { renderJunit } from "../../harness/report/junit.ts";
 import { renderKcidb } from "../../harness/report/kcidb.ts";
 import { validateKcidb } from "../../harness/report/kcidb-validate.ts";
 import { renderKtap } from "../../harness/report/ktap.ts";
-import { deviceOf, loadRunDir } from "../../harness/report/run-dir.ts";
-import { externalFaultReason } from "../../harness/run/suite.ts";
+import { deviceOf, loadRunDir } from "../../harness/rundir/record.ts";
+import { externalFaultReason } from "../../harness/suite/suite.ts";
 import { HilError } from "../../util/errors.ts";
 import { syntheticRecord, writeRunDir } from "../fixtures/rundir/synthetic.ts";
 

@@ -3,9 +3,9 @@
 import { fileURLToPath } from "node:url";
 import t from "tap";
 import { renderHtml } from "../../harness/report/html.ts";
-import { loadHwTrace, loadRunDir, loadVerbsTrace } from "../../harness/report/run-dir.ts";
 import { makeAxis } from "../../harness/report/svg.ts";
 import { alignClocks, buildTimeline } from "../../harness/report/timeline.ts";
+import { loadHwTrace, loadRunDir, loadVerbsTrace } from "../../harness/rundir/record.ts";
 
 const FIXTURE = fileURLToPath(new URL("../fixtures/rundir", import.meta.url));
 

@@ -3,11 +3,11 @@
 // an expected verdict that could not be judged is exit 3, one that differs exit 1. The scenarios'
 // known-bug records are left out of a repro run.
 import t from "tap";
-import type { SuiteRecord } from "../../harness/run/matrix-verdicts.ts";
-import { caseKind, evaluateCase, withoutBugRecords } from "../../harness/run/repro.ts";
-import type { Expectation } from "../../harness/run/repro-case.ts";
 import { selectScenarios } from "../../harness/scenario/select.ts";
 import type { Verdict } from "../../harness/verdict.ts";
+import { caseKind, evaluateCase, withoutBugRecords } from "../../harness/workflows/repro.ts";
+import type { Expectation } from "../../harness/workflows/repro-case.ts";
+import type { SuiteRecord } from "../../harness/workflows/verdict-list.ts";
 
 type Row = {
   scenario: string;

@@ -10,8 +10,8 @@ import t from "tap";
 import { patchesFromMbox } from "../../harness/kernel/series.ts";
 import { patchsetHash, renderKcidb } from "../../harness/report/kcidb.ts";
 import { validateKcidb } from "../../harness/report/kcidb-validate.ts";
-import { loadRunDir } from "../../harness/report/run-dir.ts";
-import { patchFileSlug, recordSeries } from "../../harness/run/series-record.ts";
+import { loadRunDir } from "../../harness/rundir/record.ts";
+import { patchFileSlug, recordSeries } from "../../harness/workflows/series-record.ts";
 import { syntheticRecord } from "../fixtures/rundir/synthetic.ts";
 
 const MBOX = fileURLToPath(new URL("../../fixtures/series/unit/cover-and-two-patches.mbox", import.meta.url));

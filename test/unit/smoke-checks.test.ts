@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import t from "tap";
+import { type GuestSession, runSmokeChecks, type SmokeContext } from "../../harness/probe/checks.ts";
 import { renderVerdictTable, summaryLine } from "../../harness/report/table.ts";
-import { type GuestSession, runSmokeChecks, type SmokeContext } from "../../harness/run/smoke.ts";
 import { exitCodeFor } from "../../harness/verdict.ts";
 import { profileReflush } from "../../qemu/erdma/index.ts";
 

@@ -9,23 +9,23 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
-import type { KvRecord } from "../../harness/kverbs/trace.ts";
-import { kvRecordSchema } from "../../harness/kverbs/trace.ts";
+import { type CommandRunner, runStepwise } from "../../harness/executor/stepwise.ts";
+import { userLines, userOutcome, userTimeouts } from "../../harness/executor/user.ts";
+import type { UverbsRun } from "../../harness/executor/uverbs-driver.ts";
 import { judgeTrace } from "../../harness/oracle/judge.ts";
+import type { KvRecord } from "../../harness/protocol/trace.ts";
+import { kvRecordSchema } from "../../harness/protocol/trace.ts";
+import { compileScenario } from "../../harness/scenario/compile.ts";
+import { parseScenario } from "../../harness/scenario/load.ts";
 import {
   armFault,
   controlOf,
   type DeviceControl,
   erdmaFaultGap,
   translateFault,
-} from "../../harness/run/faults.ts";
-import { hwEvidence, parseHwEvents, readSlice, writeHwSlice } from "../../harness/run/hw-trace.ts";
-import { type CommandRunner, runStepwise } from "../../harness/run/stepwise.ts";
-import { hwTraceFileFor } from "../../harness/run/suite.ts";
-import { userLines, userOutcome, userTimeouts } from "../../harness/run/user-executor.ts";
-import { compileScenario } from "../../harness/scenario/compile.ts";
-import { parseScenario } from "../../harness/scenario/load.ts";
-import type { UverbsRun } from "../../harness/uverbs/driver.ts";
+} from "../../harness/suite/faults.ts";
+import { hwEvidence, parseHwEvents, readSlice, writeHwSlice } from "../../harness/suite/hw-trace.ts";
+import { hwTraceFileFor } from "../../harness/suite/suite.ts";
 
 const OPTS = { addr: "10.0.2.15", port: 7700 };
 

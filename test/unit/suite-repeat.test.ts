@@ -6,15 +6,16 @@ import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
 import type { BootedGuest, PreparedGuest } from "../../harness/boot.ts";
+import type { ScenarioExecutor } from "../../harness/executor/executor.ts";
 import { renderHtml } from "../../harness/report/html.ts";
 import { renderJunit } from "../../harness/report/junit.ts";
 import { renderKcidb } from "../../harness/report/kcidb.ts";
 import { validateKcidb } from "../../harness/report/kcidb-validate.ts";
 import { renderKtap } from "../../harness/report/ktap.ts";
-import { loadRunDir } from "../../harness/report/run-dir.ts";
 import { renderRepeatedTable, renderScenarioTable } from "../../harness/report/scenario-table.ts";
-import type { ScenarioExecutor } from "../../harness/run/executor.ts";
-import { FIRST_PORT, runSuite, type SuiteReport, suiteResults } from "../../harness/run/suite.ts";
+import { loadRunDir } from "../../harness/rundir/record.ts";
+import { parseScenario } from "../../harness/scenario/load.ts";
+import type { Scenario } from "../../harness/scenario/schema.ts";
 import {
   expandRepeats,
   type RepetitionVerdict,
@@ -22,9 +23,8 @@ import {
   repetitionName,
   stabilityCell,
   stabilityOf,
-} from "../../harness/run/suite-repeat.ts";
-import { parseScenario } from "../../harness/scenario/load.ts";
-import type { Scenario } from "../../harness/scenario/schema.ts";
+} from "../../harness/suite/repeat.ts";
+import { FIRST_PORT, runSuite, type SuiteReport, suiteResults } from "../../harness/suite/suite.ts";
 import { exitCodeFor } from "../../harness/verdict.ts";
 import { Step } from "../../util/progress.ts";
 import { writeRunDir } from "../fixtures/rundir/synthetic.ts";

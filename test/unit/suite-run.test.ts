@@ -4,15 +4,15 @@
 // owed completions, the verdict rows and table, and `hil run`'s bad input.
 import { rmSync } from "node:fs";
 import t from "tap";
-import { type KvRecord, kvRecordSchema } from "../../harness/kverbs/trace.ts";
+import { executorFactory } from "../../harness/executor/registry.ts";
+import { owedCompletions, settleCommands } from "../../harness/executor/settle.ts";
+import { type CommandRunner, runStepwise, type StuckCommand } from "../../harness/executor/stepwise.ts";
+import { type KvRecord, kvRecordSchema } from "../../harness/protocol/trace.ts";
 import { renderScenarioTable } from "../../harness/report/scenario-table.ts";
-import { executorFactory } from "../../harness/run/executors.ts";
-import { owedCompletions, settleCommands } from "../../harness/run/settle.ts";
-import { type CommandRunner, runStepwise, type StuckCommand } from "../../harness/run/stepwise.ts";
-import { type SuiteReport, suiteResults } from "../../harness/run/suite.ts";
-import { planScenario, planSteps } from "../../harness/run/suite-plan.ts";
 import { compileScenario } from "../../harness/scenario/compile.ts";
 import { parseScenario } from "../../harness/scenario/load.ts";
+import { planScenario, planSteps } from "../../harness/suite/plan.ts";
+import { type SuiteReport, suiteResults } from "../../harness/suite/suite.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 
 const OPTS = { addr: "10.0.2.15", port: 7700 };

@@ -8,9 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { buildGuestTool } from "../../guest/tools/build.ts";
-import { recordsOf } from "../../harness/kverbs/trace.ts";
-import { UVERBS_BINARY, UVERBS_EXIT } from "../../harness/uverbs/driver.ts";
-import { parseUverbsTrace } from "../../harness/uverbs/trace.ts";
+import { UVERBS_BINARY, UVERBS_EXIT } from "../../harness/executor/uverbs-driver.ts";
+import { recordsOf } from "../../harness/protocol/trace.ts";
+import { parseUverbsTrace } from "../../harness/protocol/user-trace.ts";
 
 t.setTimeout(120_000);
 

@@ -6,11 +6,16 @@
 // compiled scenario at its fault steps and arming each fault with the records so far.
 import { setTimeout as sleep } from "node:timers/promises";
 import t from "tap";
-import type { KvRecord } from "../../harness/kverbs/trace.ts";
-import { UserExecutor, userLines, userSegments } from "../../harness/run/user-executor.ts";
+import { UserExecutor, userLines, userSegments } from "../../harness/executor/user.ts";
+import {
+  commandCount,
+  runUverbs,
+  runUverbsSegments,
+  UVERBS_EXIT,
+} from "../../harness/executor/uverbs-driver.ts";
+import type { KvRecord } from "../../harness/protocol/trace.ts";
 import { compileScenario } from "../../harness/scenario/compile.ts";
 import { parseScenario } from "../../harness/scenario/load.ts";
-import { commandCount, runUverbs, runUverbsSegments, UVERBS_EXIT } from "../../harness/uverbs/driver.ts";
 import type { ExecOptions, ExecResult, ExecStream } from "../../qemu/launch/ssh.ts";
 
 /**

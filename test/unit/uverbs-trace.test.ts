@@ -2,8 +2,8 @@
 // plus the user drain's own kinds), the guest command line, and runUverbs against a scripted shell
 // (results, refusals, failed commands, hangs, and the host-side kill with its evidence).
 import t from "tap";
-import { runUverbs, UVERBS_EXIT, uverbsCommand } from "../../harness/uverbs/driver.ts";
-import { parseUverbsTrace, USER_ONLY_EVENTS, wholeLines } from "../../harness/uverbs/trace.ts";
+import { runUverbs, UVERBS_EXIT, uverbsCommand } from "../../harness/executor/uverbs-driver.ts";
+import { parseUverbsTrace, USER_ONLY_EVENTS, wholeLines } from "../../harness/protocol/user-trace.ts";
 import type { ExecOptions, ExecResult } from "../../qemu/launch/ssh.ts";
 
 const lines = (records: object[]) => records.map((r) => `${JSON.stringify(r)}\n`).join("");

@@ -5,10 +5,10 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import t from "tap";
-import type { SuiteRecord } from "../../harness/run/matrix-verdicts.ts";
-import { inspectSeries, validateExitCode } from "../../harness/run/validate.ts";
-import { classify, diffSummary, diffVerdicts, renderDiff } from "../../harness/run/validate-diff.ts";
 import type { Verdict } from "../../harness/verdict.ts";
+import { inspectSeries, validateExitCode } from "../../harness/workflows/validate.ts";
+import { classify, diffSummary, diffVerdicts, renderDiff } from "../../harness/workflows/validate-diff.ts";
+import type { SuiteRecord } from "../../harness/workflows/verdict-list.ts";
 import { HilError } from "../../util/errors.ts";
 
 const SERIES = fileURLToPath(new URL("../../fixtures/series/", import.meta.url));

@@ -2,7 +2,7 @@
  * Rule 7: the fields a completion defines are right; for an error completion only wr_id, status,
  * qp_num and vendor_err are defined, so its opcode is never judged.
  */
-import { WC_SUCCESS } from "../../kverbs/trace.ts";
+import { WC_SUCCESS } from "../../protocol/trace.ts";
 import { quote } from "../model.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 

@@ -3,7 +3,7 @@
  * completes with a flush error. The iWARP RDMAC verbs (6.2.4) allow an immediate error "at some
  * point" of the flush: that profile tolerates a failed call, never a WR that vanishes.
  */
-import { WC_WR_FLUSH_ERR } from "../../kverbs/trace.ts";
+import { WC_WR_FLUSH_ERR } from "../../protocol/trace.ts";
 import { type Queue, quote } from "../model.ts";
 import { fail, type Problem, pass, type Rule, type RuleInput, type RuleResult, skip } from "../rule.ts";
 

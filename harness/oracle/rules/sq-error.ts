@@ -2,7 +2,7 @@
  * Rule 8: in the Send Queue Error state the receive queue keeps working: receives post with 0
  * and are not flushed.
  */
-import { WC_WR_FLUSH_ERR } from "../../kverbs/trace.ts";
+import { WC_WR_FLUSH_ERR } from "../../protocol/trace.ts";
 import { quote } from "../model.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 

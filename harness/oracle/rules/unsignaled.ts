@@ -2,7 +2,7 @@
  * Rule 6: an unsignaled WR that does not execute still completes, in error; one that executes
  * successfully produces no completion.
  */
-import { WC_SUCCESS } from "../../kverbs/trace.ts";
+import { WC_SUCCESS } from "../../protocol/trace.ts";
 import { quote } from "../model.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 

@@ -19,7 +19,7 @@ import {
   preparedGuestFor,
   runJob,
   scenarioPatterns,
-} from "./matrix-job.ts";
+} from "./job.ts";
 import { diffVerdicts, type ValidateDiff } from "./validate-diff.ts";
 
 export interface SeriesInfo {

@@ -8,9 +8,9 @@ import { mkdir, rename, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { progress } from "../../util/progress.ts";
 import { type CheckResult, exitCodeFor, type Verdict } from "../verdict.ts";
-import { describeJob, type JobRecord, type JobSpec, runJob } from "./matrix-job.ts";
+import { describeJob, type JobRecord, type JobSpec, runJob } from "./job.ts";
 import { type MatrixJob, type MatrixPlan, type Shard, shardJobs } from "./matrix-plan.ts";
-import { countsText, verdictCounts } from "./matrix-verdicts.ts";
+import { countsText, verdictCounts } from "./verdict-list.ts";
 
 export const MATRIX_FILE = "matrix.json";
 export const JOBS_DIR = "jobs";

@@ -5,7 +5,7 @@
  * was judged means the two cannot be compared there.
  */
 import { PASSING_VERDICTS, type Verdict } from "../verdict.ts";
-import { type SuiteRecord, type VerdictEntry, verdictEntries } from "./matrix-verdicts.ts";
+import { type SuiteRecord, type VerdictEntry, verdictEntries } from "./verdict-list.ts";
 
 export type Change =
   /** FAIL with the series, not without (XFAIL -> FAIL too: a FAIL no known bug accounts for) */

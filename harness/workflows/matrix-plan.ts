@@ -17,7 +17,7 @@ import { DEBIAN_BASES } from "../kernel/base-spec.ts";
 import { shippedFragments } from "../kernel/kconfig.ts";
 import { DRIVERS, EXECUTORS, ORACLE_PROFILES } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
-import type { JobSpec } from "./matrix-job.ts";
+import type { JobSpec } from "./job.ts";
 
 const kernelEntry = z.union([
   z.string().min(1),

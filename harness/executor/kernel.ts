@@ -3,11 +3,11 @@
 import { progress } from "../../util/progress.ts";
 import type { PreparedGuest } from "../boot.ts";
 import type { ModuleShell } from "../image/kmod.ts";
-import { KverbsDriver } from "../kverbs/driver.ts";
-import { buildKverbsModule } from "../kverbs/module.ts";
-import type { KvRecord } from "../kverbs/trace.ts";
+import { buildKverbsModule } from "../image/kverbs-module.ts";
+import type { KvRecord } from "../protocol/trace.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
 import type { ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
+import { KverbsDriver } from "./kverbs-driver.ts";
 import { type CommandRunner, runStepwise, type StepwiseHooks, type StuckCommand } from "./stepwise.ts";
 
 /** Commands of KverbsDriver that only read (the trace, the status): safe to run again. */

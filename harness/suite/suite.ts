@@ -9,25 +9,25 @@
  * external device (deviceSocket) scenarios with fault steps are SKIPs (no control channel) and
  * there is no hardware trace. With `repeat` n > 1 each scenario runs n times in a row, each run
  * (<scenario>#<k>) judged and traced on its own, and the report says per scenario and oracle
- * profile whether the repetitions agree (suite-repeat.ts).
+ * profile whether the repetitions agree (suite/repeat.ts).
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { progress } from "../../util/progress.ts";
 import { type BootedGuest, bootPrepared, DEFAULT_GUEST_MAC, type PreparedGuest } from "../boot.ts";
 import { parseConsole } from "../console/parse.ts";
-import { addSiwLink } from "../kverbs/driver.ts";
+import type { ExecutorFactory, ExecutorOutcome, ScenarioExecutor } from "../executor/executor.ts";
+import { addSiwLink } from "../executor/kverbs-driver.ts";
+import { executorFactory } from "../executor/registry.ts";
 import { judgeTrace, type ProfileJudgement } from "../oracle/judge.ts";
 import { applyExpectedFailures, applyKnownBugs, type BugTarget, knownBugsFor } from "../oracle/known-bugs.ts";
 import type { FaultObservation, Observation } from "../oracle/observations.ts";
 import { type CompiledScenario, compileScenario } from "../scenario/compile.ts";
 import type { KnownBug, OracleProfile, Scenario } from "../scenario/schema.ts";
 import { type CheckResult, PASSING_VERDICTS, type Verdict } from "../verdict.ts";
-import type { ExecutorFactory, ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
-import { executorFactory } from "./executors.ts";
 import { armFault, controlOf } from "./faults.ts";
 import { hwEvidence, hwTraceName, parseHwEvents, settledSize, writeHwSlice } from "./hw-trace.ts";
-import { planScenario, planSteps, type SuiteTarget } from "./suite-plan.ts";
+import { planScenario, planSteps, type SuiteTarget } from "./plan.ts";
 import {
   expandRepeats,
   type Repetition,
@@ -35,7 +35,7 @@ import {
   repetitionLabel,
   type Stability,
   stabilityOf,
-} from "./suite-repeat.ts";
+} from "./repeat.ts";
 
 /** The guest's address (QEMU user networking); the RDMA device is bound to its NIC. */
 export const GUEST_ADDR = "10.0.2.15";

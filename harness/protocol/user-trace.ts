@@ -1,13 +1,13 @@
 /**
  * The userspace executor's trace (guest/uverbs, hil-uverbs on stdout): the in-kernel executor's
- * records (harness/kverbs/trace.ts parses them) plus the few only this executor writes, for its
+ * records (harness/protocol/trace.ts parses them) plus the few only this executor writes, for its
  * own drain (libibverbs has none, so it does what __ib_drain_sq/__ib_drain_rq do, with a
- * timeout). Until harness/kverbs/trace.ts knows these kinds, parseUverbsTrace takes them out
+ * timeout). Until harness/protocol/trace.ts knows these kinds, parseUverbsTrace takes them out
  * before handing the rest to parseTrace; a kind that schema knows stays with it.
  */
 import { z } from "zod";
 import { HilError } from "../../util/errors.ts";
-import { type KvRecord, kvRecordSchema, parseTrace } from "../kverbs/trace.ts";
+import { type KvRecord, kvRecordSchema, parseTrace } from "./trace.ts";
 
 const base = {
   seq: z.number().int().nonnegative(),

@@ -11,7 +11,7 @@ import { readFile, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import { HilError } from "../../util/errors.ts";
-import { type KvRecord, parseTrace } from "../kverbs/trace.ts";
+import { type KvRecord, parseTrace } from "../protocol/trace.ts";
 import { VERDICTS } from "../verdict.ts";
 
 export const VERDICTS_FILE = "verdicts.json";
@@ -57,7 +57,7 @@ const scenario = z.looseObject({
   durationMs: z.number().optional(),
 });
 
-/** Whether a scenario's repetitions agree under one oracle profile (suite-repeat.ts's Stability). */
+/** Whether a scenario's repetitions agree under one oracle profile (suite/repeat.ts Stability). */
 const stability = z.looseObject({
   scenario: z.string(),
   profile: z.string(),

@@ -8,9 +8,9 @@
 import type { ProfileJudgement, RuleVerdict } from "../oracle/judge.ts";
 import type { Scenario } from "../scenario/schema.ts";
 import { EXIT_ALL_PASS, EXIT_FAILED, EXIT_NOT_JUDGED, type Verdict } from "../verdict.ts";
-import { describeJob, type JobRecord, runJob } from "./matrix-job.ts";
-import type { SuiteRecord } from "./matrix-verdicts.ts";
+import { describeJob, type JobRecord, runJob } from "./job.ts";
 import type { Expectation, ReproCase } from "./repro-case.ts";
+import type { SuiteRecord } from "./verdict-list.ts";
 
 export interface RuleCheck {
   rule: string;

@@ -8,8 +8,8 @@ import { z } from "zod";
 import { HilError } from "../../util/errors.ts";
 import type { BuiltGuestModule, ModuleShell } from "../image/kmod.ts";
 import { loadGuestModule } from "../image/kmod.ts";
-import { KVERBS_DEPS, KVERBS_MODULE } from "./module.ts";
-import { type DoneRecord, type KvRecord, parseTrace, recordsOf } from "./trace.ts";
+import { KVERBS_DEPS, KVERBS_MODULE } from "../image/kverbs-module.ts";
+import { type DoneRecord, type KvRecord, parseTrace, recordsOf } from "../protocol/trace.ts";
 
 export const KVERBS_DEBUGFS = "/sys/kernel/debug/hil_kverbs";
 

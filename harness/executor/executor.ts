@@ -5,8 +5,8 @@
  * same command language may run it in one go. Each is made for a booted guest by a factory.
  */
 import type { PreparedGuest } from "../boot.ts";
-import type { KvRecord } from "../kverbs/trace.ts";
 import type { Observation, StuckObservation } from "../oracle/observations.ts";
+import type { KvRecord } from "../protocol/trace.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
 import type { ExecutorKind } from "../scenario/schema.ts";
 import type { StepwiseHooks } from "./stepwise.ts";

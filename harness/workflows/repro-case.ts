@@ -17,7 +17,7 @@ import { DEBIAN_BASES } from "../kernel/base-spec.ts";
 import { DRIVERS, EXECUTORS, ORACLE_PROFILES, type Scenario } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
 import { VERDICTS } from "../verdict.ts";
-import type { JobSpec } from "./matrix-job.ts";
+import type { JobSpec } from "./job.ts";
 
 export const CASE_DIR = fileURLToPath(new URL("../../fixtures/cases/", import.meta.url));
 

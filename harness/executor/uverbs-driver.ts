@@ -13,8 +13,14 @@ import { guestToolPath } from "../../guest/tools/build.ts";
 import type { ExecOptions, ExecResult, ExecStream, ExecStreamOptions } from "../../qemu/launch/ssh.ts";
 import { shellQuote, waitForStdout } from "../../qemu/launch/ssh.ts";
 import { HilError } from "../../util/errors.ts";
-import { type DoneRecord, type KvRecord, recordsOf } from "../kverbs/trace.ts";
-import { type HangRecord, parseUverbsTrace, type UverbsTrace, type UvRecord, wholeLines } from "./trace.ts";
+import { type DoneRecord, type KvRecord, recordsOf } from "../protocol/trace.ts";
+import {
+  type HangRecord,
+  parseUverbsTrace,
+  type UverbsTrace,
+  type UvRecord,
+  wholeLines,
+} from "../protocol/user-trace.ts";
 
 export const UVERBS_BINARY = "hil-uverbs";
 

@@ -15,7 +15,7 @@ import {
   parseRdmaLink,
   readTrace,
   type TraceLine,
-} from "./erdma.ts";
+} from "./expectations.ts";
 
 /** What the smoke checks need of a running guest. */
 export interface GuestSession {

@@ -7,8 +7,8 @@
  * still owed an event, then those the later steps post.
  */
 import type { ControlReply } from "../../qemu/erdma/control.ts";
-import { type KvRecord, postedWrs, recordsOf } from "../kverbs/trace.ts";
 import { TraceModel } from "../oracle/model.ts";
+import { type KvRecord, postedWrs, recordsOf } from "../protocol/trace.ts";
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
 import { NAMES } from "../scenario/compile.ts";
 import { CQE_FAULTS, type FaultStep } from "../scenario/schema.ts";

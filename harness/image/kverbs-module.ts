@@ -1,7 +1,7 @@
 /** The in-kernel verbs executor module (guest/kverbs), built for a kernel and cached. */
 import { fileURLToPath } from "node:url";
-import { type BuiltGuestModule, buildGuestModule } from "../image/kmod.ts";
 import type { KernelArtifact } from "../kernel/types.ts";
+import { type BuiltGuestModule, buildGuestModule } from "./kmod.ts";
 
 export const KVERBS_SOURCE_DIR = fileURLToPath(new URL("../../guest/kverbs/", import.meta.url));
 export const KVERBS_MODULE = "hil_kverbs";

@@ -2,9 +2,10 @@
  * Before a scenario ends, its CQs are polled for the completions still owed (WRs of QPs in ERR
  * that have none yet), so that a late flush is seen and a missing one is known to be missing.
  */
-import { kvCommand } from "../kverbs/driver.ts";
-import type { KvRecord } from "../kverbs/trace.ts";
+
 import { TraceModel } from "../oracle/model.ts";
+import type { KvRecord } from "../protocol/trace.ts";
+import { kvCommand } from "./kverbs-driver.ts";
 
 /** How many completions each CQ still owes, as the trace so far tells. */
 export function owedCompletions(records: readonly KvRecord[]): Map<string, number> {

@@ -5,8 +5,8 @@
  * repro matches a case's expectations against one.
  */
 import type { ProfileJudgement } from "../oracle/judge.ts";
+import type { ScenarioReport } from "../suite/suite.ts";
 import type { CheckResult, Verdict } from "../verdict.ts";
-import type { ScenarioReport } from "./suite.ts";
 
 /** verdicts.json: what `hil run` writes for the drain suite (a job adds `job`). */
 export interface SuiteRecord {

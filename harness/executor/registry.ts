@@ -1,8 +1,8 @@
 /** The executors `--executor` chooses from: the in-kernel one (hil_kverbs) and the userspace one (hil-uverbs). */
 import type { ExecutorKind } from "../scenario/schema.ts";
 import type { ExecutorFactory } from "./executor.ts";
-import { KernelExecutor } from "./kernel-executor.ts";
-import { UserExecutor } from "./user-executor.ts";
+import { KernelExecutor } from "./kernel.ts";
+import { UserExecutor } from "./user.ts";
 
 export const EXECUTOR_FACTORIES: Partial<Record<ExecutorKind, ExecutorFactory>> = {
   kernel: (guest, prepared) => KernelExecutor.load(guest, prepared),

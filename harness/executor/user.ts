@@ -11,9 +11,11 @@
  */
 
 import { HilError } from "../../util/errors.ts";
-import type { KvRecord } from "../kverbs/trace.ts";
 import type { Observation, StuckObservation } from "../oracle/observations.ts";
+import type { KvRecord } from "../protocol/trace.ts";
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
+import type { ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
+import type { StepwiseHooks } from "./stepwise.ts";
 import {
   runUverbs,
   runUverbsSegments,
@@ -21,9 +23,7 @@ import {
   type UverbsRun,
   type UverbsShell,
   type UverbsStreamShell,
-} from "../uverbs/driver.ts";
-import type { ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
-import type { StepwiseHooks } from "./stepwise.ts";
+} from "./uverbs-driver.ts";
 
 /** how long the run waits for late completions before its last polls */
 const SETTLE_MS = 500;

@@ -3,8 +3,9 @@
  * clear the trace, connect the pair, run each step under its watchdog, settle the CQs, destroy
  * everything. A stuck step ends the scenario; a broken setup is an error.
  */
-import type { KvRecord } from "../kverbs/trace.ts";
+
 import type { StuckObservation } from "../oracle/observations.ts";
+import type { KvRecord } from "../protocol/trace.ts";
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
 import type { ExecutorOutcome } from "./executor.ts";
 import { settleCommands } from "./settle.ts";

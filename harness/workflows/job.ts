@@ -11,15 +11,15 @@ import { DEFAULT_PROFILE, loadProfile } from "../../qemu/erdma/profile-file.ts";
 import { HilError } from "../../util/errors.ts";
 import { DEFAULT_GUEST_MAC, type PreparedGuest, prepareGuest } from "../boot.ts";
 import type { KernelRequest } from "../kernel/types.ts";
+import { runSmokeChecks } from "../probe/checks.ts";
 import type { DriverName, ExecutorKind, OracleProfile, Scenario } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
+import { HW_TRACE_FILE } from "../suite/hw-trace.ts";
+import { planScenario } from "../suite/plan.ts";
+import { runSuite, type SuiteReport, suiteResults } from "../suite/suite.ts";
 import type { CheckResult } from "../verdict.ts";
-import { HW_TRACE_FILE } from "./hw-trace.ts";
-import type { SuiteRecord } from "./matrix-verdicts.ts";
 import { recordSeries } from "./series-record.ts";
-import { runSmokeChecks } from "./smoke.ts";
-import { runSuite, type SuiteReport, suiteResults } from "./suite.ts";
-import { planScenario } from "./suite-plan.ts";
+import type { SuiteRecord } from "./verdict-list.ts";
 
 /** What a job runs; paths (series, configs, scenario files) as written, relative to a base dir. */
 export interface JobSpec {
