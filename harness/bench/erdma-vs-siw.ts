@@ -10,12 +10,13 @@
 import { buildGuestToolsLayer } from "../../guest/tools/build.ts";
 import { ensureQemu } from "../../qemu/provision/qemu.ts";
 import { type BootedGuest, bootPrepared } from "../boot.ts";
-import { addSiwLink, KverbsDriver, kvCommand } from "../executor/kverbs-driver.ts";
+import { addSiwLink, KverbsDriver } from "../executor/kverbs-driver.ts";
 import { buildInitramfs } from "../image/initramfs.ts";
 import { buildGuestModulesLayer } from "../image/kmod.ts";
 import { buildKverbsModule } from "../image/kverbs-module.ts";
 import { buildKernel } from "../kernel/build.ts";
 import type { KernelRequest } from "../kernel/types.ts";
+import { commandLine } from "../protocol/commands.ts";
 import { runBench } from "./bench-cli.ts";
 import { connectPair, type Figure, num, runCases } from "./kverbs-cases.ts";
 
@@ -38,7 +39,7 @@ async function measure(req: KernelRequest, iters: number): Promise<Result> {
     const kv = await KverbsDriver.load(guest, mod, { inImage: true });
     await connectPair(kv);
     const erdma = await runCases(kv, iters, `[bench] erdma model loopback on Linux ${kernel.release}`);
-    await kv.run([kvCommand("reset")]);
+    await kv.run([commandLine("reset")]);
     const rm = await guest.exec("rmmod erdma && rdma link", { timeoutMs: 30_000 });
     if (rm.exitCode !== 0) throw new Error(`rmmod erdma failed: ${rm.stderr}`);
     await addSiwLink(guest);

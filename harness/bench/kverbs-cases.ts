@@ -4,7 +4,8 @@
  */
 
 import { progress } from "../../util/progress.ts";
-import { type KverbsDriver, kvCommand } from "../executor/kverbs-driver.ts";
+import type { KverbsDriver } from "../executor/kverbs-driver.ts";
+import { commandLine } from "../protocol/commands.ts";
 import { type BenchRecord, recordsOf } from "../protocol/trace.ts";
 
 export const GUEST_IP = "10.0.2.15";
@@ -60,13 +61,13 @@ export async function connectPair(kv: KverbsDriver, port = 7471): Promise<void> 
   const qp = { pd: "pd0", sq: 128, rq: 128, buf: BUF };
   await kv.run(
     [
-      kvCommand("device", { addr: GUEST_IP }),
-      kvCommand("pd", { name: "pd0", rkey: "global" }),
-      kvCommand("cq", { name: "ca", depth: 1024 }),
-      kvCommand("cq", { name: "cb", depth: 1024 }),
-      kvCommand("listen", { name: "L", addr: GUEST_IP, port, qp: "b", scq: "cb", rcq: "cb", ...qp }),
-      kvCommand("connect", { name: "a", addr: GUEST_IP, port, scq: "ca", rcq: "ca", ...qp }),
-      kvCommand("bench", { qp: "a", op: "send", iters: 200, depth: 8, len: 64, signal: 1 }),
+      commandLine("device", { addr: GUEST_IP }),
+      commandLine("pd", { name: "pd0", rkey: "global" }),
+      commandLine("cq", { name: "ca", depth: 1024 }),
+      commandLine("cq", { name: "cb", depth: 1024 }),
+      commandLine("listen", { name: "L", addr: GUEST_IP, port, qp: "b", scq: "cb", rcq: "cb", ...qp }),
+      commandLine("connect", { name: "a", addr: GUEST_IP, port, scq: "ca", rcq: "ca", ...qp }),
+      commandLine("bench", { qp: "a", op: "send", iters: 200, depth: 8, len: 64, signal: 1 }),
     ],
     { timeoutMs: 120_000 },
   );
@@ -81,7 +82,7 @@ export async function runCases(kv: KverbsDriver, iters: number, title: string): 
     const n = Math.max(100, Math.round(iters * c.share));
     const r = await kv.run(
       [
-        kvCommand("bench", {
+        commandLine("bench", {
           qp: "a",
           op: c.op,
           iters: n,

@@ -8,8 +8,8 @@ import type { Command } from "commander";
 import { listProfiles } from "../../qemu/erdma/profile-file.ts";
 import { HilError, isHilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
-import { kvCommand } from "../executor/kverbs-driver.ts";
 import { RULES } from "../oracle/judge.ts";
+import { commandLine } from "../protocol/commands.ts";
 import { type CompiledScenario, type CompiledStep, compileScenario } from "../scenario/compile.ts";
 import { loadScenarioFile } from "../scenario/load.ts";
 import { DRIVERS, EXECUTORS, type FaultStep, type Scenario } from "../scenario/schema.ts";
@@ -197,7 +197,7 @@ function wrRange(step: CompiledStep): string {
 }
 
 function faultLine(f: FaultStep): string {
-  return kvCommand("device fault:", {
+  return commandLine("device fault:", {
     kind: f.kind,
     on: f.on,
     queue: f.queue,
@@ -264,7 +264,7 @@ export function renderShow(entries: readonly ScenarioEntry[]): string {
     }
     out.push(
       "  settle (kernel executor): a poll per CQ for the completions the trace says it still owes, then reset",
-      ...c.cqs.map((cq) => `    ${kvCommand("poll", { cq, min: "<owed>", timeout: "<wait>" })}`),
+      ...c.cqs.map((cq) => `    ${commandLine("poll", { cq, min: "<owed>", timeout: "<wait>" })}`),
       "    reset",
       "",
     );

@@ -21,11 +21,12 @@ import { ensureQemu } from "../../qemu/provision/qemu.ts";
 import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
 import { type BootedGuest, bootPrepared } from "../boot.ts";
-import { addSiwLink, KverbsDriver, kvCommand } from "../executor/kverbs-driver.ts";
+import { addSiwLink, KverbsDriver } from "../executor/kverbs-driver.ts";
 import { buildInitramfs } from "../image/initramfs.ts";
 import { buildGuestModulesLayer } from "../image/kmod.ts";
 import { buildKverbsModule } from "../image/kverbs-module.ts";
 import { buildKernel } from "../kernel/build.ts";
+import { commandLine } from "../protocol/commands.ts";
 import { parseConsole } from "./parse.ts";
 
 export type CaptureKind = "hung-task" | "drain-warn";
@@ -80,11 +81,11 @@ async function waitForConsole(guest: BootedGuest, re: RegExp, ms: number, what: 
 
 function pairCommands(opts: { softirqB: boolean; rqA?: number }): string[] {
   return [
-    kvCommand("device", { addr: GUEST_IP }),
-    kvCommand("pd", { name: "pd0" }),
-    kvCommand("cq", { name: "cqa", depth: 256, poll: "direct" }),
-    kvCommand("cq", { name: "cqb", depth: 256, poll: opts.softirqB ? "softirq" : "direct" }),
-    kvCommand("listen", {
+    commandLine("device", { addr: GUEST_IP }),
+    commandLine("pd", { name: "pd0" }),
+    commandLine("cq", { name: "cqa", depth: 256, poll: "direct" }),
+    commandLine("cq", { name: "cqb", depth: 256, poll: opts.softirqB ? "softirq" : "direct" }),
+    commandLine("listen", {
       name: "L",
       addr: GUEST_IP,
       port: 7471,
@@ -93,7 +94,7 @@ function pairCommands(opts: { softirqB: boolean; rqA?: number }): string[] {
       scq: "cqb",
       rcq: "cqb",
     }),
-    kvCommand("connect", {
+    commandLine("connect", {
       name: "a",
       addr: GUEST_IP,
       port: 7471,
@@ -126,10 +127,10 @@ export async function captureHungTask(): Promise<CapturedConsole> {
     const kv = await KverbsDriver.load(guest, mod, { inImage: true });
     const commands = [
       ...pairCommands({ softirqB: true }),
-      kvCommand("post_recv", { qp: "b", wr_id: 1000, count: 8 }),
-      kvCommand("modify", { qp: "b", state: "ERR" }),
-      kvCommand("post_recv", { qp: "b", wr_id: 2000, count: 3 }),
-      kvCommand("drain", { qp: "b", which: "qp" }),
+      commandLine("post_recv", { qp: "b", wr_id: 1000, count: 8 }),
+      commandLine("modify", { qp: "b", state: "ERR" }),
+      commandLine("post_recv", { qp: "b", wr_id: 2000, count: 3 }),
+      commandLine("drain", { qp: "b", which: "qp" }),
     ];
     await kv.run(commands.slice(0, -1));
     const drain = await kv.run(commands.slice(-1), { timeoutMs: 3000, check: false });
@@ -164,7 +165,7 @@ export async function captureDrainWarn(): Promise<CapturedConsole> {
     const kv = await KverbsDriver.load(guest, mod, { inImage: true });
     const commands = [
       ...pairCommands({ softirqB: false, rqA: 0 }),
-      kvCommand("drain", { qp: "a", which: "qp" }),
+      commandLine("drain", { qp: "a", which: "qp" }),
     ];
     await kv.run(commands, { timeoutMs: 30_000 });
     await waitForConsole(guest, /---\[ end trace/, 20_000, "end of the WARN");

@@ -5,17 +5,15 @@
  * same command language may run it in one go. Each is made for a booted guest by a factory.
  */
 import type { PreparedGuest } from "../boot.ts";
-import type { Observation, StuckObservation } from "../oracle/observations.ts";
-import type { KvRecord } from "../protocol/trace.ts";
+import type { StuckObservation } from "../oracle/observations.ts";
+import type { TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
 import type { ExecutorKind } from "../scenario/schema.ts";
 import type { StepwiseHooks } from "./stepwise.ts";
 
 export interface ExecutorOutcome {
-  records: KvRecord[];
+  records: TraceRecord[];
   stuck: StuckObservation[];
-  /** more the executor saw (the user drain's marker posts) */
-  extra?: Observation[];
   /** the run broke (setup failed, the executor threw): the scenario is an ERROR */
   error?: string;
 }

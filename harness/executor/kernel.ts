@@ -4,7 +4,7 @@ import { progress } from "../../util/progress.ts";
 import type { PreparedGuest } from "../boot.ts";
 import type { ModuleShell } from "../image/kmod.ts";
 import { buildKverbsModule } from "../image/kverbs-module.ts";
-import type { KvRecord } from "../protocol/trace.ts";
+import type { TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
 import type { ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
 import { KverbsDriver } from "./kverbs-driver.ts";
@@ -73,7 +73,7 @@ export class KernelExecutor implements ScenarioExecutor, CommandRunner {
   async run(
     lines: readonly string[],
     timeoutMs: number,
-  ): Promise<{ records: KvRecord[]; stuck?: StuckCommand }> {
+  ): Promise<{ records: TraceRecord[]; stuck?: StuckCommand }> {
     const r = await this.driver.run(lines, { timeoutMs, check: false });
     if (!r.stuck) return { records: r.records };
     this.stuckOnce = true;

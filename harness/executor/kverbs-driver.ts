@@ -9,7 +9,7 @@ import { HilError } from "../../util/errors.ts";
 import type { BuiltGuestModule, ModuleShell } from "../image/kmod.ts";
 import { loadGuestModule } from "../image/kmod.ts";
 import { KVERBS_DEPS, KVERBS_MODULE } from "../image/kverbs-module.ts";
-import { type DoneRecord, type KvRecord, parseTrace, recordsOf } from "../protocol/trace.ts";
+import { type DoneRecord, parseTrace, recordsOf, type TraceRecord } from "../protocol/trace.ts";
 
 export const KVERBS_DEBUGFS = "/sys/kernel/debug/hil_kverbs";
 
@@ -37,7 +37,7 @@ export interface KverbsStuck {
 
 export interface KverbsRun {
   /** the trace records that appeared while the commands ran */
-  records: KvRecord[];
+  records: TraceRecord[];
   /** the done records of the commands, in order (fewer than the commands when stuck) */
   done: DoneRecord[];
   status: KverbsStatus;
@@ -49,13 +49,6 @@ export interface RunOptions {
   timeoutMs?: number;
   /** throw when a command fails or the worker is stuck (default true) */
   check?: boolean;
-}
-
-/** A command line from an operation and its arguments (undefined ones are left out). */
-export function kvCommand(op: string, args: Record<string, string | number | undefined> = {}): string {
-  const parts = [op];
-  for (const [k, v] of Object.entries(args)) if (v !== undefined) parts.push(`${k}=${v}`);
-  return parts.join(" ");
 }
 
 const SAFE_LINE = /^[A-Za-z0-9_=.:, -]+$/;
@@ -74,7 +67,7 @@ function parseStatus(text: string, what: string): KverbsStatus {
 
 export class KverbsDriver {
   private offset = 0;
-  private readonly seen: KvRecord[] = [];
+  private readonly seen: TraceRecord[] = [];
 
   constructor(private readonly guest: ModuleShell) {}
 
@@ -91,7 +84,7 @@ export class KverbsDriver {
   }
 
   /** Every record read so far. */
-  get records(): readonly KvRecord[] {
+  get records(): readonly TraceRecord[] {
     return this.seen;
   }
 
@@ -109,7 +102,7 @@ export class KverbsDriver {
   }
 
   /** The trace records written since the last read. */
-  async readTrace(): Promise<KvRecord[]> {
+  async readTrace(): Promise<TraceRecord[]> {
     const text = await this.sh(`tail -c +${this.offset + 1} ${KVERBS_DEBUGFS}/trace`);
     const end = text.lastIndexOf("\n") + 1;
     const fresh = parseTrace(text.slice(0, end), `${KVERBS_DEBUGFS}/trace @${this.offset}`);

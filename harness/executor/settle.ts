@@ -4,11 +4,11 @@
  */
 
 import { TraceModel } from "../oracle/model.ts";
-import type { KvRecord } from "../protocol/trace.ts";
-import { kvCommand } from "./kverbs-driver.ts";
+import { commandLine } from "../protocol/commands.ts";
+import type { TraceRecord } from "../protocol/trace.ts";
 
 /** How many completions each CQ still owes, as the trace so far tells. */
-export function owedCompletions(records: readonly KvRecord[]): Map<string, number> {
+export function owedCompletions(records: readonly TraceRecord[]): Map<string, number> {
   const model = new TraceModel(records);
   const owed = new Map<string, number>();
   for (const w of model.wrs) {
@@ -21,13 +21,13 @@ export function owedCompletions(records: readonly KvRecord[]): Map<string, numbe
 
 /** One poll per CQ: waits up to waitMs for what it owes, or makes one pass when it owes nothing. */
 export function settleCommands(
-  records: readonly KvRecord[],
+  records: readonly TraceRecord[],
   cqs: readonly string[],
   waitMs: number,
 ): string[] {
   const owed = owedCompletions(records);
   return cqs.map((cq) => {
     const min = owed.get(cq) ?? 0;
-    return kvCommand("poll", { cq, min, timeout: min > 0 ? waitMs : 0 });
+    return commandLine("poll", { cq, min, timeout: min > 0 ? waitMs : 0 });
   });
 }

@@ -5,7 +5,7 @@
  */
 
 import type { StuckObservation } from "../oracle/observations.ts";
-import type { KvRecord } from "../protocol/trace.ts";
+import type { TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
 import type { ExecutorOutcome } from "./executor.ts";
 import { settleCommands } from "./settle.ts";
@@ -22,19 +22,19 @@ export interface CommandRunner {
   /** empties the trace (a scenario's trace starts here) */
   clear(): Promise<void>;
   /** sends the lines, waits up to timeoutMs for all of them; `stuck` when they did not finish */
-  run(lines: readonly string[], timeoutMs: number): Promise<{ records: KvRecord[]; stuck?: StuckCommand }>;
+  run(lines: readonly string[], timeoutMs: number): Promise<{ records: TraceRecord[]; stuck?: StuckCommand }>;
 }
 
 /** What the suite carries out itself between the executor's steps. */
 export interface StepwiseHooks {
   /** arms a fault step on the device (the trace so far names the QPs); throws when it cannot */
-  fault?(step: CompiledStep, records: readonly KvRecord[]): Promise<void>;
+  fault?(step: CompiledStep, records: readonly TraceRecord[]): Promise<void>;
 }
 
 const SETTLE_WAIT_MS = 2000;
 const TEARDOWN_TIMEOUT_MS = 30_000;
 
-function failedCommands(records: readonly KvRecord[]): string[] {
+function failedCommands(records: readonly TraceRecord[]): string[] {
   return records.flatMap((r) =>
     r.ev === "done" && r.rc !== 0 ? [`${r.op}: rc ${r.rc}${r.err ? ` (${r.err})` : ""}`] : [],
   );
@@ -45,7 +45,7 @@ export async function runStepwise(
   compiled: CompiledScenario,
   hooks: StepwiseHooks = {},
 ): Promise<ExecutorOutcome> {
-  const records: KvRecord[] = [];
+  const records: TraceRecord[] = [];
   const stuck: StuckObservation[] = [];
   const outcome = (error?: string): ExecutorOutcome => ({ records, stuck, ...(error ? { error } : {}) });
   const step = async (lines: readonly string[], timeoutMs: number, index: number): Promise<boolean> => {

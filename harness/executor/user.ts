@@ -11,8 +11,8 @@
  */
 
 import { HilError } from "../../util/errors.ts";
-import type { Observation, StuckObservation } from "../oracle/observations.ts";
-import type { KvRecord } from "../protocol/trace.ts";
+import type { StuckObservation } from "../oracle/observations.ts";
+import type { TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
 import type { ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
 import type { StepwiseHooks } from "./stepwise.ts";
@@ -30,20 +30,15 @@ const SETTLE_MS = 500;
 /** room for the process, SSH and teardown beyond the steps' own watchdogs */
 const RUN_MARGIN_MS = 30_000;
 
-/** The user executor's form of a line: kernel poll contexts dropped (its CQs are polled directly). */
-function userLine(line: string): string {
-  return line.startsWith("cq ") ? line.replace(/ poll=[a-z]+/, "") : line;
-}
-
 /** The settling pass at the end of a run: late completions, then a last poll of every CQ. */
 function settleLines(compiled: CompiledScenario): string[] {
   return [`sleep ms=${SETTLE_MS}`, ...compiled.cqs.map((cq) => `poll cq=${cq} min=0 timeout=0`)];
 }
 
-/** The hil-uverbs input for a scenario: kernel poll contexts dropped (polled directly here). */
+/** The hil-uverbs input for a scenario compiled for the user executor. */
 export function userLines(compiled: CompiledScenario): string[] {
   const steps = compiled.steps.flatMap((s) => s.commands);
-  return [...compiled.setup, ...steps, ...settleLines(compiled)].map(userLine);
+  return [...compiled.setup, ...steps, ...settleLines(compiled)];
 }
 
 /**
@@ -52,7 +47,7 @@ export function userLines(compiled: CompiledScenario): string[] {
  * last). faults[i] is the step armed between segments i and i+1.
  */
 export function userSegments(compiled: CompiledScenario): { segments: string[][]; faults: CompiledStep[] } {
-  const segments: string[][] = [compiled.setup.map(userLine)];
+  const segments: string[][] = [[...compiled.setup]];
   const faults: CompiledStep[] = [];
   for (const s of compiled.steps) {
     if (s.fault) {
@@ -60,9 +55,9 @@ export function userSegments(compiled: CompiledScenario): { segments: string[][]
       segments.push([]);
       continue;
     }
-    segments.at(-1)?.push(...s.commands.map(userLine));
+    segments.at(-1)?.push(...s.commands);
   }
-  segments.at(-1)?.push(...settleLines(compiled).map(userLine));
+  segments.at(-1)?.push(...settleLines(compiled));
   return { segments, faults };
 }
 
@@ -75,7 +70,7 @@ export function userTimeouts(compiled: CompiledScenario): { drainMs: number; run
 }
 
 /** The scenario step the n-th drain record of the run belongs to. */
-function drainStep(compiled: CompiledScenario, records: readonly KvRecord[], call: number): number {
+function drainStep(compiled: CompiledScenario, records: readonly TraceRecord[], call: number): number {
   const nth = records.filter((r) => r.ev === "drain").findIndex((r) => r.ev === "drain" && r.call === call);
   const drains = compiled.steps.filter((s) => s.kind === "drain");
   return drains[nth >= 0 ? nth : drains.length - 1]?.index ?? -1;
@@ -84,7 +79,7 @@ function drainStep(compiled: CompiledScenario, records: readonly KvRecord[], cal
 /** The step of the last command that started and did not finish (a killed run); -1: setup. */
 function unfinishedStep(
   compiled: CompiledScenario,
-  records: readonly KvRecord[],
+  records: readonly TraceRecord[],
 ): { step: number; op: string } {
   const cmds = records.flatMap((r) => (r.ev === "cmd" ? [r] : []));
   const done = new Set(records.flatMap((r) => (r.ev === "done" ? [r.id] : [])));
@@ -125,22 +120,16 @@ export function userOutcome(compiled: CompiledScenario, run: UverbsRun): Executo
       state: run.killed.state,
     });
   }
-  const markers: Observation[] = run.user.flatMap((u) =>
-    u.ev === "drain_marker"
-      ? [{ ev: "marker" as const, call: u.call, qp: u.qp, queue: u.queue, wr_id: u.wr_id, rc: u.rc }]
-      : [],
-  );
   const rejected = run.records.find((r) => r.ev === "reject");
   return {
     records: run.records,
     stuck,
-    extra: markers,
     ...(rejected?.ev === "reject" ? { error: `hil-uverbs refused ${rejected.line}: ${rejected.why}` } : {}),
   };
 }
 
 /** The setup commands that failed (the first setup.length commands of a run), as "op: rc N (err)". */
-function setupFailures(compiled: CompiledScenario, records: readonly KvRecord[]): string[] {
+function setupFailures(compiled: CompiledScenario, records: readonly TraceRecord[]): string[] {
   return records.flatMap((r) =>
     r.ev === "done" && r.id <= compiled.setup.length && r.rc !== 0
       ? [`${r.op}: rc ${r.rc}${r.err ? ` (${r.err})` : ""}`]

@@ -13,14 +13,14 @@ import { guestToolPath } from "../../guest/tools/build.ts";
 import type { ExecOptions, ExecResult, ExecStream, ExecStreamOptions } from "../../qemu/launch/ssh.ts";
 import { shellQuote, waitForStdout } from "../../qemu/launch/ssh.ts";
 import { HilError } from "../../util/errors.ts";
-import { type DoneRecord, type KvRecord, recordsOf } from "../protocol/trace.ts";
 import {
+  type DoneRecord,
   type HangRecord,
-  parseUverbsTrace,
-  type UverbsTrace,
-  type UvRecord,
+  parseTrace,
+  recordsOf,
+  type TraceRecord,
   wholeLines,
-} from "../protocol/user-trace.ts";
+} from "../protocol/trace.ts";
 
 export const UVERBS_BINARY = "hil-uverbs";
 
@@ -58,9 +58,8 @@ export interface UverbsKilled {
 }
 
 export interface UverbsRun {
-  records: KvRecord[];
-  user: UvRecord[];
-  all: (KvRecord | UvRecord)[];
+  /** every record it wrote, in order */
+  records: TraceRecord[];
   done: DoneRecord[];
   exitCode: number;
   stderr: string;
@@ -76,7 +75,7 @@ export interface UverbsPause {
   /** the segment whose commands are all done (0-based); the next is sent when the callback returns */
   segment: number;
   /** the trace so far */
-  trace: UverbsTrace;
+  trace: { records: TraceRecord[] };
 }
 
 const SAFE_LINE = /^[\x20-\x7e\t]*$/;
@@ -187,13 +186,13 @@ function finishRun(
   opts: UverbsRunOptions,
   interrupted?: UverbsRun["interrupted"],
 ): UverbsRun {
-  const trace = parseUverbsTrace(killed ? wholeLines(r.stdout) : r.stdout);
+  const records = parseTrace(killed ? wholeLines(r.stdout) : r.stdout, "hil-uverbs output");
   const run: UverbsRun = {
-    ...trace,
-    done: recordsOf(trace.records, "done"),
+    records,
+    done: recordsOf(records, "done"),
     exitCode: r.exitCode,
     stderr: r.stderr,
-    hang: trace.user.find((x): x is HangRecord => x.ev === "hang"),
+    hang: records.find((x): x is HangRecord => x.ev === "hang"),
     killed,
     ...(interrupted ? { interrupted } : {}),
   };
@@ -300,9 +299,8 @@ export async function runUverbsSegments(
         more =
           (segment.length === 0 || stream.write(text(segment))) &&
           (await waitForStdout(stream, () => done() >= sent));
-        const trace = parseUverbsTrace(wholeLines(stream.stdout));
-        if (trace.user.some((x) => x.ev === "hang") || trace.records.some((x) => x.ev === "reject"))
-          more = false;
+        const trace = { records: parseTrace(wholeLines(stream.stdout), "hil-uverbs output") };
+        if (trace.records.some((x) => x.ev === "hang" || x.ev === "reject")) more = false;
         if (!more) break;
         try {
           await between({ segment: i, trace });

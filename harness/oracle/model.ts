@@ -2,7 +2,7 @@
  * The views of a trace the rules share: the QPs, every WR with its completions and the QP state
  * it was posted in, the drains, and which WRs must have completed by when.
  */
-import type { CqeRecord, KvRecord } from "../protocol/trace.ts";
+import type { CqeRecord, TraceRecord } from "../protocol/trace.ts";
 import { postedWrs, WC_SUCCESS, WC_WR_FLUSH_ERR } from "../protocol/trace.ts";
 
 export type QpState = "RESET" | "INIT" | "RTR" | "RTS" | "SQD" | "SQE" | "ERR" | "UNKNOWN";
@@ -86,7 +86,7 @@ export function drainCovers(d: Drain, q: Queue): boolean {
 }
 
 /** One trace record as evidence: the record as the trace has it, prefixed with its index. */
-export function quote(records: readonly KvRecord[], at: number): string {
+export function quote(records: readonly TraceRecord[], at: number): string {
   return `#${at} ${JSON.stringify(records[at])}`;
 }
 
@@ -98,7 +98,7 @@ export class TraceModel {
   readonly drains: Drain[] = [];
   private readonly transitions = new Map<string, Transition[]>();
 
-  constructor(readonly records: readonly KvRecord[]) {
+  constructor(readonly records: readonly TraceRecord[]) {
     this.collectQps();
     this.collectStates();
     this.collectWrs();

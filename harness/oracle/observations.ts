@@ -3,7 +3,7 @@
  * itself (a step past its watchdog with the worker's stack, kernel console events).
  */
 import type { ConsoleEventKind } from "../console/parse.ts";
-import type { KvRecord } from "../protocol/trace.ts";
+import type { TraceRecord } from "../protocol/trace.ts";
 
 export interface StuckObservation {
   ev: "stuck";
@@ -25,18 +25,6 @@ export interface ConsoleObservation {
   trace: string[];
 }
 
-/** The user executor's drain posted its marker (libibverbs has no ib_drain_*: it does what it does). */
-export interface MarkerObservation {
-  ev: "marker";
-  /** the drain's call */
-  call: number;
-  qp: string;
-  queue: "sq" | "rq";
-  wr_id: number;
-  /** the post's return: 0 or a negative errno */
-  rc: number;
-}
-
 /** A device fault the suite armed at a step (the erdma model's fault API). */
 export interface FaultObservation {
   ev: "fault";
@@ -46,9 +34,9 @@ export interface FaultObservation {
   spec: Record<string, unknown>;
 }
 
-export type Observation = StuckObservation | ConsoleObservation | MarkerObservation | FaultObservation;
+export type Observation = StuckObservation | ConsoleObservation | FaultObservation;
 
 export interface ScenarioTrace {
-  records: readonly KvRecord[];
+  records: readonly TraceRecord[];
   observations: readonly Observation[];
 }

@@ -1,11 +1,14 @@
 /**
- * The in-kernel executor's trace (guest/kverbs, /sys/kernel/debug/hil_kverbs/trace): JSON lines,
- * each with "seq" (never goes back), "ns" (since the module loaded) and "ev". This file is the
- * schema of every record and the parser that checks a trace against it, plus the first
- * derived views the oracle builds on (which WRs were posted, which completions came back).
+ * The executors' trace: JSON lines, each with "seq" (never goes back), "ns" (since the executor
+ * started) and "ev". hil_kverbs writes it to /sys/kernel/debug/hil_kverbs/trace, hil-uverbs to its
+ * stdout; both write the same records, but for the few only one of them can (a drain's marker is
+ * seen by both, in their own way: "how"). This file is the schema of every record and the parser
+ * that checks a trace against it, plus the first derived views the oracle builds on (which WRs
+ * were posted, which completions came back).
  */
 import { z } from "zod";
 import { HilError } from "../../util/errors.ts";
+import { DRAIN_TARGETS, POLL_CONTEXTS, POST_OPS } from "./commands.ts";
 
 const base = {
   seq: z.number().int().nonnegative(),
@@ -16,20 +19,6 @@ const base = {
 const int = z.number().int();
 const uint = z.number().int().nonnegative();
 const queue = z.enum(["sq", "rq"]);
-
-/** The operations of post records: post_send's op= values, and recv. */
-export const POST_OPS = [
-  "send",
-  "send_imm",
-  "write",
-  "write_imm",
-  "read",
-  "reg_mr",
-  "local_inv",
-  "send_inv",
-  "recv",
-] as const;
-export type PostOp = (typeof POST_OPS)[number];
 
 const hello = z.strictObject({
   ...base,
@@ -79,7 +68,7 @@ const create = z.strictObject({
   local_dma_lkey: uint.optional(),
   rkey: uint.optional(),
   // cq
-  poll: z.enum(["direct", "softirq", "workqueue", "unbound"]).optional(),
+  poll: z.enum(POLL_CONTEXTS).optional(),
   depth: uint.optional(),
   cqe: uint.optional(),
   // qp
@@ -213,6 +202,8 @@ const modify = z.strictObject({
   call: uint,
   qp: z.string(),
   state: z.string(),
+  /** "drain": the ERR transition a drain made (ib_drain_*'s own ib_modify_qp, seen by the executor) */
+  by: z.literal("drain").optional(),
 });
 const modifyRet = z.strictObject({ ...base, ev: z.literal("modify_ret"), call: uint, rc: int });
 const query = z.strictObject({
@@ -228,9 +219,60 @@ const drain = z.strictObject({
   ev: z.literal("drain"),
   call: uint,
   qp: z.string(),
-  which: z.enum(["qp", "sq", "rq"]),
+  which: z.enum(DRAIN_TARGETS),
 });
-const drainRet = z.strictObject({ ...base, ev: z.literal("drain_ret"), call: uint, us: uint });
+const drainRet = z.strictObject({
+  ...base,
+  ev: z.literal("drain_ret"),
+  call: uint,
+  us: uint,
+  /** the QP's state queried right after the drain returned */
+  state: z.string().optional(),
+});
+/**
+ * A drain posted its marker WR on a queue: "kernel", ib_drain_*'s own post seen by hil_kverbs
+ * (which watches the device's post_send/post_recv while a drain runs); "user", hil-uverbs' drain.
+ */
+const drainMarker = z.strictObject({
+  ...base,
+  ev: z.literal("drain_marker"),
+  /** the drain's call */
+  call: uint,
+  qp: z.string(),
+  queue,
+  how: z.enum(["kernel", "user"]),
+  /** the marker's wr_id as the device saw it (the user drain's; the kernel's marker has none) */
+  wr_id: uint.optional(),
+  /** the post's return: 0 or a negative errno */
+  rc: int,
+});
+/** The marker's completion, in completion order among the cqe records. */
+const drainMarkerCqe = z.strictObject({
+  ...base,
+  ev: z.literal("drain_marker_cqe"),
+  call: uint,
+  cq: z.string(),
+  qp: z.string(),
+  queue,
+  status: uint,
+  status_name: z.string(),
+  opcode: uint,
+  opcode_name: z.string(),
+  qp_num: uint,
+  vendor_err: uint,
+});
+/** hil-uverbs: a drain's marker did not complete within the drain timeout; the run ended there. */
+const hang = z.strictObject({
+  ...base,
+  ev: z.literal("hang"),
+  call: uint,
+  qp: z.string(),
+  op: z.literal("drain"),
+  which: z.enum(DRAIN_TARGETS),
+  queue,
+  cq: z.string(),
+  waited_ms: uint,
+});
 const disconnect = z.strictObject({ ...base, ev: z.literal("disconnect"), qp: z.string(), rc: int });
 const bench = z.strictObject({
   ...base,
@@ -258,7 +300,7 @@ const bench = z.strictObject({
 });
 const overflow = z.strictObject({ ...base, ev: z.literal("overflow") });
 
-export const kvRecordSchema = z.discriminatedUnion("ev", [
+export const traceRecordSchema = z.discriminatedUnion("ev", [
   hello,
   ibdev,
   cmd,
@@ -279,34 +321,43 @@ export const kvRecordSchema = z.discriminatedUnion("ev", [
   query,
   drain,
   drainRet,
+  drainMarker,
+  drainMarkerCqe,
+  hang,
   disconnect,
   bench,
   overflow,
 ]);
 
-export type KvRecord = z.infer<typeof kvRecordSchema>;
-export type KvEvent = KvRecord["ev"];
-export type KvRecordOf<E extends KvEvent> = Extract<KvRecord, { ev: E }>;
-export type CqeRecord = KvRecordOf<"cqe">;
-export type DoneRecord = KvRecordOf<"done">;
-export type BenchRecord = KvRecordOf<"bench">;
-export type MrRecord = KvRecordOf<"mr">;
+export type TraceRecord = z.infer<typeof traceRecordSchema>;
+export type TraceEvent = TraceRecord["ev"];
+export type TraceRecordOf<E extends TraceEvent> = Extract<TraceRecord, { ev: E }>;
+export type CqeRecord = TraceRecordOf<"cqe">;
+export type DoneRecord = TraceRecordOf<"done">;
+export type BenchRecord = TraceRecordOf<"bench">;
+export type MrRecord = TraceRecordOf<"mr">;
+export type HangRecord = TraceRecordOf<"hang">;
 
 /** The IB_WC_* status values the oracle names. */
 export const WC_SUCCESS = 0;
 export const WC_WR_FLUSH_ERR = 5;
 
+/** Drops an incomplete last line (a run killed from outside may leave one). */
+export function wholeLines(text: string): string {
+  return text.slice(0, text.lastIndexOf("\n") + 1);
+}
+
 /**
  * Parses trace text: every complete line must be a record of the schema. An incomplete last
  * line (no newline) is an error too: the module writes whole lines.
  */
-export function parseTrace(text: string, source = "hil_kverbs trace"): KvRecord[] {
+export function parseTrace(text: string, source = "hil_kverbs trace"): TraceRecord[] {
   if (text === "") return [];
   const lines = text.split("\n");
   if (lines.at(-1) !== "")
     throw new HilError("the trace ends in the middle of a line", { where: source, detail: lines.at(-1) });
   lines.pop();
-  const out: KvRecord[] = [];
+  const out: TraceRecord[] = [];
   lines.forEach((line, i) => {
     let json: unknown;
     try {
@@ -317,7 +368,7 @@ export function parseTrace(text: string, source = "hil_kverbs trace"): KvRecord[
         detail: `${(err as Error).message}\n${line}`,
       });
     }
-    const r = kvRecordSchema.safeParse(json);
+    const r = traceRecordSchema.safeParse(json);
     if (!r.success) {
       const issues = r.error.issues.map((x) => `${x.path.join(".") || "(record)"}: ${x.message}`);
       throw new HilError(`trace line ${i + 1} is not a valid record`, {
@@ -328,16 +379,16 @@ export function parseTrace(text: string, source = "hil_kverbs trace"): KvRecord[
     out.push(r.data);
   });
   for (let i = 1; i < out.length; i++) {
-    const prev = out[i - 1] as KvRecord;
-    const cur = out[i] as KvRecord;
+    const prev = out[i - 1] as TraceRecord;
+    const cur = out[i] as TraceRecord;
     if (cur.seq <= prev.seq)
       throw new HilError(`trace line ${i + 1}: seq ${cur.seq} after ${prev.seq}`, { where: source });
   }
   return out;
 }
 
-export function recordsOf<E extends KvEvent>(records: readonly KvRecord[], ev: E): KvRecordOf<E>[] {
-  return records.filter((r): r is KvRecordOf<E> => r.ev === ev);
+export function recordsOf<E extends TraceEvent>(records: readonly TraceRecord[], ev: E): TraceRecordOf<E>[] {
+  return records.filter((r): r is TraceRecordOf<E> => r.ev === ev);
 }
 
 /** One work request as the trace tells it: where it was posted and whether the call took it. */
@@ -372,7 +423,7 @@ function isSignaled(signal: string | undefined, indexInCommand: number, last: bo
  * Every WR of every post call, in posting order. A QP made with sig=all signals all its send WRs
  * whatever the post asked for.
  */
-export function postedWrs(records: readonly KvRecord[]): PostedWr[] {
+export function postedWrs(records: readonly TraceRecord[]): PostedWr[] {
   const sigAll = new Set(
     recordsOf(records, "create")
       .filter((c) => c.kind === "qp" && c.sig_all)
@@ -406,7 +457,7 @@ export function postedWrs(records: readonly KvRecord[]): PostedWr[] {
 }
 
 /** The completions of one QP's queue, in poll order. */
-export function completionsOf(records: readonly KvRecord[], qp: string, q: "sq" | "rq"): CqeRecord[] {
+export function completionsOf(records: readonly TraceRecord[], qp: string, q: "sq" | "rq"): CqeRecord[] {
   return recordsOf(records, "cqe").filter((c) => c.qp === qp && c.queue === q);
 }
 

@@ -8,7 +8,7 @@
  * see: a QP's first post and its first doorbell, its creation and the device's QP leaving "none",
  * its first ERR transition (modify or drain) and the device's QP entering ERROR.
  */
-import type { KvRecord } from "../protocol/trace.ts";
+import type { TraceRecord } from "../protocol/trace.ts";
 import type { HwEvent } from "../rundir/record.ts";
 
 export const LANES = [
@@ -87,7 +87,7 @@ function details(o: Record<string, unknown>, skip: readonly string[] = []): stri
 }
 
 /** The QP names of the trace and their numbers. */
-function qpNumbers(records: readonly KvRecord[]): Map<string, number> {
+function qpNumbers(records: readonly TraceRecord[]): Map<string, number> {
   const m = new Map<string, number>();
   for (const r of records)
     if (r.ev === "create" && r.kind === "qp" && r.qp_num !== undefined) m.set(r.name, r.qp_num);
@@ -96,7 +96,7 @@ function qpNumbers(records: readonly KvRecord[]): Map<string, number> {
 
 /** Offset (hardware ms minus verbs ms) from events both traces record; undefined without any. */
 export function alignClocks(
-  records: readonly KvRecord[],
+  records: readonly TraceRecord[],
   hw: readonly HwEvent[],
 ): { offsetMs: number; anchors: number } | undefined {
   const qpns = qpNumbers(records);
@@ -209,16 +209,16 @@ function hwLabel(e: HwEvent): string | undefined {
 }
 
 export function buildTimeline(
-  records: readonly KvRecord[],
+  records: readonly TraceRecord[],
   hw: readonly HwEvent[] | undefined,
   observations: ReadonlyArray<{ ev: string }> = [],
 ): Timeline {
   const marks: Mark[] = [];
-  const t0 = records.length > 0 ? (records[0] as KvRecord).ns / 1e6 : 0;
+  const t0 = records.length > 0 ? (records[0] as TraceRecord).ns / 1e6 : 0;
   const at = (ns: number) => ns / 1e6 - t0;
   const rets = new Map<number, { rc: number; bad: number | null }>();
   const modifyRets = new Map<number, number>();
-  const drainRets = new Map<number, KvRecord & { ev: "drain_ret" }>();
+  const drainRets = new Map<number, TraceRecord & { ev: "drain_ret" }>();
   for (const r of records) {
     if (r.ev === "post_ret") rets.set(r.call, { rc: r.rc, bad: r.bad });
     if (r.ev === "modify_ret") modifyRets.set(r.call, r.rc);

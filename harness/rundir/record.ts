@@ -11,7 +11,7 @@ import { readFile, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import { HilError } from "../../util/errors.ts";
-import { type KvRecord, parseTrace } from "../protocol/trace.ts";
+import { parseTrace, type TraceRecord } from "../protocol/trace.ts";
 import { VERDICTS } from "../verdict.ts";
 
 export const VERDICTS_FILE = "verdicts.json";
@@ -160,7 +160,7 @@ export async function loadRunDir(path: string): Promise<RunDir> {
 }
 
 /** A scenario's verbs trace (traces/<name>.jsonl), checked against the executor's schema. */
-export async function loadVerbsTrace(run: RunDir, s: RunScenario): Promise<KvRecord[] | undefined> {
+export async function loadVerbsTrace(run: RunDir, s: RunScenario): Promise<TraceRecord[] | undefined> {
   if (!s.trace) return undefined;
   const file = join(run.dir, s.trace);
   return parseTrace(await readText(file, "the scenario's verbs trace"), file);

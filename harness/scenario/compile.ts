@@ -3,8 +3,8 @@
  * test to a peer over rdma_cm on the guest's own address, then each step becomes one or more
  * commands with its own watchdog. Steps an executor cannot carry out are marked, not dropped.
  */
-import { kvCommand } from "../executor/kverbs-driver.ts";
-import type { FaultStep, Scenario, Step, StepKind } from "./schema.ts";
+import { commandLine } from "../protocol/commands.ts";
+import type { ExecutorKind, FaultStep, Scenario, Step, StepKind } from "./schema.ts";
 
 /** The verbs object names the compiled commands use. */
 export const NAMES = {
@@ -23,6 +23,8 @@ export interface CompileOptions {
   addr: string;
   /** the rdma_cm port of this scenario's connection */
   port: number;
+  /** the executor the lines are for (default kernel): the user executor polls every CQ directly */
+  executor?: ExecutorKind;
 }
 
 /** Why a step cannot run: the executor lacks it, or it needs a device model's fault API. */
@@ -84,15 +86,20 @@ function cqNames(s: Scenario): { send: string; recv: string } {
 
 function setupCommands(s: Scenario, opts: CompileOptions): string[] {
   const cq = cqNames(s);
+  const pollOf = (poll: string) => (opts.executor === "user" ? undefined : poll);
   const lines = [
-    kvCommand("device", { addr: opts.addr }),
-    kvCommand("pd", { name: NAMES.pd, rkey: "global" }),
+    commandLine("device", { addr: opts.addr }),
+    commandLine("pd", { name: NAMES.pd, rkey: "global" }),
   ];
   for (const name of new Set([cq.send, cq.recv]))
-    lines.push(kvCommand("cq", { name, depth: s.qp.cq_depth, poll: s.qp.poll }));
+    lines.push(commandLine("cq", { name, depth: s.qp.cq_depth, poll: pollOf(s.qp.poll) }));
   lines.push(
-    kvCommand("cq", { name: NAMES.peerCq, depth: Math.max(256, s.peer.sq + s.peer.rq), poll: s.peer.poll }),
-    kvCommand("listen", {
+    commandLine("cq", {
+      name: NAMES.peerCq,
+      depth: Math.max(256, s.peer.sq + s.peer.rq),
+      poll: pollOf(s.peer.poll),
+    }),
+    commandLine("listen", {
       name: NAMES.listener,
       addr: opts.addr,
       port: opts.port,
@@ -104,7 +111,7 @@ function setupCommands(s: Scenario, opts: CompileOptions): string[] {
       rq: s.peer.rq,
       buf: s.qp.buf,
     }),
-    kvCommand("connect", {
+    commandLine("connect", {
       name: NAMES.qp,
       addr: opts.addr,
       port: opts.port,
@@ -150,7 +157,7 @@ function compileStep(
         signal: s.qp.sig_all && p.on === "qp" ? "all" : p.signal,
       },
       commands: [
-        kvCommand("post_send", {
+        commandLine("post_send", {
           qp: NAMES[p.on],
           wr_id: wrId,
           op: p.op,
@@ -169,7 +176,7 @@ function compileStep(
     return {
       posts: { qp: NAMES[p.on], queue: "rq", wrId, count: p.count, signal: "all" },
       commands: [
-        kvCommand("post_recv", {
+        commandLine("post_recv", {
           qp: NAMES[p.on],
           wr_id: wrId,
           count: p.count,
@@ -181,18 +188,18 @@ function compileStep(
     };
   }
   if ("modify" in step)
-    return { commands: [kvCommand("modify", { qp: NAMES[step.modify.on], state: step.modify.state })] };
+    return { commands: [commandLine("modify", { qp: NAMES[step.modify.on], state: step.modify.state })] };
   if ("drain" in step)
-    return { commands: [kvCommand("drain", { qp: NAMES[step.drain.on], which: step.drain.which })] };
-  if ("query" in step) return { commands: [kvCommand("query", { qp: NAMES[step.query.on] })] };
+    return { commands: [commandLine("drain", { qp: NAMES[step.drain.on], which: step.drain.which })] };
+  if ("query" in step) return { commands: [commandLine("query", { qp: NAMES[step.query.on] })] };
   if ("poll" in step) {
     const name = step.poll.cq === "peer" ? NAMES.peerCq : cq[step.poll.cq];
     return {
-      commands: [kvCommand("poll", { cq: name, min: step.poll.min, timeout: step.poll.wait_ms })],
+      commands: [commandLine("poll", { cq: name, min: step.poll.min, timeout: step.poll.wait_ms })],
       waitMs: step.poll.wait_ms,
     };
   }
-  if ("sleep" in step) return { commands: [kvCommand("sleep", { ms: step.sleep })], waitMs: step.sleep };
+  if ("sleep" in step) return { commands: [commandLine("sleep", { ms: step.sleep })], waitMs: step.sleep };
   return { commands: [], fault: step.fault };
 }
 

@@ -3,6 +3,7 @@
  * peer, a list of steps, the oracle profiles that judge it, and where it is meant to run.
  */
 import { z } from "zod";
+import { DRAIN_TARGETS, POLL_CONTEXTS, QP_STATES, SEND_OPS } from "../protocol/commands.ts";
 
 export const ORACLE_PROFILES = ["ib", "iwarp-rdmac", "linux"] as const;
 export type OracleProfile = (typeof ORACLE_PROFILES)[number];
@@ -11,18 +12,6 @@ export type DriverName = (typeof DRIVERS)[number];
 export const EXECUTORS = ["kernel", "user"] as const;
 export type ExecutorKind = (typeof EXECUTORS)[number];
 
-export const QP_STATES = ["RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR"] as const;
-export const SEND_OPS = [
-  "send",
-  "send_imm",
-  "write",
-  "write_imm",
-  "read",
-  "reg_mr",
-  "local_inv",
-  "send_inv",
-] as const;
-export type SendOp = (typeof SEND_OPS)[number];
 export const FAULT_KINDS = [
   "error-wqe",
   "drop-cqe",
@@ -89,7 +78,7 @@ const modify = z.strictObject({
   timeout_ms: ms.optional(),
 });
 const drain = z.strictObject({
-  drain: z.strictObject({ on: side, which: z.enum(["qp", "sq", "rq"]).default("qp") }),
+  drain: z.strictObject({ on: side, which: z.enum(DRAIN_TARGETS).default("qp") }),
   timeout_ms: ms.optional(),
 });
 const poll = z.strictObject({
@@ -187,7 +176,7 @@ export const qpSetupSchema = z.strictObject({
   /** shared: one CQ for both queues; separate: a send CQ and a receive CQ */
   cq: z.enum(["shared", "separate"]).default("shared"),
   cq_depth: z.number().int().min(1).max(65536).default(256),
-  poll: z.enum(["direct", "softirq", "workqueue", "unbound"]).default("direct"),
+  poll: z.enum(POLL_CONTEXTS).default("direct"),
   /** IB_SIGNAL_ALL_WR: every send WR is signaled whatever the post asks */
   sig_all: z.boolean().default(false),
   buf: z.number().int().min(64).max(65536).default(4096),
@@ -197,7 +186,7 @@ export type QpSetup = z.infer<typeof qpSetupSchema>;
 const peerSchema = z.strictObject({
   sq: depth.default(64),
   rq: depth.default(256),
-  poll: z.enum(["direct", "softirq", "workqueue", "unbound"]).default("softirq"),
+  poll: z.enum(POLL_CONTEXTS).default("softirq"),
 });
 
 /** a rule of DESIGN.md (1-9), or the harness's own: "hang" (a step past its watchdog), "console" */

@@ -8,7 +8,7 @@
  */
 import type { ControlReply } from "../../qemu/erdma/control.ts";
 import { TraceModel } from "../oracle/model.ts";
-import { type KvRecord, postedWrs, recordsOf } from "../protocol/trace.ts";
+import { postedWrs, recordsOf, type TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
 import { NAMES } from "../scenario/compile.ts";
 import { CQE_FAULTS, type FaultStep } from "../scenario/schema.ts";
@@ -70,7 +70,7 @@ interface Pending {
  * queue that is not in ERR, unsignaled WRs are left out (a successful one writes no CQE).
  */
 export function pendingWrs(
-  records: readonly KvRecord[],
+  records: readonly TraceRecord[],
   compiled: CompiledScenario,
   stepIndex: number,
   qp: string,
@@ -96,7 +96,7 @@ export function pendingWrs(
 }
 
 /** The QP's number as the device knows it (the trace's create record). */
-export function qpNumber(records: readonly KvRecord[], qp: string): number {
+export function qpNumber(records: readonly TraceRecord[], qp: string): number {
   const created = recordsOf(records, "create")
     .filter((c) => c.kind === "qp" && c.name === qp)
     .at(-1);
@@ -112,7 +112,7 @@ export function qpNumber(records: readonly KvRecord[], qp: string): number {
 export function translateFault(
   step: CompiledStep,
   compiled: CompiledScenario,
-  records: readonly KvRecord[],
+  records: readonly TraceRecord[],
 ): Record<string, unknown> {
   const f = step.fault;
   if (!f) throw new FaultTranslationError(`step ${step.index + 1} is not a fault`);
@@ -160,7 +160,7 @@ export async function armFault(
   control: DeviceControl,
   step: CompiledStep,
   compiled: CompiledScenario,
-  records: readonly KvRecord[],
+  records: readonly TraceRecord[],
 ): Promise<ArmedFault> {
   const spec = translateFault(step, compiled, records);
   const reply = await control.control({ op: "fault", fault: spec });

@@ -225,12 +225,12 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
   await mkdir(join(opts.runDir, TRACE_DIR), { recursive: true });
   const factory = opts.executorFactory ?? executorFactory(opts.executor);
   const external = opts.driver === "erdma" ? opts.deviceSocket : undefined;
-  const todo: Array<{ r: Repetition; profiles: OracleProfile[] }> = [];
+  const todo: Array<{ r: Repetition; profiles: OracleProfile[]; compiled: CompiledScenario }> = [];
   for (const r of runs) {
     const s = r.scenario;
     const profiles = profilesFor(s, opts.profiles);
     const plan = planScenario(s, opts);
-    const compiled = compileScenario(s, { addr: GUEST_ADDR, port: r.port });
+    const compiled = compileScenario(s, { addr: GUEST_ADDR, port: r.port, executor: opts.executor });
     const steps = plan.run ? planSteps(compiled, opts) : plan;
     if (profiles.length === 0) report.scenarios.push(notRun(r, [], "SKIP", "no oracle profile selected"));
     else if (!plan.run) report.scenarios.push(notRun(r, profiles, plan.verdict, plan.reason));
@@ -239,7 +239,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
     else if (external && compiled.steps.some((x) => x.fault))
       report.scenarios.push(notRun(r, profiles, "SKIP", externalFaultReason(external)));
     else if (!steps.run) report.scenarios.push(notRun(r, profiles, steps.verdict, steps.reason));
-    else todo.push({ r, profiles });
+    else todo.push({ r, profiles, compiled });
   }
   const finish = (): SuiteReport => {
     const order = new Map(runs.map((r, i) => [r.name, i]));
@@ -273,7 +273,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
         }
         session = started.session;
       }
-      const compiled = compileScenario(r.scenario, { addr: GUEST_ADDR, port: r.port });
+      const { compiled } = item;
       const control = controlOf(session.guest.device);
       if (compiled.steps.some((x) => x.fault) && !control) {
         const ext = session.guest.externalDevice;
@@ -400,7 +400,7 @@ async function observeScenario(session: GuestSession, compiled: CompiledScenario
   } catch (err) {
     outcome = { records: [], stuck: [], error: err instanceof Error ? err.message : String(err) };
   }
-  const observations: Observation[] = [...outcome.stuck, ...(outcome.extra ?? []), ...faults];
+  const observations: Observation[] = [...outcome.stuck, ...faults];
   for (const e of parseConsole(session.guest.consoleLog().slice(consoleFrom)))
     observations.push({ ev: "console", kind: e.kind, text: e.text, trace: e.trace });
   return { ...outcome, observations, durationMs: Date.now() - started };

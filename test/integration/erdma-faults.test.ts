@@ -7,12 +7,13 @@ import { join } from "node:path";
 import t from "tap";
 import { buildGuestToolsLayer } from "../../guest/tools/build.ts";
 import { type BootedGuest, bootPrepared } from "../../harness/boot.ts";
-import { KverbsDriver, kvCommand } from "../../harness/executor/kverbs-driver.ts";
+import { KverbsDriver } from "../../harness/executor/kverbs-driver.ts";
 import { buildInitramfs } from "../../harness/image/initramfs.ts";
 import { buildGuestModulesLayer } from "../../harness/image/kmod.ts";
 import { buildKverbsModule } from "../../harness/image/kverbs-module.ts";
 import { buildKernel } from "../../harness/kernel/build.ts";
 import { readTrace } from "../../harness/probe/expectations.ts";
+import { commandLine } from "../../harness/protocol/commands.ts";
 import { completionsOf, recordsOf, WC_WR_FLUSH_ERR } from "../../harness/protocol/trace.ts";
 import { ensureQemu } from "../../qemu/provision/qemu.ts";
 
@@ -42,12 +43,12 @@ t.test("faults through the control channel, debian:6.12", async (t) => {
   if (!device) throw new Error("no device attached");
   const kv = await KverbsDriver.load(guest, mod, { inImage: true });
   const setup = await kv.run([
-    kvCommand("device", { addr: IP }),
-    kvCommand("pd", { name: "pd0", rkey: "global" }),
-    kvCommand("cq", { name: "cqa", depth: 256, poll: "direct" }),
-    kvCommand("cq", { name: "cqb", depth: 256, poll: "direct" }),
-    kvCommand("listen", { name: "L", addr: IP, port: 7474, qp: "b", pd: "pd0", scq: "cqb", rcq: "cqb" }),
-    kvCommand("connect", { name: "a", addr: IP, port: 7474, pd: "pd0", scq: "cqa", rcq: "cqa" }),
+    commandLine("device", { addr: IP }),
+    commandLine("pd", { name: "pd0", rkey: "global" }),
+    commandLine("cq", { name: "cqa", depth: 256, poll: "direct" }),
+    commandLine("cq", { name: "cqb", depth: 256, poll: "direct" }),
+    commandLine("listen", { name: "L", addr: IP, port: 7474, qp: "b", pd: "pd0", scq: "cqb", rcq: "cqb" }),
+    commandLine("connect", { name: "a", addr: IP, port: 7474, pd: "pd0", scq: "cqa", rcq: "cqa" }),
   ]);
   const qpn = (name: string) =>
     recordsOf(setup.records, "create").find((c) => c.kind === "qp" && c.name === name)?.qp_num;
@@ -63,12 +64,12 @@ t.test("faults through the control channel, debian:6.12", async (t) => {
     t.match(armed, { ok: true, id: 1 });
     const r = await kv.run(
       [
-        kvCommand("post_recv", { qp: "b", wr_id: 100, count: 8 }),
-        kvCommand("post_send", { qp: "a", wr_id: 1, count: 4, len: 64, signal: "all" }),
-        kvCommand("poll", { cq: "cqa", min: 4, timeout: 5000 }),
-        kvCommand("poll", { cq: "cqb", min: 1, timeout: 5000 }),
+        commandLine("post_recv", { qp: "b", wr_id: 100, count: 8 }),
+        commandLine("post_send", { qp: "a", wr_id: 1, count: 4, len: 64, signal: "all" }),
+        commandLine("poll", { cq: "cqa", min: 4, timeout: 5000 }),
+        commandLine("poll", { cq: "cqb", min: 1, timeout: 5000 }),
         // the async event comes through the AEQ interrupt, beside the polled completions
-        kvCommand("sleep", { ms: 500 }),
+        commandLine("sleep", { ms: 500 }),
       ],
       { check: false },
     );
@@ -101,9 +102,9 @@ t.test("faults through the control channel, debian:6.12", async (t) => {
     );
     const r = await kv.run(
       [
-        kvCommand("post_recv", { qp: "b", wr_id: 200, count: 4 }),
-        kvCommand("modify", { qp: "b", state: "ERR" }),
-        kvCommand("poll", { cq: "cqb", min: 100, timeout: 2000 }),
+        commandLine("post_recv", { qp: "b", wr_id: 200, count: 4 }),
+        commandLine("modify", { qp: "b", state: "ERR" }),
+        commandLine("poll", { cq: "cqb", min: 100, timeout: 2000 }),
       ],
       { check: false },
     );

@@ -11,12 +11,13 @@ import { join } from "node:path";
 import t from "tap";
 import { buildGuestToolsLayer } from "../../guest/tools/build.ts";
 import { type BootedGuest, bootPrepared } from "../../harness/boot.ts";
-import { KverbsDriver, kvCommand } from "../../harness/executor/kverbs-driver.ts";
+import { KverbsDriver } from "../../harness/executor/kverbs-driver.ts";
 import { buildInitramfs } from "../../harness/image/initramfs.ts";
 import { buildGuestModulesLayer } from "../../harness/image/kmod.ts";
 import { buildKverbsModule } from "../../harness/image/kverbs-module.ts";
 import { buildKernel } from "../../harness/kernel/build.ts";
 import { readTrace } from "../../harness/probe/expectations.ts";
+import { commandLine } from "../../harness/protocol/commands.ts";
 import { completionsOf, postedWrs, WC_WR_FLUSH_ERR } from "../../harness/protocol/trace.ts";
 import { ensureQemu } from "../../qemu/provision/qemu.ts";
 import { processGone } from "../support/guest.ts";
@@ -65,11 +66,11 @@ for (const c of CASES) {
     const kv = await KverbsDriver.load(guest, booted.mod, { inImage: true });
 
     const setup = await kv.run([
-      kvCommand("device", { addr: GUEST_IP }),
-      kvCommand("pd", { name: "pd0", rkey: "global" }),
-      kvCommand("cq", { name: "cqa", depth: 256, poll: "direct" }),
-      kvCommand("cq", { name: "cqb", depth: 256, poll: "direct" }),
-      kvCommand("listen", {
+      commandLine("device", { addr: GUEST_IP }),
+      commandLine("pd", { name: "pd0", rkey: "global" }),
+      commandLine("cq", { name: "cqa", depth: 256, poll: "direct" }),
+      commandLine("cq", { name: "cqb", depth: 256, poll: "direct" }),
+      commandLine("listen", {
         name: "L",
         addr: GUEST_IP,
         port: 7471,
@@ -78,12 +79,12 @@ for (const c of CASES) {
         scq: "cqb",
         rcq: "cqb",
       }),
-      kvCommand("connect", { name: "a", addr: GUEST_IP, port: 7471, pd: "pd0", scq: "cqa", rcq: "cqa" }),
+      commandLine("connect", { name: "a", addr: GUEST_IP, port: 7471, pd: "pd0", scq: "cqa", rcq: "cqa" }),
       // data first: the pair works
-      kvCommand("post_recv", { qp: "b", wr_id: 100, count: 4 }),
-      kvCommand("post_send", { qp: "a", wr_id: 1, count: 4, len: 512, signal: "last" }),
-      kvCommand("poll", { cq: "cqb", min: 4, timeout: 10000 }),
-      kvCommand("poll", { cq: "cqa", min: 1, timeout: 10000 }),
+      commandLine("post_recv", { qp: "b", wr_id: 100, count: 4 }),
+      commandLine("post_send", { qp: "a", wr_id: 1, count: 4, len: 512, signal: "last" }),
+      commandLine("poll", { cq: "cqb", min: 4, timeout: 10000 }),
+      commandLine("poll", { cq: "cqa", min: 1, timeout: 10000 }),
     ]);
     t.equal(setup.done.length, 10, "the pair connects and moves data");
     t.same(
@@ -94,13 +95,13 @@ for (const c of CASES) {
 
     const outstanding = await kv.run(
       [
-        kvCommand("post_recv", { qp: "b", wr_id: 1000, count: 8 }),
+        commandLine("post_recv", { qp: "b", wr_id: 1000, count: 8 }),
         // a has no RECV posted: these SENDs stay outstanding on b's SQ
-        kvCommand("post_send", { qp: "b", wr_id: 500, count: 4, len: 64, signal: 2 }),
-        kvCommand("modify", { qp: "b", state: "ERR" }),
-        kvCommand("post_recv", { qp: "b", wr_id: 2000, count: 3 }),
-        kvCommand("post_send", { qp: "b", wr_id: 600, count: 2, len: 64, signal: "none" }),
-        kvCommand("poll", { cq: "cqb", min: 17, timeout: 4000 }),
+        commandLine("post_send", { qp: "b", wr_id: 500, count: 4, len: 64, signal: 2 }),
+        commandLine("modify", { qp: "b", state: "ERR" }),
+        commandLine("post_recv", { qp: "b", wr_id: 2000, count: 3 }),
+        commandLine("post_send", { qp: "b", wr_id: 600, count: 2, len: 64, signal: "none" }),
+        commandLine("poll", { cq: "cqb", min: 17, timeout: 4000 }),
       ],
       { check: false },
     );
@@ -146,7 +147,7 @@ for (const c of CASES) {
       );
     }
 
-    const drain = await kv.run([kvCommand("drain", { qp: "b", which: "qp" })], {
+    const drain = await kv.run([commandLine("drain", { qp: "b", which: "qp" })], {
       check: false,
       timeoutMs: 8000,
     });

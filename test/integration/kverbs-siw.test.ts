@@ -9,17 +9,18 @@
 // objects, no module, no thread, no QEMU, no temp dir.
 import { existsSync } from "node:fs";
 import t from "tap";
-import { addSiwLink, KverbsDriver, kvCommand } from "../../harness/executor/kverbs-driver.ts";
+import { addSiwLink, KverbsDriver } from "../../harness/executor/kverbs-driver.ts";
 import { buildInitramfs } from "../../harness/image/initramfs.ts";
 import { buildGuestModulesLayer } from "../../harness/image/kmod.ts";
 import { buildKverbsModule } from "../../harness/image/kverbs-module.ts";
 import { buildKernel } from "../../harness/kernel/build.ts";
+import { commandLine } from "../../harness/protocol/commands.ts";
 import {
   completionsOf,
-  type KvRecord,
   payloadSum,
   postedWrs,
   recordsOf,
+  type TraceRecord,
   WC_SUCCESS,
   WC_WR_FLUSH_ERR,
 } from "../../harness/protocol/trace.ts";
@@ -35,7 +36,7 @@ const KERNELS = (process.env.HIL_KVERBS_KERNELS ?? "debian:6.12,debian:6.1,debia
 const GUEST_IP = "10.0.2.15";
 const PORT = 7471;
 
-function cqeIds(records: readonly KvRecord[], qp: string, q: "sq" | "rq"): number[] {
+function cqeIds(records: readonly TraceRecord[], qp: string, q: "sq" | "rq"): number[] {
   return completionsOf(records, qp, q).map((c) => c.wr_id);
 }
 
@@ -75,11 +76,11 @@ for (const base of KERNELS) {
 
     await t.test("a loopback RC pair connects over rdma_cm", async (t) => {
       const r = await kv.run([
-        kvCommand("device", { addr: GUEST_IP }),
-        kvCommand("pd", { name: "pd0", rkey: "global" }),
-        kvCommand("cq", { name: "cqa", depth: 256, poll: "direct" }),
-        kvCommand("cq", { name: "cqb", depth: 256, poll: "softirq" }),
-        kvCommand("listen", {
+        commandLine("device", { addr: GUEST_IP }),
+        commandLine("pd", { name: "pd0", rkey: "global" }),
+        commandLine("cq", { name: "cqa", depth: 256, poll: "direct" }),
+        commandLine("cq", { name: "cqb", depth: 256, poll: "softirq" }),
+        commandLine("listen", {
           name: "L",
           addr: GUEST_IP,
           port: PORT,
@@ -90,9 +91,9 @@ for (const base of KERNELS) {
           sq: 64,
           rq: 64,
         }),
-        kvCommand("connect", { name: "a", addr: GUEST_IP, port: PORT, pd: "pd0", scq: "cqa", rcq: "cqa" }),
-        kvCommand("query", { qp: "a" }),
-        kvCommand("query", { qp: "b" }),
+        commandLine("connect", { name: "a", addr: GUEST_IP, port: PORT, pd: "pd0", scq: "cqa", rcq: "cqa" }),
+        commandLine("query", { qp: "a" }),
+        commandLine("query", { qp: "b" }),
       ]);
       t.equal(r.done.length, 8, "every command done");
       t.equal(recordsOf(r.records, "device")[0]?.name, "siw0", "the address resolves to siw0");
@@ -111,12 +112,12 @@ for (const base of KERNELS) {
 
     await t.test("SEND/RECV moves the payloads; WRITE completes", async (t) => {
       const r = await kv.run([
-        kvCommand("post_recv", { qp: "b", wr_id: 100, count: 8 }),
-        kvCommand("post_send", { qp: "a", wr_id: 1, count: 8, len: 256, signal: 4 }),
-        kvCommand("poll", { cq: "cqa", min: 2, timeout: 10000 }),
-        kvCommand("poll", { cq: "cqb", min: 8, timeout: 10000 }),
-        kvCommand("post_send", { qp: "a", op: "write", wr_id: 50, count: 2, len: 128 }),
-        kvCommand("poll", { cq: "cqa", min: 2, timeout: 10000 }),
+        commandLine("post_recv", { qp: "b", wr_id: 100, count: 8 }),
+        commandLine("post_send", { qp: "a", wr_id: 1, count: 8, len: 256, signal: 4 }),
+        commandLine("poll", { cq: "cqa", min: 2, timeout: 10000 }),
+        commandLine("poll", { cq: "cqb", min: 8, timeout: 10000 }),
+        commandLine("post_send", { qp: "a", op: "write", wr_id: 50, count: 2, len: 128 }),
+        commandLine("poll", { cq: "cqa", min: 2, timeout: 10000 }),
       ]);
       const recvs = completionsOf(r.records, "b", "rq");
       t.same(
@@ -155,12 +156,12 @@ for (const base of KERNELS) {
       async (t) => {
         // the storage pattern of the 2022 thread: fast-register a buffer (unsignaled), then a signaled send
         const r = await kv.run([
-          kvCommand("post_recv", { qp: "b", wr_id: 800, count: 2 }),
-          kvCommand("post_send", { qp: "a", op: "reg_mr", wr_id: 710, mr: 0, signal: "none" }),
-          kvCommand("post_send", { qp: "a", wr_id: 711, len: 64 }),
-          kvCommand("poll", { cq: "cqa", min: 1, timeout: 10000 }),
-          kvCommand("post_send", { qp: "a", op: "local_inv", wr_id: 712, mr: 0 }),
-          kvCommand("post_send", {
+          commandLine("post_recv", { qp: "b", wr_id: 800, count: 2 }),
+          commandLine("post_send", { qp: "a", op: "reg_mr", wr_id: 710, mr: 0, signal: "none" }),
+          commandLine("post_send", { qp: "a", wr_id: 711, len: 64 }),
+          commandLine("poll", { cq: "cqa", min: 1, timeout: 10000 }),
+          commandLine("post_send", { qp: "a", op: "local_inv", wr_id: 712, mr: 0 }),
+          commandLine("post_send", {
             qp: "a",
             op: "reg_mr",
             wr_id: 713,
@@ -168,14 +169,14 @@ for (const base of KERNELS) {
             access: "local_write",
             len: 512,
           }),
-          kvCommand("poll", { cq: "cqa", min: 2, timeout: 10000 }),
+          commandLine("poll", { cq: "cqa", min: 2, timeout: 10000 }),
           // b registers its MR 2; a's SEND_WITH_INV asks b's side to invalidate it
-          kvCommand("post_send", { qp: "b", op: "reg_mr", wr_id: 720, mr: 2 }),
+          commandLine("post_send", { qp: "b", op: "reg_mr", wr_id: 720, mr: 2 }),
           // b's REG_MR is local and done at once; cqb is polled once, at the end, for all three
-          kvCommand("sleep", { ms: 200 }),
-          kvCommand("post_send", { qp: "a", op: "send_inv", wr_id: 714, mr: 2, len: 32 }),
-          kvCommand("poll", { cq: "cqa", min: 1, timeout: 10000 }),
-          kvCommand("poll", { cq: "cqb", min: 3, timeout: 10000 }),
+          commandLine("sleep", { ms: 200 }),
+          commandLine("post_send", { qp: "a", op: "send_inv", wr_id: 714, mr: 2, len: 32 }),
+          commandLine("poll", { cq: "cqa", min: 1, timeout: 10000 }),
+          commandLine("poll", { cq: "cqb", min: 3, timeout: 10000 }),
         ]);
         const posts = recordsOf(r.records, "post").filter((p) => p.qp === "a");
         t.same(
@@ -247,10 +248,10 @@ for (const base of KERNELS) {
       );
       const r = await kv.run(
         [
-          kvCommand("post_recv", { qp: "b", wr_id: 900, count: 6, batch: 3, bad: 1 }),
-          kvCommand("post_send", { qp: "a", wr_id: 950, count: 4, bad: 2 }),
-          kvCommand("poll", { cq: "cqa", min: 2, timeout: 10000 }),
-          kvCommand("poll", { cq: "cqb", min: 2, timeout: 10000 }),
+          commandLine("post_recv", { qp: "b", wr_id: 900, count: 6, batch: 3, bad: 1 }),
+          commandLine("post_send", { qp: "a", wr_id: 950, count: 4, bad: 2 }),
+          commandLine("poll", { cq: "cqa", min: 2, timeout: 10000 }),
+          commandLine("poll", { cq: "cqb", min: 2, timeout: 10000 }),
         ],
         { check: false },
       );
@@ -314,13 +315,13 @@ for (const base of KERNELS) {
       const N = 16;
       const r = await kv.run(
         [
-          kvCommand("post_recv", { qp: "b", wr_id: 1000, count: N, batch: 5 }),
-          kvCommand("modify", { qp: "b", state: "ERR" }),
-          kvCommand("drain", { qp: "b", which: "qp" }),
-          kvCommand("query", { qp: "b" }),
+          commandLine("post_recv", { qp: "b", wr_id: 1000, count: N, batch: 5 }),
+          commandLine("modify", { qp: "b", state: "ERR" }),
+          commandLine("drain", { qp: "b", which: "qp" }),
+          commandLine("query", { qp: "b" }),
           // posted in ERROR: flushed too (IB 11.4.1.1, C10-42)
-          kvCommand("post_recv", { qp: "b", wr_id: 2000, count: 3 }),
-          kvCommand("poll", { cq: "cqb", min: 3, timeout: 10000 }),
+          commandLine("post_recv", { qp: "b", wr_id: 2000, count: 3 }),
+          commandLine("poll", { cq: "cqb", min: 3, timeout: 10000 }),
         ],
         { timeoutMs: 60_000 },
       );
@@ -376,10 +377,10 @@ for (const base of KERNELS) {
     await t.test("drain sq: sends posted in ERROR are flushed, unsignaled ones too, in order", async (t) => {
       const r = await kv.run(
         [
-          kvCommand("modify", { qp: "a", state: "ERR" }),
-          kvCommand("post_send", { qp: "a", wr_id: 3000, count: 4, signal: "none" }),
-          kvCommand("post_send", { qp: "a", wr_id: 3004, count: 2, signal: "all" }),
-          kvCommand("drain", { qp: "a", which: "sq" }),
+          commandLine("modify", { qp: "a", state: "ERR" }),
+          commandLine("post_send", { qp: "a", wr_id: 3000, count: 4, signal: "none" }),
+          commandLine("post_send", { qp: "a", wr_id: 3004, count: 2, signal: "all" }),
+          commandLine("drain", { qp: "a", which: "sq" }),
         ],
         { timeoutMs: 60_000 },
       );
@@ -412,7 +413,7 @@ for (const base of KERNELS) {
     });
 
     await t.test("a command past its time leaves the worker stuck, with its stack", async (t) => {
-      const r = await kv.run([kvCommand("sleep", { ms: 4000 })], { timeoutMs: 500, check: false });
+      const r = await kv.run([commandLine("sleep", { ms: 4000 })], { timeoutMs: 500, check: false });
       t.ok(r.stuck, "reported stuck");
       t.equal(r.stuck?.status.busy?.op, "sleep");
       t.match(r.stuck?.stack ?? "", /msleep|schedule/, "the worker's kernel stack");

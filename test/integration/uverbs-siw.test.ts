@@ -250,14 +250,14 @@ t.test("hil-uverbs on siw, debian:6.12", async (t) => {
       const drain = recordsOf(records, "drain")[0];
       t.same(drain && [drain.qp, drain.which], ["a", "sq"], "drain sq of a");
       const at = (ev: string) =>
-        run.all.findIndex((r) => r.ev === ev && "call" in r && r.call === drain?.call);
-      const marker = run.user.find((r) => r.ev === "drain_marker");
+        run.records.findIndex((r) => r.ev === ev && "call" in r && r.call === drain?.call);
+      const marker = run.records.find((r) => r.ev === "drain_marker");
       t.same(
         marker && [marker.qp, marker.queue, marker.how, marker.rc],
         ["a", "sq", "user", 0],
         "the marker WR is posted and the post returns 0 (rule 9)",
       );
-      const modifyBefore = run.all
+      const modifyBefore = run.records
         .slice(at("drain") + 1, at("drain_marker"))
         .filter((r) => r.ev === "modify_ret")
         .at(-1);

@@ -2,8 +2,8 @@
 // the derived views (posted WRs with their signaled flags and bad_wr, completions per queue,
 // payload sums). The sample lines are records hil_kverbs wrote in a debian:6.12 guest on siw.
 import t from "tap";
-import { kvCommand } from "../../harness/executor/kverbs-driver.ts";
 import { errorLines, warningLines } from "../../harness/image/kmod.ts";
+import { commandLine } from "../../harness/protocol/commands.ts";
 import {
   completionsOf,
   parseTrace,
@@ -125,10 +125,10 @@ t.test("payload sums match what the module computed", async (t) => {
 
 t.test("command lines", async (t) => {
   t.equal(
-    kvCommand("post_send", { qp: "a", wr_id: 1, len: undefined, op: "write" }),
+    commandLine("post_send", { qp: "a", wr_id: 1, len: undefined, op: "write" }),
     "post_send qp=a wr_id=1 op=write",
   );
-  t.equal(kvCommand("reset"), "reset");
+  t.equal(commandLine("reset"), "reset");
 });
 
 t.test("compiler output: errors with their source line, warnings", async (t) => {

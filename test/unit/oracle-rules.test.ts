@@ -6,7 +6,7 @@ import t from "tap";
 import { combineVerdicts, judgeTrace, RULES, type RuleVerdict } from "../../harness/oracle/judge.ts";
 import type { Observation } from "../../harness/oracle/observations.ts";
 import type { RuleId } from "../../harness/oracle/rule.ts";
-import { type KvRecord, kvRecordSchema } from "../../harness/protocol/trace.ts";
+import { type TraceRecord, traceRecordSchema } from "../../harness/protocol/trace.ts";
 import type { OracleProfile } from "../../harness/scenario/schema.ts";
 
 const FLUSH = 5;
@@ -28,14 +28,14 @@ interface QpOpts {
 
 /** Writes records the way hil_kverbs does: seq counting up, post/post_ret pairs, cqe with its call. */
 class TraceBuilder {
-  readonly records: KvRecord[] = [];
+  readonly records: TraceRecord[] = [];
   private call = 0;
   private readonly callOf = new Map<string, { call: number; op: string }>();
   private readonly qps = new Map<string, Required<QpOpts>>();
 
   private push(fields: Record<string, unknown>): number {
     const seq = this.records.length;
-    this.records.push(kvRecordSchema.parse({ seq, ns: seq * 1000, ...fields }));
+    this.records.push(traceRecordSchema.parse({ seq, ns: seq * 1000, ...fields }));
     return seq;
   }
 

@@ -172,3 +172,24 @@ t.test("--scenario patterns", async (t) => {
   t.same(matchScenarioFiles(`${dir}/*.yaml`), [join(dir, "a.yaml"), join(dir, "b.yaml")]);
   await t.rejects(selectScenarios(`${dir}/*.yaml`), { message: /scenario name "a" is also the name of/ });
 });
+
+t.test(
+  "lines are compiled for their executor: the user executor's CQs carry no kernel poll context",
+  async (t) => {
+    const s = parseScenario(
+      ["description: d", "covers: [5]", "qp: { poll: softirq }", "steps:", "  - drain: {}"].join("\n"),
+      "p.yaml",
+    );
+    const kernel = compileScenario(s, { addr: "10.0.2.15", port: 7600 });
+    const user = compileScenario(s, { addr: "10.0.2.15", port: 7600, executor: "user" });
+    t.same(
+      kernel.setup.filter((l) => l.startsWith("cq ")),
+      ["cq name=cq depth=256 poll=softirq", "cq name=pcq depth=320 poll=softirq"],
+    );
+    t.same(
+      user.setup.filter((l) => l.startsWith("cq ")),
+      ["cq name=cq depth=256", "cq name=pcq depth=320"],
+    );
+    t.same(user.steps, kernel.steps, "the steps are the same");
+  },
+);

@@ -7,7 +7,7 @@ import t from "tap";
 import { executorFactory } from "../../harness/executor/registry.ts";
 import { owedCompletions, settleCommands } from "../../harness/executor/settle.ts";
 import { type CommandRunner, runStepwise, type StuckCommand } from "../../harness/executor/stepwise.ts";
-import { type KvRecord, kvRecordSchema } from "../../harness/protocol/trace.ts";
+import { type TraceRecord, traceRecordSchema } from "../../harness/protocol/trace.ts";
 import { renderScenarioTable } from "../../harness/report/scenario-table.ts";
 import { compileScenario } from "../../harness/scenario/compile.ts";
 import { parseScenario } from "../../harness/scenario/load.ts";
@@ -86,9 +86,9 @@ class ScriptedRunner implements CommandRunner {
   constructor(
     private readonly respond: (
       lines: readonly string[],
-      mk: (f: Record<string, unknown>) => KvRecord,
+      mk: (f: Record<string, unknown>) => TraceRecord,
     ) => {
-      records?: KvRecord[];
+      records?: TraceRecord[];
       stuck?: StuckCommand;
     },
   ) {}
@@ -99,7 +99,8 @@ class ScriptedRunner implements CommandRunner {
 
   async run(lines: readonly string[], timeoutMs: number) {
     this.calls.push({ lines, timeoutMs });
-    const mk = (f: Record<string, unknown>) => kvRecordSchema.parse({ seq: this.seq++, ns: this.seq, ...f });
+    const mk = (f: Record<string, unknown>) =>
+      traceRecordSchema.parse({ seq: this.seq++, ns: this.seq, ...f });
     const r = this.respond(lines, mk);
     return { records: r.records ?? [], ...(r.stuck ? { stuck: r.stuck } : {}) };
   }
@@ -213,7 +214,7 @@ t.test("a failed setup is an error; so is an executor that throws", async (t) =>
 });
 
 t.test("owed completions per CQ", async (t) => {
-  const mk = (seq: number, f: Record<string, unknown>) => kvRecordSchema.parse({ seq, ns: seq, ...f });
+  const mk = (seq: number, f: Record<string, unknown>) => traceRecordSchema.parse({ seq, ns: seq, ...f });
   const records = [
     mk(0, { ...QP, scq: "scq", rcq: "rcq" }),
     mk(1, { ev: "post", call: 1, qp: "qp", queue: "rq", op: "recv", wr_id: 1, count: 2, index: 0, len: 8 }),

@@ -9,8 +9,7 @@ import { join } from "node:path";
 import t from "tap";
 import { buildGuestTool } from "../../guest/tools/build.ts";
 import { UVERBS_BINARY, UVERBS_EXIT } from "../../harness/executor/uverbs-driver.ts";
-import { recordsOf } from "../../harness/protocol/trace.ts";
-import { parseUverbsTrace } from "../../harness/protocol/user-trace.ts";
+import { parseTrace, recordsOf } from "../../harness/protocol/trace.ts";
 
 t.setTimeout(120_000);
 
@@ -51,7 +50,7 @@ t.test("bad lines and kernel-only commands: reject records naming the line, noth
     ].join("\n"),
   );
   t.equal(r.code, UVERBS_EXIT.rejected);
-  const tr = parseUverbsTrace(r.stdout);
+  const tr = { records: parseTrace(r.stdout) };
   t.same(
     recordsOf(tr.records, "reject").map((x) => x.why),
     [
@@ -77,7 +76,7 @@ t.test("bad lines and kernel-only commands: reject records naming the line, noth
 t.test("commands run in order, a failure does not stop the rest; ';' separates too", async (t) => {
   const r = await runHost("device name=nosuch\npd name=p; sleep ms=5 ;query qp=x\ndrain qp=x which=both\n");
   t.equal(r.code, UVERBS_EXIT.commandFailed);
-  const tr = parseUverbsTrace(r.stdout);
+  const tr = { records: parseTrace(r.stdout) };
   t.same(
     recordsOf(tr.records, "cmd").map((c) => c.line),
     ["device name=nosuch", "pd name=p", "sleep ms=5", "query qp=x", "drain qp=x which=both"],
@@ -102,7 +101,7 @@ t.test("options and files", async (t) => {
   const r = await runHost("", ["-w", "500", file]);
   t.equal(r.code, 0);
   t.same(
-    recordsOf(parseUverbsTrace(r.stdout).records, "done").map((d) => d.op),
+    recordsOf(parseTrace(r.stdout), "done").map((d) => d.op),
     ["sleep"],
   );
   const bad = await runHost("", ["-w", "0"]);
@@ -129,7 +128,7 @@ t.test(
     );
     t.equal(r.code, UVERBS_EXIT.rejected);
     t.same(
-      recordsOf(parseUverbsTrace(r.stdout).records, "reject").map((x) => x.why),
+      recordsOf(parseTrace(r.stdout), "reject").map((x) => x.why),
       [
         "line 2: post_send: not run by the user executor: op=reg_mr is fast registration (IB_WR_REG_MR), a kernel verb; libibverbs has no IBV_WR_REG_MR",
         "line 3: post_send: not run by the user executor: op=local_inv (IBV_WR_LOCAL_INV) needs a memory window or fast-registered MR, which it does not make; libsiw and liberdma refuse the opcode",

@@ -13,7 +13,7 @@ import {
   runUverbsSegments,
   UVERBS_EXIT,
 } from "../../harness/executor/uverbs-driver.ts";
-import type { KvRecord } from "../../harness/protocol/trace.ts";
+import type { TraceRecord } from "../../harness/protocol/trace.ts";
 import { compileScenario } from "../../harness/scenario/compile.ts";
 import { parseScenario } from "../../harness/scenario/load.ts";
 import type { ExecOptions, ExecResult, ExecStream } from "../../qemu/launch/ssh.ts";
@@ -195,7 +195,7 @@ t.test("segments: each is written once the ones before are done and the callback
         segment,
         writes: p?.writes.length ?? -1,
         dones: trace.records.flatMap((r) => (r.ev === "done" ? [r.id] : [])),
-        lastEv: trace.all.at(-1)?.ev,
+        lastEv: trace.records.at(-1)?.ev,
       });
       await sleep(20);
     },
@@ -320,7 +320,7 @@ t.test("a stuck command: the watchdog collects its stack and kills it", async (t
     /cat '\/tmp\/hil-uverbs-[0-9a-f]{12}\.pid'/,
     "by the pid file the streaming command wrote",
   );
-  t.same(evs(run.all), ["hello", "cmd", "done", "cmd"], "what it wrote before the kill");
+  t.same(evs(run.records), ["hello", "cmd", "done", "cmd"], "what it wrote before the kill");
   t.equal(run.exitCode, 137);
   await t.rejects(
     runUverbsSegments(fakeGuest(), [["stuck"], ["sleep ms=1"]], () => {}, { timeoutMs: 50 }),
@@ -389,7 +389,7 @@ t.test("the user executor arms each fault with the records so far", async (t) =>
   const exec = await UserExecutor.load(g);
   const armed: Array<{ step: number; lastLine?: string; written: number }> = [];
   const outcome = await exec.runScenario(c, {
-    fault: async (step, records: readonly KvRecord[]) => {
+    fault: async (step, records: readonly TraceRecord[]) => {
       const cmds = records.flatMap((r) => (r.ev === "cmd" ? [r.line] : []));
       armed.push({ step: step.index, lastLine: cmds.at(-1), written: g.procs[0]?.writes.length ?? -1 });
     },

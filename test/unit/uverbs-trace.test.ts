@@ -3,7 +3,7 @@
 // (results, refusals, failed commands, hangs, and the host-side kill with its evidence).
 import t from "tap";
 import { runUverbs, UVERBS_EXIT, uverbsCommand } from "../../harness/executor/uverbs-driver.ts";
-import { parseUverbsTrace, USER_ONLY_EVENTS, wholeLines } from "../../harness/protocol/user-trace.ts";
+import { parseTrace, wholeLines } from "../../harness/protocol/trace.ts";
 import type { ExecOptions, ExecResult } from "../../qemu/launch/ssh.ts";
 
 const lines = (records: object[]) => records.map((r) => `${JSON.stringify(r)}\n`).join("");
@@ -43,48 +43,32 @@ const HANG = {
   waited_ms: 3001,
 };
 
-t.test("parseUverbsTrace", async (t) => {
-  t.same(USER_ONLY_EVENTS, ["drain_marker", "drain_marker_cqe", "hang"]);
-  const tr = parseUverbsTrace(
+t.test("the user drain's records are records of the one trace schema", async (t) => {
+  const records = parseTrace(
     lines([HELLO, ...DRAIN, MARKER_CQE, { seq: 6, ns: 7, ev: "drain_ret", call: 5, us: 40 }]),
   );
   t.same(
-    tr.records.map((r) => r.ev),
-    ["hello", "drain", "modify", "modify_ret", "drain_ret"],
-    "the kernel executor's kinds go through parseTrace",
+    records.map((r) => r.ev),
+    ["hello", "drain", "modify", "modify_ret", "drain_marker", "drain_marker_cqe", "drain_ret"],
+    "every kind parsed, in order",
   );
-  t.same(
-    tr.user.map((r) => r.ev),
-    ["drain_marker", "drain_marker_cqe"],
-    "the user drain's kinds are parsed here",
-  );
-  t.same(
-    tr.all.map((r) => r.seq),
-    [0, 1, 2, 3, 4, 5, 6],
-    "all of them in seq order",
-  );
-  t.same(parseUverbsTrace(""), { records: [], user: [], all: [] });
-
-  t.throws(() => parseUverbsTrace(lines([HELLO, { ...HANG, waited_ms: -1 }])), {
+  t.same(parseTrace(""), []);
+  t.throws(() => parseTrace(lines([HELLO, { ...HANG, waited_ms: -1 }])), {
     message: /line 2 is not a valid record/,
     detail: /waited_ms/,
   });
-  t.throws(() => parseUverbsTrace(lines([HELLO, { ...DRAIN[3], how: "kernel" }])), {
+  t.throws(() => parseTrace(lines([HELLO, { ...DRAIN[3], how: "firmware" }])), {
     message: /line 2 is not a valid record/,
     detail: /how/,
   });
   t.throws(
-    () => parseUverbsTrace(lines([HELLO, { ...DRAIN[0], extra: 1 }])),
-    {
-      message: /not a valid record/,
-    },
-    "a known kind with a field its schema lacks is refused by parseTrace",
+    () => parseTrace(lines([HELLO, { ...DRAIN[0], extra: 1 }])),
+    { message: /not a valid record/ },
+    "a known kind with a field its schema lacks is refused",
   );
-  t.throws(() => parseUverbsTrace(lines([HELLO, { ...HANG, seq: 0 }])), {
-    message: /two records with seq 0/,
-  });
-  t.throws(() => parseUverbsTrace(`${JSON.stringify(HELLO)}`), { message: /middle of a line/ });
-  t.throws(() => parseUverbsTrace("{not json\n"), { message: /not JSON/ });
+  t.throws(() => parseTrace(lines([HELLO, { ...HANG, seq: 0 }])), { message: /seq 0 after 0/ });
+  t.throws(() => parseTrace(`${JSON.stringify(HELLO)}`), { message: /middle of a line/ });
+  t.throws(() => parseTrace("{not json\n"), { message: /not JSON/ });
   t.equal(wholeLines('{"a":1}\n{"b"'), '{"a":1}\n', "an incomplete last line is dropped");
   t.equal(wholeLines("partial"), "");
 });
@@ -193,7 +177,7 @@ t.test("runUverbs", async (t) => {
   );
   t.equal(k.exitCode, 137);
   t.same(
-    k.all.map((x) => x.ev),
+    k.records.map((x) => x.ev),
     ["hello", "cmd"],
     "the whole lines written before the kill",
   );

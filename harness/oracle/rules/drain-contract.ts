@@ -19,16 +19,17 @@ export const rule9: Rule = {
     const problems: Problem[] = [];
     for (const d of model.drains) {
       const call = model.records[d.at];
-      const failedMarkers = observations.filter(
-        (o) => o.ev === "marker" && call?.ev === "drain" && o.call === call.call && o.rc !== 0,
+      const failedMarkers = model.records.flatMap((m, at) =>
+        m.ev === "drain_marker" && call?.ev === "drain" && m.call === call.call && m.rc !== 0
+          ? [{ m, at }]
+          : [],
       );
       if (failedMarkers.length > 0) {
-        for (const m of failedMarkers)
-          if (m.ev === "marker")
-            problems.push({
-              reason: `the ${m.queue} drain marker of ${d.qp} was refused (post returned ${m.rc}): the drain cannot wait for it (__ib_drain_${m.queue} WARNs and returns)`,
-              evidence: [quote(model.records, d.at), `marker: ${JSON.stringify(m)}`],
-            });
+        for (const { m, at } of failedMarkers)
+          problems.push({
+            reason: `the ${m.queue} drain marker of ${d.qp} was refused (post returned ${m.rc}): the drain cannot wait for it (__ib_drain_${m.queue} WARNs and returns)`,
+            evidence: [quote(model.records, d.at), quote(model.records, at)],
+          });
         continue;
       }
       if (d.retAt === undefined) {
