@@ -6,7 +6,7 @@
 export const VERDICTS = ["PASS", "FAIL", "ERROR", "MISS", "SKIP", "XFAIL", "XPASS"] as const;
 export type Verdict = (typeof VERDICTS)[number];
 
-export interface CheckResult {
+export type CheckResult = {
   id: string;
   title: string;
   verdict: Verdict;
@@ -14,7 +14,7 @@ export interface CheckResult {
   reason: string;
   /** quoted evidence: output lines, console lines */
   evidence?: string[];
-}
+};
 
 /**
  * Exit codes of `hil run`: 0 every verdict PASS, SKIP, XFAIL or XPASS; 1 a check or rule FAILed;

@@ -6,21 +6,13 @@
  *   node --import tsx harness/bench/suite.ts [-- hil run arguments...]
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { readRunRecord } from "../rundir/read.ts";
 
 const HIL = fileURLToPath(new URL("../../bin/hil", import.meta.url));
-
-interface Record {
-  scenarios: Array<{ name: string; outcome?: { run?: boolean } }>;
-  timings: { bootMs: number; runMs: number; judgeMs: number };
-  wallMs: number;
-  boots: number;
-  release: string;
-  executor: string;
-}
 
 async function main(): Promise<void> {
   const extra = process.argv.slice(2).filter((a) => a !== "--");
@@ -34,9 +26,10 @@ async function main(): Promise<void> {
       child.stderr?.pipe(process.stderr);
     });
     const wall = Date.now() - started;
-    const r = JSON.parse(readFileSync(join(dir, "verdicts.json"), "utf8")) as Record;
-    const ran = r.scenarios.filter((s) => s.outcome?.run !== false).length;
-    const { bootMs, runMs, judgeMs } = r.timings;
+    const r = await readRunRecord(dir);
+    const scenarios = r.scenarios ?? [];
+    const { bootMs, runMs, judgeMs } = r.timings ?? { bootMs: 0, runMs: 0, judgeMs: 0 };
+    const ran = scenarios.filter((s) => s.outcome === undefined).length;
     const other = Math.max(0, wall - bootMs - runMs - judgeMs);
     const pct = (ms: number) => `${((100 * ms) / wall).toFixed(1)}%`.padStart(7);
     const line = (label: string, ms: number) =>
@@ -44,7 +37,7 @@ async function main(): Promise<void> {
     process.stdout.write(
       [
         `hil run ${extra.join(" ")} (Linux ${r.release}, ${r.executor} executor): exit ${code}`,
-        `${ran} of ${r.scenarios.length} scenarios ran on ${r.boots} boot(s): ${(ran / (runMs / 1000)).toFixed(2)} scenarios/s executing, ${(ran / (wall / 1000)).toFixed(2)} scenarios/s overall`,
+        `${ran} of ${scenarios.length} scenarios ran on ${r.boots} boot(s): ${(ran / (runMs / 1000)).toFixed(2)} scenarios/s executing, ${(ran / (wall / 1000)).toFixed(2)} scenarios/s overall`,
         "",
         line("wall (the whole command)", wall),
         line("boot (guest up, device probes)", bootMs),

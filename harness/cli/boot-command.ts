@@ -2,7 +2,8 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { progress } from "../../util/progress.ts";
 import { bootPrepared, DEFAULT_GUEST_MAC, prepareGuest } from "../boot.ts";
-import { addDeviceOptions, bootDevice, type DeviceOptionValues, deviceOptions } from "./device-options.ts";
+import { bootDevice } from "../device.ts";
+import { addDeviceOptions, type DeviceOptionValues, deviceOptions } from "./device-options.ts";
 import { addKernelOptions, type KernelOptionValues, kernelRequest, parseSeconds } from "./kernel-options.ts";
 
 interface BootOptionValues extends KernelOptionValues, DeviceOptionValues {

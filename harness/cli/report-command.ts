@@ -10,7 +10,7 @@ import { renderJunit } from "../report/junit.ts";
 import { renderKcidb } from "../report/kcidb.ts";
 import { renderKtap } from "../report/ktap.ts";
 import { summaryLine } from "../report/table.ts";
-import { loadRunDir, type RunDir } from "../rundir/record.ts";
+import { loadRunDir, type RunDir } from "../rundir/read.ts";
 
 export const REPORT_FORMATS = ["ktap", "junit", "kcidb", "html"] as const;
 export type ReportFormat = (typeof REPORT_FORMATS)[number];

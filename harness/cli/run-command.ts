@@ -1,10 +1,8 @@
-import { mkdir, writeFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
-import { DEFAULT_GUEST_MAC, prepareGuest, withGuest } from "../boot.ts";
-import { runSmokeChecks } from "../probe/checks.ts";
+import { DEFAULT_GUEST_MAC } from "../boot.ts";
 import { renderRepeatedTable, renderScenarioTable } from "../report/scenario-table.ts";
 import { renderVerdictTable } from "../report/table.ts";
 import {
@@ -15,23 +13,12 @@ import {
   ORACLE_PROFILES,
   type OracleProfile,
 } from "../scenario/schema.ts";
-import { selectScenarios } from "../scenario/select.ts";
 import { HW_TRACE_FILE } from "../suite/hw-trace.ts";
-import { planScenario } from "../suite/plan.ts";
 import { MAX_REPEAT } from "../suite/repeat.ts";
-import { runSuite, suiteResults } from "../suite/suite.ts";
-import { type CheckResult, exitCodeFor } from "../verdict.ts";
-import { recordSeries } from "../workflows/series-record.ts";
-import {
-  addDeviceOptions,
-  bootDevice,
-  type ChosenDevice,
-  type DeviceOptionValues,
-  deviceOptions,
-  recordedDevice,
-  smokeDevice,
-} from "./device-options.ts";
-import { addKernelOptions, type KernelOptionValues, kernelRequest } from "./kernel-options.ts";
+import { exitCodeFor } from "../verdict.ts";
+import { type JobRecord, type JobSpec, runJob } from "../workflows/job.ts";
+import { addDeviceOptions, type DeviceOptionValues, deviceOptions } from "./device-options.ts";
+import { addKernelOptions, type KernelOptionValues } from "./kernel-options.ts";
 
 /** The hardware trace of the emulated device, in the run directory (hw-trace-<n>.jsonl after a reboot). */
 export { HW_TRACE_FILE };
@@ -68,11 +55,6 @@ export function repeatCount(value: string): number {
  */
 function smokeOnly(opts: RunOptionValues): boolean {
   return !opts.device && opts.driver === undefined;
-}
-
-/** The emulated device keeps its hardware trace in the run directory; an external one has none. */
-function withRunTrace(device: ChosenDevice | undefined, runDir: string): ChosenDevice | undefined {
-  return device?.kind === "emulated" ? { ...device, traceFile: join(runDir, HW_TRACE_FILE) } : device;
 }
 
 function defaultRunDir(): string {
@@ -152,142 +134,46 @@ export function register(program: Command): void {
       ].join("\n"),
     );
   addDeviceOptions(addKernelOptions(cmd)).action(async (opts: RunOptionValues) => {
-    if (!smokeOnly(opts)) return runDrainSuite(opts);
-    if ((opts.repeat ?? 1) > 1)
+    const probeOnly = smokeOnly(opts);
+    if (probeOnly && (opts.repeat ?? 1) > 1)
       throw new HilError(
         "--repeat repeats the drain suite's scenarios; --no-device without --driver runs the smoke checks alone",
       );
-    const runDir = opts.runDir ? resolve(opts.runDir) : defaultRunDir();
-    const device = withRunTrace(deviceOptions(opts), runDir);
-    await mkdir(runDir, { recursive: true });
-    const prepared = await prepareGuest(kernelRequest(opts));
-    const consolePath = join(runDir, "console.log");
-    const step = progress.step(`[run] ${prepared.kernel.describe}`);
-    let results: CheckResult[];
-    try {
-      results = await withGuest(
-        prepared,
-        {
-          keepConsole: consolePath,
-          mac: opts.mac ?? DEFAULT_GUEST_MAC,
-          device: bootDevice(device),
-        },
-        (guest) =>
-          runSmokeChecks(guest, {
-            release: prepared.kernel.release,
-            device: smokeDevice(device, device?.kind === "emulated" ? device.traceFile : undefined),
-          }),
-      );
-      step.succeed();
-    } catch (err) {
-      step.fail();
-      results = [
-        {
-          id: "guest-boot",
-          title: "the guest boots and answers over SSH",
-          verdict: "ERROR",
-          reason: err instanceof Error ? (err.message.split("\n")[0] ?? "") : String(err),
-          evidence:
-            err instanceof Error && "format" in err
-              ? String((err as { format(): string }).format()).split("\n")
-              : [],
-        },
-      ];
-    }
-    const record = {
-      kernel: prepared.kernel.describe,
-      release: prepared.kernel.release,
-      device: recordedDevice(device, HW_TRACE_FILE),
-      results,
+    const driver = opts.driver ?? "erdma";
+    // contradictions first (--device-socket with --no-device or --driver siw, --profile with siw)
+    const device = deviceOptions(opts, probeOnly ? {} : { driver });
+    if (!probeOnly && driver === "erdma" && !device)
+      throw new HilError("--driver erdma needs the emulated device (drop --no-device, or use --driver siw)");
+    const spec: JobSpec = {
+      kernel: opts.kernel,
+      ...(opts.series ? { series: opts.series } : {}),
+      ...(opts.config.length > 0 ? { configs: opts.config } : {}),
+      driver,
+      executor: opts.executor ?? "kernel",
+      ...(device?.kind === "emulated" ? { deviceProfile: device.profileName } : {}),
+      scenarios: opts.scenario ?? "*",
+      ...(opts.oracle ? { oracle: opts.oracle } : {}),
     };
-    await writeFile(join(runDir, "verdicts.json"), `${JSON.stringify(record, null, 2)}\n`);
+    const runDir = opts.runDir ? resolve(opts.runDir) : defaultRunDir();
+    const record = await runJob(spec, {
+      runDir,
+      meantOnly: opts.scenario === undefined,
+      device: device ?? null,
+      ...(opts.mac ? { mac: opts.mac } : {}),
+      ...(opts.repeat && opts.repeat > 1 ? { repeat: opts.repeat } : {}),
+      probeOnly,
+    });
     if (opts.json) process.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
-    else process.stdout.write(renderVerdictTable(results));
+    else process.stdout.write(renderRunTable(record));
     progress.info(`[run] run directory: ${runDir}`);
-    process.exitCode = exitCodeFor(results);
+    process.exitCode = exitCodeFor(record.results);
   });
 }
 
-async function runDrainSuite(opts: RunOptionValues): Promise<void> {
-  const driver = opts.driver ?? "erdma";
-  const executor = opts.executor ?? "kernel";
-  // contradictions first (--device-socket with --no-device or --driver siw, --profile with siw)
-  const chosen = deviceOptions(opts, { driver });
-  if (driver === "erdma" && !chosen)
-    throw new HilError("--driver erdma needs the emulated device (drop --no-device, or use --driver siw)");
-  const runDir = opts.runDir ? resolve(opts.runDir) : defaultRunDir();
-  const device = withRunTrace(chosen, runDir);
-  const target = {
-    driver,
-    executor,
-    ...(device?.kind === "emulated" ? { deviceProfile: device.profileName } : {}),
-  };
-  const deviceName = device?.kind === "emulated" ? `/${device.profileName}` : device ? "/external" : "";
-  let scenarios = await selectScenarios(opts.scenario);
-  if (opts.scenario === undefined) {
-    const meant = scenarios.filter((s) => planScenario(s, target).run);
-    if (meant.length < scenarios.length)
-      progress.info(
-        `[run] ${scenarios.length - meant.length} scenario(s) not meant for ${driver}/${executor}${deviceName} left out`,
-      );
-    scenarios = meant;
-  }
-  await mkdir(runDir, { recursive: true });
-  const prepared = await prepareGuest(kernelRequest(opts));
-  const series = opts.series ? await recordSeries(opts.series, runDir) : undefined;
-  let report: Awaited<ReturnType<typeof runSuite>>;
-  let results: CheckResult[];
-  const started = Date.now();
-  try {
-    report = await runSuite({
-      prepared,
-      scenarios,
-      runDir,
-      ...target,
-      ...(device?.kind === "emulated" && device.traceFile ? { hwTraceFile: device.traceFile } : {}),
-      ...(device?.kind === "external" ? { deviceSocket: device.socketPath } : {}),
-      ...(opts.mac ? { mac: opts.mac } : {}),
-      ...(opts.oracle ? { profiles: opts.oracle } : {}),
-      ...(opts.repeat && opts.repeat > 1 ? { repeat: opts.repeat } : {}),
-      probe: (guest, traceFile) =>
-        runSmokeChecks(guest, { release: prepared.kernel.release, device: smokeDevice(device, traceFile) }),
-    });
-    results = suiteResults(report);
-  } catch (err) {
-    report = { driver, executor, scenarios: [], boots: 0, timings: { bootMs: 0, runMs: 0, judgeMs: 0 } };
-    results = [
-      {
-        id: "suite",
-        title: "the drain suite runs",
-        verdict: "ERROR",
-        reason: err instanceof Error ? (err.message.split("\n")[0] ?? "") : String(err),
-        evidence:
-          err instanceof Error && "format" in err
-            ? String((err as { format(): string }).format()).split("\n")
-            : [],
-      },
-    ];
-  }
-  const record = {
-    kernel: prepared.kernel.describe,
-    release: prepared.kernel.release,
-    ...report,
-    device: recordedDevice(device, HW_TRACE_FILE),
-    ...(series ? { series } : {}),
-    startedAt: new Date(started).toISOString(),
-    wallMs: Date.now() - started,
-    results,
-  };
-  await writeFile(join(runDir, "verdicts.json"), `${JSON.stringify(record, null, 2)}\n`);
-  if (opts.json) process.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
-  else
-    process.stdout.write(
-      results.some((r) => r.id === "suite")
-        ? renderVerdictTable(results)
-        : report.stability
-          ? renderRepeatedTable(results, report.stability)
-          : renderScenarioTable(results),
-    );
-  progress.info(`[run] run directory: ${runDir}`);
-  process.exitCode = exitCodeFor(results);
+/** The verdict table: per check for the probe stage alone or a broken suite, else per scenario. */
+function renderRunTable(record: JobRecord): string {
+  const results = record.results;
+  if (record.scenarios === undefined || results.some((r) => r.id === "suite"))
+    return renderVerdictTable(results);
+  return record.stability ? renderRepeatedTable(results, record.stability) : renderScenarioTable(results);
 }

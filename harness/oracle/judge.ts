@@ -32,19 +32,19 @@ export const RULES: readonly Rule[] = [
   consoleRule,
 ];
 
-export interface RuleVerdict extends RuleResult {
+export type RuleVerdict = RuleResult & {
   rule: RuleId;
   title: string;
   citation: string;
   /** the known driver bug that made this rule an XFAIL or XPASS */
   knownBug?: { reference: string; note: string };
-}
+};
 
-export interface ProfileJudgement {
+export type ProfileJudgement = {
   profile: OracleProfile;
   verdict: Verdict;
   rules: RuleVerdict[];
-}
+};
 
 const PRECEDENCE: readonly Verdict[] = ["FAIL", "ERROR", "MISS", "XFAIL", "XPASS", "PASS", "SKIP"];
 

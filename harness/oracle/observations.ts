@@ -5,7 +5,7 @@
 import type { ConsoleEventKind } from "../console/parse.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 
-export interface StuckObservation {
+export type StuckObservation = {
   ev: "stuck";
   /** the scenario step (0-based), or -1 for setup */
   step: number;
@@ -16,23 +16,23 @@ export interface StuckObservation {
   stack: string;
   /** its scheduler state, e.g. "D (disk sleep)" */
   state: string;
-}
+};
 
-export interface ConsoleObservation {
+export type ConsoleObservation = {
   ev: "console";
   kind: ConsoleEventKind;
   text: string;
   trace: string[];
-}
+};
 
 /** A device fault the suite armed at a step (the erdma model's fault API). */
-export interface FaultObservation {
+export type FaultObservation = {
   ev: "fault";
   step: number;
   kind: string;
   /** the FaultSpec sent to the device */
   spec: Record<string, unknown>;
-}
+};
 
 export type Observation = StuckObservation | ConsoleObservation | FaultObservation;
 

@@ -6,12 +6,12 @@ import type { Observation } from "./observations.ts";
 
 export type RuleId = "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9" | "hang" | "console";
 
-export interface RuleResult {
+export type RuleResult = {
   verdict: Verdict;
   reason: string;
   /** the offending trace records and observations, quoted */
   evidence?: string[];
-}
+};
 
 export interface RuleInput {
   model: TraceModel;

@@ -12,11 +12,11 @@ import {
   loadHwTrace,
   loadVerbsTrace,
   type RunDir,
-  type RunScenario,
   scenariosOf,
   stabilityOf,
   stageChecks,
-} from "../rundir/record.ts";
+} from "../rundir/read.ts";
+import type { RunScenario } from "../rundir/schema.ts";
 import { stabilityCell } from "../suite/repeat.ts";
 import type { Verdict } from "../verdict.ts";
 import { MARK_COLOURS, renderTimelineSvg } from "./svg.ts";

@@ -10,14 +10,7 @@
  * naming the scenario and the repetition.
  */
 
-import {
-  deviceOf,
-  kernelBase,
-  type RunDir,
-  repetitionOf,
-  scenariosOf,
-  stageChecks,
-} from "../rundir/record.ts";
+import { deviceOf, kernelBase, type RunDir, repetitionOf, scenariosOf, stageChecks } from "../rundir/read.ts";
 import type { Verdict } from "../verdict.ts";
 import { xmlAttr, xmlText } from "./xml.ts";
 

@@ -24,11 +24,11 @@ import {
   hasSeries,
   kernelBase,
   type RunDir,
-  type RunSeries,
   repetitionOf,
   scenariosOf,
   stageChecks,
-} from "../rundir/record.ts";
+} from "../rundir/read.ts";
+import type { RunSeries } from "../rundir/schema.ts";
 import type { Verdict } from "../verdict.ts";
 
 export const KCIDB_ORIGIN = "erdma_hil";

@@ -27,13 +27,12 @@ import {
   describeDevice,
   deviceOf,
   type RunDir,
-  type RunRule,
-  type RunScenario,
   repetitionOf,
   scenariosOf,
   stabilityOf,
   stageChecks,
-} from "../rundir/record.ts";
+} from "../rundir/read.ts";
+import type { RunRule, RunScenario } from "../rundir/schema.ts";
 import type { Verdict } from "../verdict.ts";
 
 interface Case {

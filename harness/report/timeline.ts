@@ -9,7 +9,7 @@
  * its first ERR transition (modify or drain) and the device's QP entering ERROR.
  */
 import type { TraceRecord } from "../protocol/trace.ts";
-import type { HwEvent } from "../rundir/record.ts";
+import type { HwEvent } from "../rundir/read.ts";
 
 export const LANES = [
   { id: "state", label: "QP state" },

@@ -17,6 +17,7 @@
 
 import { HilError } from "../../util/errors.ts";
 import { combineVerdicts } from "../oracle/judge.ts";
+import type { RunStability } from "../rundir/schema.ts";
 import type { Scenario } from "../scenario/schema.ts";
 import { VERDICTS, type Verdict } from "../verdict.ts";
 
@@ -80,21 +81,7 @@ export interface RepetitionVerdict {
 }
 
 /** Whether a scenario's repetitions agree under one oracle profile (verdicts.json's `stability`). */
-export interface Stability {
-  scenario: string;
-  profile: string;
-  repetitions: number;
-  /** how many repetitions had each verdict */
-  verdicts: Partial<Record<Verdict, number>>;
-  /** the repetitions' verdicts differ */
-  flaky: boolean;
-  /** the worst verdict of any repetition (FAIL, ERROR, MISS, XFAIL, XPASS, PASS, SKIP) */
-  worst: Verdict;
-  /** the first repetition's verdict and reason */
-  first: { verdict: Verdict; reason: string };
-  /** when flaky: the first repetition whose verdict is not the first repetition's */
-  differs?: { repetition: number; verdict: Verdict; reason: string };
-}
+export type Stability = RunStability;
 
 /** Per scenario and profile, in the order they first appear. */
 export function stabilityOf(verdicts: readonly RepetitionVerdict[]): Stability[] {

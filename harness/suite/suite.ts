@@ -73,7 +73,7 @@ export interface SuiteOptions extends SuiteTarget {
   boot?: typeof bootPrepared;
 }
 
-export interface ScenarioReport {
+export type ScenarioReport = {
   /** the scenario's name; a repetition's is <scenario>#<k> (repeat > 1) */
   name: string;
   file: string;
@@ -91,9 +91,9 @@ export interface ScenarioReport {
   /** the known driver bugs that applied to this run */
   knownBugs?: KnownBug[];
   durationMs: number;
-}
+};
 
-export interface SuiteReport {
+export type SuiteReport = {
   driver: string;
   executor: string;
   deviceProfile?: string;
@@ -106,7 +106,7 @@ export interface SuiteReport {
   timings: { bootMs: number; runMs: number; judgeMs: number };
   /** repeat > 1: per scenario and oracle profile, whether its repetitions' verdicts agree */
   stability?: Stability[];
-}
+};
 
 function profilesFor(s: Scenario, only: readonly OracleProfile[] | undefined): OracleProfile[] {
   return only ? s.profiles.filter((p) => only.includes(p)) : [...s.profiles];

@@ -1,17 +1,21 @@
-import { existsSync } from "node:fs";
 /**
- * One job of the workflows: the drain suite on one kernel (base + series), one driver, one device
- * profile, one executor and one scenario selection, run the way `hil run` runs it (the device
- * probes stage first, then each scenario), into a run directory with the same verdicts.json.
- * repro runs one job, validate two (base, base+series), a matrix one per cell of its plan.
+ * One job: the drain suite on one kernel (base + series), one driver, one device, one executor
+ * and one scenario selection (the device probes stage first, then each scenario), written into a
+ * run directory (verdicts.json through rundir/). `hil run` is one job built from its options;
+ * repro runs one, validate two (base, base+series), a matrix one per cell of its plan.
  */
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { DEFAULT_PROFILE, loadProfile } from "../../qemu/erdma/profile-file.ts";
 import { HilError } from "../../util/errors.ts";
-import { DEFAULT_GUEST_MAC, type PreparedGuest, prepareGuest } from "../boot.ts";
+import { progress } from "../../util/progress.ts";
+import { DEFAULT_GUEST_MAC, type PreparedGuest, prepareGuest, withGuest } from "../boot.ts";
+import { bootDevice, type ChosenDevice, recordedDevice, smokeDevice } from "../device.ts";
 import type { KernelRequest } from "../kernel/types.ts";
 import { runSmokeChecks } from "../probe/checks.ts";
+import type { RunRecord } from "../rundir/schema.ts";
+import { writeRunRecord } from "../rundir/write.ts";
 import type { DriverName, ExecutorKind, OracleProfile, Scenario } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
 import { HW_TRACE_FILE } from "../suite/hw-trace.ts";
@@ -19,38 +23,47 @@ import { planScenario } from "../suite/plan.ts";
 import { runSuite, type SuiteReport, suiteResults } from "../suite/suite.ts";
 import type { CheckResult } from "../verdict.ts";
 import { recordSeries } from "./series-record.ts";
-import type { SuiteRecord } from "./verdict-list.ts";
 
 /** What a job runs; paths (series, configs, scenario files) as written, relative to a base dir. */
-export interface JobSpec {
+export type JobSpec = {
   kernel: string;
   series?: string;
   configs?: string[];
   driver: DriverName;
   executor: ExecutorKind;
-  /** the erdma device profile (driver erdma; default erdma-reflush) */
+  /** the erdma device profile, a name or a JSON file (driver erdma; default erdma-reflush) */
   deviceProfile?: string;
   /** scenario names or globs from fixtures/scenarios, or paths; comma-separated */
   scenarios: string;
   /** judge under these oracle profiles only */
   oracle?: OracleProfile[];
-}
+};
 
-export interface JobRecord extends SuiteRecord {
-  job: { id?: string; spec: JobSpec };
-}
+/** A run record of a job: verdicts.json with the job's spec. */
+export type JobRecord = RunRecord & { job: { id?: string; spec: JobSpec } };
 
 export interface RunJobOptions {
   runDir: string;
   /** where the spec's relative paths are (default: the working directory) */
   baseDir?: string;
-  /** the job's name in progress lines */
-  label?: string;
   /** changes the loaded scenarios before they run (repro judges without known-bug records) */
   adjustScenarios?: (scenarios: Scenario[]) => Scenario[];
   /** leave out the scenarios not meant for the job's driver/executor/profile (as `hil run` does without --scenario) */
   meantOnly?: boolean;
   id?: string;
+  /** a kernel that cannot be built: thrown (default), or recorded as an ERROR (a matrix goes on) */
+  kernelErrors?: "throw" | "record";
+  /**
+   * the device instead of the one the spec implies (erdma: the emulated device with its profile;
+   * siw: none): an external vfio-user server, or null for none (`hil run --no-device`)
+   */
+  device?: ChosenDevice | null;
+  /** the guest NIC's MAC, which the device reports (default DEFAULT_GUEST_MAC) */
+  mac?: string;
+  /** run each scenario this many times in a row (hil run --repeat) */
+  repeat?: number;
+  /** the device probes stage alone, no suite (`hil run --no-device` without --driver) */
+  probeOnly?: boolean;
 }
 
 /** The kernel a job boots, its paths made absolute. */
@@ -120,40 +133,89 @@ function errorResult(id: string, title: string, err: unknown): CheckResult {
   };
 }
 
-/**
- * Runs the job and writes its run directory (verdicts.json as `hil run` writes it, plus the job).
- * Bad input (a scenario file, a profile, a series that does not apply) throws HilError before the
- * suite starts; with `kernelErrors: "record"` a kernel that cannot be built is recorded as an
- * ERROR result instead (a matrix goes on with its other jobs).
- */
-export async function runJob(
+/** The device a job attaches: the options' choice, else what the spec implies. */
+function jobDevice(spec: JobSpec, opts: RunJobOptions, runDir: string): ChosenDevice | undefined {
+  const mac = opts.mac ?? DEFAULT_GUEST_MAC;
+  const chosen =
+    opts.device !== undefined
+      ? (opts.device ?? undefined)
+      : spec.driver === "erdma"
+        ? {
+            kind: "emulated" as const,
+            profileName: spec.deviceProfile ?? DEFAULT_PROFILE,
+            profile: loadProfile(spec.deviceProfile ?? DEFAULT_PROFILE),
+            mac,
+          }
+        : undefined;
+  // the emulated device keeps its hardware trace in the run directory; an external one has none
+  return chosen?.kind === "emulated" ? { ...chosen, traceFile: join(runDir, HW_TRACE_FILE) } : chosen;
+}
+
+async function selectJobScenarios(
   spec: JobSpec,
-  opts: RunJobOptions & { kernelErrors?: "throw" | "record" },
-): Promise<JobRecord> {
-  const baseDir = opts.baseDir ?? process.cwd();
-  checkJobSpec(spec);
+  opts: RunJobOptions,
+  baseDir: string,
+  device: ChosenDevice | undefined,
+): Promise<Scenario[]> {
   let scenarios = await selectScenarios(scenarioPatterns(spec, baseDir));
   if (opts.adjustScenarios) scenarios = opts.adjustScenarios(scenarios);
-  if (opts.meantOnly) {
-    const target = {
-      driver: spec.driver,
-      executor: spec.executor,
-      ...(spec.driver === "erdma" ? { deviceProfile: spec.deviceProfile ?? DEFAULT_PROFILE } : {}),
-    };
-    scenarios = scenarios.filter((s) => planScenario(s, target).run);
+  if (!opts.meantOnly) return scenarios;
+  const target = {
+    driver: spec.driver,
+    executor: spec.executor,
+    ...(device?.kind === "emulated" ? { deviceProfile: device.profileName } : {}),
+  };
+  const meant = scenarios.filter((s) => planScenario(s, target).run);
+  if (meant.length < scenarios.length) {
+    const on = device?.kind === "emulated" ? `/${device.profileName}` : device ? "/external" : "";
+    progress.info(
+      `[run] ${scenarios.length - meant.length} scenario(s) not meant for ${spec.driver}/${spec.executor}${on} left out`,
+    );
   }
+  return meant;
+}
+
+/** The device probes stage alone: boot, the smoke checks, nothing else. */
+async function probeOnly(
+  prepared: PreparedGuest,
+  device: ChosenDevice | undefined,
+  runDir: string,
+  mac: string,
+): Promise<CheckResult[]> {
+  const step = progress.step(`[run] ${prepared.kernel.describe}`);
+  try {
+    const results = await withGuest(
+      prepared,
+      { keepConsole: join(runDir, "console.log"), mac, device: bootDevice(device) },
+      (guest) =>
+        runSmokeChecks(guest, {
+          release: prepared.kernel.release,
+          device: smokeDevice(device, device?.kind === "emulated" ? device.traceFile : undefined),
+        }),
+    );
+    step.succeed();
+    return results;
+  } catch (err) {
+    step.fail();
+    return [errorResult("guest-boot", "the guest boots and answers over SSH", err)];
+  }
+}
+
+/**
+ * Runs the job and writes its run directory. Bad input (a scenario file, a profile, a series that
+ * does not apply) throws HilError before the suite starts; with `kernelErrors: "record"` a kernel
+ * that cannot be built is recorded as an ERROR result instead.
+ */
+export async function runJob(spec: JobSpec, opts: RunJobOptions): Promise<JobRecord> {
+  const baseDir = opts.baseDir ?? process.cwd();
+  checkJobSpec(spec);
   const runDir = resolve(opts.runDir);
+  const device = jobDevice(spec, opts, runDir);
+  const scenarios = opts.probeOnly ? [] : await selectJobScenarios(spec, opts, baseDir, device);
   await mkdir(runDir, { recursive: true });
   const started = Date.now();
   const job = { ...(opts.id ? { id: opts.id } : {}), spec };
-  const device =
-    spec.driver === "erdma"
-      ? {
-          profileName: spec.deviceProfile ?? DEFAULT_PROFILE,
-          profile: loadProfile(spec.deviceProfile ?? DEFAULT_PROFILE),
-          traceFile: join(runDir, HW_TRACE_FILE),
-        }
-      : undefined;
+  const mac = opts.mac ?? DEFAULT_GUEST_MAC;
   let guestKernel: PreparedGuest;
   try {
     guestKernel = await preparedGuestFor(kernelRequestOf(spec, baseDir));
@@ -163,20 +225,35 @@ export async function runJob(
       kernel: describeJob(spec),
       driver: spec.driver,
       executor: spec.executor,
-      ...(device ? { deviceProfile: device.profileName } : {}),
+      ...(device?.kind === "emulated" ? { deviceProfile: device.profileName } : {}),
       scenarios: [],
       wallMs: Date.now() - started,
       results: [errorResult("kernel", "the kernel builds", err)],
       job,
     };
-    await writeRecord(runDir, record);
+    await writeRunRecord(runDir, record);
     return record;
   }
   const series = spec.series ? await recordSeries(spec.series, runDir, baseDir) : undefined;
+  const head = {
+    kernel: guestKernel.kernel.describe,
+    release: guestKernel.kernel.release,
+  };
+  const tail = {
+    device: recordedDevice(device, HW_TRACE_FILE),
+    ...(series ? { series } : {}),
+    startedAt: new Date(started).toISOString(),
+  };
+  if (opts.probeOnly) {
+    const results = await probeOnly(guestKernel, device, runDir, mac);
+    const record: JobRecord = { ...head, ...tail, wallMs: Date.now() - started, results, job };
+    await writeRunRecord(runDir, record);
+    return record;
+  }
   const target = {
     driver: spec.driver,
     executor: spec.executor,
-    ...(device ? { deviceProfile: device.profileName } : {}),
+    ...(device?.kind === "emulated" ? { deviceProfile: device.profileName } : {}),
   };
   let report: SuiteReport;
   let results: CheckResult[];
@@ -186,17 +263,15 @@ export async function runJob(
       scenarios,
       runDir,
       ...target,
-      ...(device ? { hwTraceFile: device.traceFile } : {}),
+      ...(device?.kind === "emulated" && device.traceFile ? { hwTraceFile: device.traceFile } : {}),
+      ...(device?.kind === "external" ? { deviceSocket: device.socketPath } : {}),
+      ...(opts.mac ? { mac: opts.mac } : {}),
       ...(spec.oracle ? { profiles: spec.oracle } : {}),
+      ...(opts.repeat && opts.repeat > 1 ? { repeat: opts.repeat } : {}),
       probe: (guest, traceFile) =>
         runSmokeChecks(guest, {
           release: guestKernel.kernel.release,
-          device: device && {
-            profileName: device.profileName,
-            profile: device.profile,
-            mac: DEFAULT_GUEST_MAC,
-            traceFile,
-          },
+          device: smokeDevice(device, traceFile),
         }),
     });
     results = suiteResults(report);
@@ -211,40 +286,13 @@ export async function runJob(
     results = [errorResult("suite", "the drain suite runs", err)];
   }
   const record: JobRecord = {
-    kernel: guestKernel.kernel.describe,
-    release: guestKernel.kernel.release,
+    ...head,
     ...report,
-    device: device ? { profile: device.profileName, trace: HW_TRACE_FILE } : null,
-    ...(series ? { series } : {}),
-    startedAt: new Date(started).toISOString(),
+    ...tail,
     wallMs: Date.now() - started,
     results,
     job,
   };
-  await writeRecord(runDir, record);
+  await writeRunRecord(runDir, record);
   return record;
-}
-
-export const VERDICTS_FILE = "verdicts.json";
-
-async function writeRecord(runDir: string, record: JobRecord): Promise<void> {
-  await writeFile(join(runDir, VERDICTS_FILE), `${JSON.stringify(record, null, 2)}\n`);
-}
-
-/** Reads a run directory's verdicts.json. */
-export async function readRecord(runDir: string): Promise<JobRecord> {
-  const file = join(runDir, VERDICTS_FILE);
-  let text: string;
-  try {
-    text = await readFile(file, "utf8");
-  } catch (err) {
-    throw new HilError("no verdicts in this run directory", { where: file, detail: (err as Error).message });
-  }
-  try {
-    const data = JSON.parse(text) as JobRecord;
-    if (!Array.isArray(data.results)) throw new Error("no results array");
-    return data;
-  } catch (err) {
-    throw new HilError(`not a verdicts.json: ${(err as Error).message}`, { where: file });
-  }
 }

@@ -7,6 +7,7 @@
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { progress } from "../../util/progress.ts";
+import { writeRunRecord } from "../rundir/write.ts";
 import { type CheckResult, exitCodeFor, type Verdict } from "../verdict.ts";
 import { describeJob, type JobRecord, type JobSpec, runJob } from "./job.ts";
 import { type MatrixJob, type MatrixPlan, type Shard, shardJobs } from "./matrix-plan.ts";
@@ -121,7 +122,7 @@ export async function runMatrix(plan: MatrixPlan, opts: MatrixOptions): Promise<
         };
         record = { kernel: describeJob(job.spec), results: [result], job: { id: job.id, spec: job.spec } };
         await mkdir(join(out, JOBS_DIR, job.id), { recursive: true });
-        await writeFile(join(out, JOBS_DIR, job.id, "verdicts.json"), `${JSON.stringify(record, null, 2)}\n`);
+        await writeRunRecord(join(out, JOBS_DIR, job.id), record);
       }
       const entry = entryOf(job.id, job.spec, record, Date.now() - t0);
       index.jobs.push(entry);

@@ -9,6 +9,8 @@ import { cp, mkdir, readFile, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
+import { readRunRecord } from "../rundir/read.ts";
+import { VERDICTS_FILE } from "../rundir/schema.ts";
 import {
   JOBS_DIR,
   MATRIX_FILE,
@@ -128,10 +130,16 @@ export async function mergeMatrixDirs(dirs: readonly string[], out: string): Pro
   for (const j of merged.jobs) {
     if (j.missing) continue;
     const from = inputs.find((x) => x.index.jobs.some((e) => e.id === j.id));
-    if (from && !existsSync(join(from.dir, j.runDir, "verdicts.json")))
-      throw new HilError(`job ${j.id}: its run directory has no verdicts.json`, {
-        where: join(from.dir, j.runDir),
+    if (!from) continue;
+    const runDir = join(from.dir, j.runDir);
+    if (!existsSync(join(runDir, VERDICTS_FILE)))
+      throw new HilError(`job ${j.id}: its run directory has no ${VERDICTS_FILE}`, { where: runDir });
+    await readRunRecord(runDir).catch((err: unknown) => {
+      throw new HilError(`job ${j.id}: its ${VERDICTS_FILE} is not a run record`, {
+        where: runDir,
+        cause: err,
       });
+    });
   }
   if (existsSync(target) && readdirSync(target).length > 0)
     throw new HilError("the output directory exists and is not empty", { where: target });

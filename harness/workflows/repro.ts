@@ -5,12 +5,11 @@
  * case names. The scenarios' own known_bugs/expect_fail records are left out: a case states the
  * oracle's verdicts.
  */
-import type { ProfileJudgement, RuleVerdict } from "../oracle/judge.ts";
+import type { RunJudgement, RunRecord, RunRule } from "../rundir/schema.ts";
 import type { Scenario } from "../scenario/schema.ts";
 import { EXIT_ALL_PASS, EXIT_FAILED, EXIT_NOT_JUDGED, type Verdict } from "../verdict.ts";
 import { describeJob, type JobRecord, runJob } from "./job.ts";
 import type { Expectation, ReproCase } from "./repro-case.ts";
-import type { SuiteRecord } from "./verdict-list.ts";
 
 export interface RuleCheck {
   rule: string;
@@ -71,7 +70,7 @@ export function caseKind(expect: readonly Expectation[]): "bug" | "fix" {
 /** Quoted events shown per rule (the oracle keeps at most 12, plus the hardware events). */
 const MAX_QUOTED_LINES = 24;
 
-function quotesOf(rules: readonly RuleVerdict[]): RuleQuote[] {
+function quotesOf(rules: readonly RunRule[]): RuleQuote[] {
   return rules.map((r) => ({
     rule: r.rule,
     verdict: r.verdict,
@@ -83,7 +82,7 @@ function quotesOf(rules: readonly RuleVerdict[]): RuleQuote[] {
 function checkOne(
   e: Expectation,
   index: number,
-  j: ProfileJudgement | undefined,
+  j: RunJudgement | undefined,
   scenario: string,
   profile: string,
   outcome?: { reason: string },
@@ -132,7 +131,7 @@ function checkOne(
 /** Matches the case's expectations against a run's verdicts (pure: the tests feed it records). */
 export function evaluateCase(
   c: Pick<ReproCase, "name" | "bug" | "reference" | "expect">,
-  record: SuiteRecord,
+  record: RunRecord,
 ): ReproOutcome {
   const checks: ExpectationCheck[] = [];
   for (const [index, e] of c.expect.entries()) {
@@ -187,7 +186,6 @@ export async function runRepro(c: ReproCase, opts: { runDir: string }): Promise<
   const record = await runJob(c.job, {
     runDir: opts.runDir,
     baseDir: c.baseDir,
-    label: c.name,
     id: c.name,
     adjustScenarios: withoutBugRecords,
   });

@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { loadSeries } from "../kernel/series.ts";
-import type { RunSeries } from "../rundir/record.ts";
+import type { RunSeries } from "../rundir/schema.ts";
 
 export const SERIES_DIR = "series";
 

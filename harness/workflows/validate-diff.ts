@@ -4,8 +4,10 @@
  * regression; a FAIL that is gone is fixed; an ERROR or MISS on the patched side where the base
  * was judged means the two cannot be compared there.
  */
+
+import type { RunRecord } from "../rundir/schema.ts";
 import { PASSING_VERDICTS, type Verdict } from "../verdict.ts";
-import { type SuiteRecord, type VerdictEntry, verdictEntries } from "./verdict-list.ts";
+import { type VerdictEntry, verdictEntries } from "./verdict-list.ts";
 
 export type Change =
   /** FAIL with the series, not without (XFAIL -> FAIL too: a FAIL no known bug accounts for) */
@@ -59,7 +61,7 @@ export function classify(base: Verdict | undefined, patched: Verdict | undefined
   return "changed";
 }
 
-function topLevel(record: SuiteRecord): Map<string, VerdictEntry> {
+function topLevel(record: RunRecord): Map<string, VerdictEntry> {
   return new Map(
     verdictEntries(record)
       .filter((e) => e.rule === undefined)
@@ -67,7 +69,7 @@ function topLevel(record: SuiteRecord): Map<string, VerdictEntry> {
   );
 }
 
-function rulesOf(record: SuiteRecord, key: string): Map<string, VerdictEntry> {
+function rulesOf(record: RunRecord, key: string): Map<string, VerdictEntry> {
   return new Map(
     verdictEntries(record)
       .filter((e) => e.rule !== undefined && `${e.scenario}[${e.profile}]` === key)
@@ -76,7 +78,7 @@ function rulesOf(record: SuiteRecord, key: string): Map<string, VerdictEntry> {
 }
 
 /** Compares two runs' verdicts; keys in the base's order, then those only the patched run has. */
-export function diffVerdicts(base: SuiteRecord, patched: SuiteRecord): ValidateDiff {
+export function diffVerdicts(base: RunRecord, patched: RunRecord): ValidateDiff {
   const a = topLevel(base);
   const b = topLevel(patched);
   const keys = [...a.keys(), ...[...b.keys()].filter((k) => !a.has(k))];

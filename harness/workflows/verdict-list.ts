@@ -4,24 +4,8 @@
  * and per rule under it. validate diffs two of them, merge checks shards against each other,
  * repro matches a case's expectations against one.
  */
-import type { ProfileJudgement } from "../oracle/judge.ts";
-import type { ScenarioReport } from "../suite/suite.ts";
+import type { RunJudgement, RunRecord } from "../rundir/schema.ts";
 import type { CheckResult, Verdict } from "../verdict.ts";
-
-/** verdicts.json: what `hil run` writes for the drain suite (a job adds `job`). */
-export interface SuiteRecord {
-  kernel: string;
-  release?: string;
-  driver?: string;
-  executor?: string;
-  deviceProfile?: string;
-  scenarios?: ScenarioReport[];
-  probe?: CheckResult[];
-  boots?: number;
-  wallMs?: number;
-  results: CheckResult[];
-  [extra: string]: unknown;
-}
 
 export interface VerdictEntry {
   /** "<scenario>[<profile>]", "<scenario>[<profile>] rule <r>", or a check's id */
@@ -36,7 +20,7 @@ export interface VerdictEntry {
 
 const SCENARIO_ID = /^(.*)\[([a-z-]+)\]$/;
 
-function ruleEntries(name: string, j: ProfileJudgement): VerdictEntry[] {
+function ruleEntries(name: string, j: RunJudgement): VerdictEntry[] {
   return j.rules.map((r) => ({
     key: `${name}[${j.profile}] rule ${r.rule}`,
     scenario: name,
@@ -49,7 +33,7 @@ function ruleEntries(name: string, j: ProfileJudgement): VerdictEntry[] {
 }
 
 /** Every verdict of a record: checks and scenario/profile verdicts (results), then rules. */
-export function verdictEntries(record: SuiteRecord): VerdictEntry[] {
+export function verdictEntries(record: RunRecord): VerdictEntry[] {
   const out: VerdictEntry[] = [];
   const rulesOf = new Map<string, VerdictEntry[]>();
   for (const s of record.scenarios ?? [])
@@ -69,7 +53,7 @@ export function verdictEntries(record: SuiteRecord): VerdictEntry[] {
 }
 
 /** key -> verdict, the form two runs are compared in. */
-export function verdictMap(record: SuiteRecord): Map<string, Verdict> {
+export function verdictMap(record: RunRecord): Map<string, Verdict> {
   return new Map(verdictEntries(record).map((e) => [e.key, e.verdict]));
 }
 

@@ -1,29 +1,19 @@
-/** A run directory's verdicts.json as the integration tests read it, and lookups into it. */
+/** A run directory's verdicts.json as the integration tests read it (the run record schema), and lookups into it. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import {
+  type RunRecord,
+  type RunScenario,
+  runRecordSchema,
+  VERDICTS_FILE,
+} from "../../harness/rundir/schema.ts";
 
-export interface RuleVerdict {
-  rule: string;
-  verdict: string;
-  reason: string;
-  evidence?: string[];
-}
+export type ScenarioVerdict = RunScenario;
 
-export interface ScenarioVerdict {
-  name: string;
-  judgements: { profile: string; verdict: string; rules: RuleVerdict[] }[];
-  outcome?: { verdict: string; reason: string };
-  trace?: string;
-  hwTrace?: string;
-  observations?: Array<{ ev: string; step?: number; kind?: string; spec?: Record<string, unknown> }>;
-  knownBugs?: { reference: string }[];
-}
-
-export function loadVerdicts(dir: string): {
-  scenarios: ScenarioVerdict[];
-  probe?: { id: string; verdict: string }[];
-} {
-  return JSON.parse(readFileSync(join(dir, "verdicts.json"), "utf8"));
+/** The run record, checked against the schema every writer is held to. */
+export function loadVerdicts(dir: string): RunRecord & { scenarios: RunScenario[] } {
+  const record = runRecordSchema.parse(JSON.parse(readFileSync(join(dir, VERDICTS_FILE), "utf8")));
+  return { ...record, scenarios: record.scenarios ?? [] };
 }
 
 export function scenarioOf(dir: string, name: string): ScenarioVerdict {

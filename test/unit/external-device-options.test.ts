@@ -13,13 +13,11 @@ import t, { type Test } from "tap";
 import type { PreparedGuest } from "../../harness/boot.ts";
 import {
   addDeviceOptions,
-  bootDevice,
   type DeviceOptionValues,
   deviceOptions,
   parseMacOption,
-  recordedDevice,
-  smokeDevice,
 } from "../../harness/cli/device-options.ts";
+import { bootDevice, recordedDevice, smokeDevice } from "../../harness/device.ts";
 import { parseScenario } from "../../harness/scenario/load.ts";
 import { externalFaultReason, runSuite } from "../../harness/suite/suite.ts";
 import { HilError } from "../../util/errors.ts";

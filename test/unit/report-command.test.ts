@@ -12,7 +12,7 @@ import { renderJunit } from "../../harness/report/junit.ts";
 import { renderKcidb } from "../../harness/report/kcidb.ts";
 import { validateKcidb } from "../../harness/report/kcidb-validate.ts";
 import { renderKtap } from "../../harness/report/ktap.ts";
-import { deviceOf, loadRunDir } from "../../harness/rundir/record.ts";
+import { deviceOf, loadRunDir } from "../../harness/rundir/read.ts";
 import { externalFaultReason } from "../../harness/suite/suite.ts";
 import { HilError } from "../../util/errors.ts";
 import { syntheticRecord, writeRunDir } from "../fixtures/rundir/synthetic.ts";

@@ -5,7 +5,7 @@ import t from "tap";
 import { renderHtml } from "../../harness/report/html.ts";
 import { makeAxis } from "../../harness/report/svg.ts";
 import { alignClocks, buildTimeline } from "../../harness/report/timeline.ts";
-import { loadHwTrace, loadRunDir, loadVerbsTrace } from "../../harness/rundir/record.ts";
+import { loadHwTrace, loadRunDir, loadVerbsTrace } from "../../harness/rundir/read.ts";
 
 const FIXTURE = fileURLToPath(new URL("../fixtures/rundir", import.meta.url));
 

@@ -3,7 +3,7 @@
 import { fileURLToPath } from "node:url";
 import t from "tap";
 import { renderJunit } from "../../harness/report/junit.ts";
-import { loadRunDir } from "../../harness/rundir/record.ts";
+import { loadRunDir } from "../../harness/rundir/read.ts";
 import { NASTY, syntheticRecord, writeRunDir } from "../fixtures/rundir/synthetic.ts";
 
 const FIXTURE = fileURLToPath(new URL("../fixtures/rundir", import.meta.url));

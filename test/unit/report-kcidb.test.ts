@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import t from "tap";
 import { KCIDB_ORIGIN, patchsetHash, renderKcidb } from "../../harness/report/kcidb.ts";
 import { validateKcidb } from "../../harness/report/kcidb-validate.ts";
-import { loadRunDir } from "../../harness/rundir/record.ts";
+import { loadRunDir } from "../../harness/rundir/read.ts";
 import { PATCH_HASHES, syntheticRecord, writeRunDir } from "../fixtures/rundir/synthetic.ts";
 
 const FIXTURE = fileURLToPath(new URL("../fixtures/rundir", import.meta.url));

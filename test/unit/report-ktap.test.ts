@@ -3,7 +3,7 @@
 import { fileURLToPath } from "node:url";
 import t from "tap";
 import { renderKtap } from "../../harness/report/ktap.ts";
-import { loadRunDir } from "../../harness/rundir/record.ts";
+import { loadRunDir } from "../../harness/rundir/read.ts";
 import { NASTY, syntheticRecord, writeRunDir } from "../fixtures/rundir/synthetic.ts";
 import { parseTap as parse } from "../support/tap-parse.ts";
 

@@ -3,11 +3,11 @@
 // an expected verdict that could not be judged is exit 3, one that differs exit 1. The scenarios'
 // known-bug records are left out of a repro run.
 import t from "tap";
+import type { RunRecord } from "../../harness/rundir/schema.ts";
 import { selectScenarios } from "../../harness/scenario/select.ts";
 import type { Verdict } from "../../harness/verdict.ts";
 import { caseKind, evaluateCase, withoutBugRecords } from "../../harness/workflows/repro.ts";
 import type { Expectation } from "../../harness/workflows/repro-case.ts";
-import type { SuiteRecord } from "../../harness/workflows/verdict-list.ts";
 
 type Row = {
   scenario: string;
@@ -17,7 +17,7 @@ type Row = {
   evidence?: string[];
 };
 
-function record(rows: readonly Row[], extra: SuiteRecord["results"] = []): SuiteRecord {
+function record(rows: readonly Row[], extra: RunRecord["results"] = []): RunRecord {
   const names = [...new Set(rows.map((r) => r.scenario))];
   return {
     kernel: "debian:6.1",

@@ -10,7 +10,7 @@ import t from "tap";
 import { patchesFromMbox } from "../../harness/kernel/series.ts";
 import { patchsetHash, renderKcidb } from "../../harness/report/kcidb.ts";
 import { validateKcidb } from "../../harness/report/kcidb-validate.ts";
-import { loadRunDir } from "../../harness/rundir/record.ts";
+import { loadRunDir } from "../../harness/rundir/read.ts";
 import { patchFileSlug, recordSeries } from "../../harness/workflows/series-record.ts";
 import { syntheticRecord } from "../fixtures/rundir/synthetic.ts";
 

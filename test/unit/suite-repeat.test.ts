@@ -13,7 +13,7 @@ import { renderKcidb } from "../../harness/report/kcidb.ts";
 import { validateKcidb } from "../../harness/report/kcidb-validate.ts";
 import { renderKtap } from "../../harness/report/ktap.ts";
 import { renderRepeatedTable, renderScenarioTable } from "../../harness/report/scenario-table.ts";
-import { loadRunDir } from "../../harness/rundir/record.ts";
+import { loadRunDir } from "../../harness/rundir/read.ts";
 import { parseScenario } from "../../harness/scenario/load.ts";
 import type { Scenario } from "../../harness/scenario/schema.ts";
 import {

@@ -5,17 +5,17 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import t from "tap";
+import type { RunRecord } from "../../harness/rundir/schema.ts";
 import type { Verdict } from "../../harness/verdict.ts";
 import { inspectSeries, validateExitCode } from "../../harness/workflows/validate.ts";
 import { classify, diffSummary, diffVerdicts, renderDiff } from "../../harness/workflows/validate-diff.ts";
-import type { SuiteRecord } from "../../harness/workflows/verdict-list.ts";
 import { HilError } from "../../util/errors.ts";
 
 const SERIES = fileURLToPath(new URL("../../fixtures/series/", import.meta.url));
 
 type Cell = [scenario: string, profile: string, verdict: Verdict, rules?: Record<string, Verdict>];
 
-function record(cells: readonly Cell[], probe: Verdict = "PASS"): SuiteRecord {
+function record(cells: readonly Cell[], probe: Verdict = "PASS"): RunRecord {
   const names = [...new Set(cells.map((c) => c[0]))];
   return {
     kernel: "debian:6.12",

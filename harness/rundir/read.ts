@@ -1,120 +1,20 @@
 /**
- * A run directory as the report formats read it: verdicts.json (what `hil run` wrote: the probe
- * stage, each scenario's judgements per oracle profile with per-rule verdicts, the kernel, driver,
- * executor, device (an emulated one's profile, or an external one's socket), timings) and, on
- * demand, a scenario's verbs trace and hardware trace. A repeated run (--repeat n) names each
- * repetition <scenario>#<k> (with scenario and repetition beside the name) and says per scenario
- * and oracle profile whether the repetitions agree (stability).
- * A missing or corrupt file is one HilError naming it (exit 2).
+ * A run directory as the reports and workflows read it: verdicts.json (schema.ts) and, on demand,
+ * a scenario's verbs trace (traces/<name>.jsonl) and hardware trace (traces/<name>.hw.jsonl). A
+ * missing or corrupt file is one HilError naming it (exit 2).
  */
 import { readFile, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { z } from "zod";
 import { HilError } from "../../util/errors.ts";
 import { parseTrace, type TraceRecord } from "../protocol/trace.ts";
-import { VERDICTS } from "../verdict.ts";
-
-export const VERDICTS_FILE = "verdicts.json";
-
-const verdict = z.enum(VERDICTS);
-
-const check = z.looseObject({
-  id: z.string(),
-  title: z.string(),
-  verdict,
-  reason: z.string(),
-  evidence: z.array(z.string()).optional(),
-});
-
-const ruleVerdict = z.looseObject({
-  rule: z.union([z.string(), z.number()]).transform(String),
-  title: z.string(),
-  citation: z.string().optional(),
-  verdict,
-  reason: z.string(),
-  evidence: z.array(z.string()).optional(),
-  knownBug: z.looseObject({ reference: z.string(), note: z.string() }).optional(),
-});
-
-const judgement = z.looseObject({
-  profile: z.string(),
-  verdict,
-  rules: z.array(ruleVerdict),
-});
-
-const scenario = z.looseObject({
-  /** a repetition's is <scenario>#<k> */
-  name: z.string(),
-  file: z.string().optional(),
-  scenario: z.string().optional(),
-  repetition: z.number().int().min(1).optional(),
-  judgements: z.array(judgement),
-  outcome: z.looseObject({ verdict, reason: z.string() }).optional(),
-  trace: z.string().optional(),
-  hwTrace: z.string().optional(),
-  observations: z.array(z.looseObject({ ev: z.string() })).optional(),
-  knownBugs: z.array(z.looseObject({ reference: z.string().optional() })).optional(),
-  durationMs: z.number().optional(),
-});
-
-/** Whether a scenario's repetitions agree under one oracle profile (suite/repeat.ts Stability). */
-const stability = z.looseObject({
-  scenario: z.string(),
-  profile: z.string(),
-  repetitions: z.number().int().min(1),
-  verdicts: z.partialRecord(verdict, z.number().int().min(0)),
-  flaky: z.boolean(),
-  worst: verdict,
-  first: z.looseObject({ verdict, reason: z.string() }).optional(),
-  differs: z.looseObject({ repetition: z.number().int().min(1), verdict, reason: z.string() }).optional(),
-});
-
-/** The patch series the kernel was built with, as a run may record it (see seriesOf). */
-const series = z.looseObject({
-  path: z.string().optional(),
-  patches: z.array(
-    z.looseObject({
-      /** file name in the run directory's series/ folder, or the patch's source */
-      name: z.string(),
-      sha256: z.string().regex(/^[0-9a-f]{64}$/),
-      subject: z.string().optional(),
-    }),
-  ),
-});
-
-/** The emulated device (its profile, its trace file) or an external vfio-user server (its socket). */
-const device = z
-  .looseObject({ profile: z.string().optional(), external: z.string().optional() })
-  .refine((d) => d.profile !== undefined || d.external !== undefined, {
-    message: "a device has a profile (the emulated one) or an external socket",
-  });
-
-const runRecord = z.looseObject({
-  kernel: z.string(),
-  release: z.string().optional(),
-  driver: z.string().optional(),
-  executor: z.string().optional(),
-  deviceProfile: z.string().optional(),
-  device: device.nullable().optional(),
-  boots: z.number().optional(),
-  timings: z.looseObject({}).optional(),
-  wallMs: z.number().optional(),
-  startedAt: z.string().optional(),
-  probe: z.array(check).optional(),
-  scenarios: z.array(scenario).optional(),
-  repeat: z.number().int().min(1).optional(),
-  stability: z.array(stability).optional(),
-  series: series.optional(),
-  results: z.array(check),
-});
-
-export type RunCheck = z.infer<typeof check>;
-export type RunRule = z.infer<typeof ruleVerdict>;
-export type RunJudgement = z.infer<typeof judgement>;
-export type RunScenario = z.infer<typeof scenario>;
-export type RunSeries = z.infer<typeof series>;
-export type RunStability = z.infer<typeof stability>;
-export type RunRecord = z.infer<typeof runRecord>;
+import {
+  type RunCheck,
+  type RunRecord,
+  type RunScenario,
+  type RunStability,
+  runRecordSchema,
+  VERDICTS_FILE,
+} from "./schema.ts";
 
 export interface RunDir {
   /** absolute path */
@@ -141,6 +41,12 @@ export async function loadRunDir(path: string): Promise<RunDir> {
   if (!info) throw new HilError("the run directory does not exist", { where: dir });
   if (!info.isDirectory()) throw new HilError("is not a run directory (not a directory)", { where: dir });
   const file = join(dir, VERDICTS_FILE);
+  return { dir, record: await readRunRecord(dir), finishedAt: (await stat(file)).mtime };
+}
+
+/** A run directory's verdicts.json, checked against the schema. */
+export async function readRunRecord(runDir: string): Promise<RunRecord> {
+  const file = join(resolve(runDir), VERDICTS_FILE);
   const text = await readText(file, `${VERDICTS_FILE} (written by hil run)`);
   let json: unknown;
   try {
@@ -148,7 +54,7 @@ export async function loadRunDir(path: string): Promise<RunDir> {
   } catch (err) {
     throw new HilError(`${VERDICTS_FILE} is not JSON`, { where: file, detail: (err as Error).message });
   }
-  const r = runRecord.safeParse(json);
+  const r = runRecordSchema.safeParse(json);
   if (!r.success) {
     const issues = r.error.issues
       .slice(0, 8)
@@ -156,7 +62,7 @@ export async function loadRunDir(path: string): Promise<RunDir> {
       .join("\n");
     throw new HilError(`${VERDICTS_FILE} is not a hil run record`, { where: file, detail: issues });
   }
-  return { dir, record: r.data, finishedAt: (await stat(file)).mtime };
+  return r.data;
 }
 
 /** A scenario's verbs trace (traces/<name>.jsonl), checked against the executor's schema. */

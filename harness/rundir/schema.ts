@@ -1,0 +1,142 @@
+/**
+ * verdicts.json, the record of one run: the kernel, driver, executor and device; the probe
+ * stage's checks; each scenario's judgements per oracle profile with per-rule verdicts; the
+ * results (one per check and per scenario and profile: the table and the exit code); timings;
+ * a repeated run's stability; a workflow job's spec. This schema is what every writer (hil run,
+ * matrix, repro, validate) is checked against before writing and what every reader (the
+ * reports, validate's diff, merge, repro) parses. Readers are lenient with fields they do not
+ * know (a newer hil's record still reads); writers cannot write a record this schema refuses.
+ */
+import { z } from "zod";
+import { VERDICTS } from "../verdict.ts";
+
+export const VERDICTS_FILE = "verdicts.json";
+
+const verdict = z.enum(VERDICTS);
+
+const check = z.looseObject({
+  id: z.string(),
+  title: z.string(),
+  verdict,
+  reason: z.string(),
+  evidence: z.array(z.string()).optional(),
+});
+
+const ruleVerdict = z.looseObject({
+  rule: z.union([z.string(), z.number()]).transform(String),
+  title: z.string(),
+  citation: z.string().optional(),
+  verdict,
+  reason: z.string(),
+  evidence: z.array(z.string()).optional(),
+  knownBug: z.looseObject({ reference: z.string(), note: z.string() }).optional(),
+});
+
+const judgement = z.looseObject({
+  profile: z.string(),
+  verdict,
+  rules: z.array(ruleVerdict),
+});
+
+const scenario = z.looseObject({
+  /** a repetition's is <scenario>#<k> */
+  name: z.string(),
+  file: z.string().optional(),
+  scenario: z.string().optional(),
+  repetition: z.number().int().min(1).optional(),
+  judgements: z.array(judgement),
+  outcome: z.looseObject({ verdict, reason: z.string() }).optional(),
+  trace: z.string().optional(),
+  hwTrace: z.string().optional(),
+  /** what the harness saw besides the trace: stuck steps, console events, faults armed (oracle/observations.ts) */
+  observations: z
+    .array(
+      z.looseObject({
+        ev: z.string(),
+        step: z.number().optional(),
+        kind: z.string().optional(),
+        spec: z.record(z.string(), z.unknown()).optional(),
+      }),
+    )
+    .optional(),
+  knownBugs: z.array(z.looseObject({ reference: z.string().optional() })).optional(),
+  durationMs: z.number().optional(),
+});
+
+/** Whether a scenario's repetitions agree under one oracle profile (suite/repeat.ts Stability). */
+const stability = z.looseObject({
+  scenario: z.string(),
+  profile: z.string(),
+  repetitions: z.number().int().min(1),
+  /** how many repetitions had each verdict */
+  verdicts: z.partialRecord(verdict, z.number().int().min(0)),
+  /** the repetitions' verdicts differ */
+  flaky: z.boolean(),
+  /** the worst verdict of any repetition (FAIL, ERROR, MISS, XFAIL, XPASS, PASS, SKIP) */
+  worst: verdict,
+  /** the first repetition's verdict and reason */
+  first: z.object({ verdict, reason: z.string() }),
+  /** when flaky: the first repetition whose verdict is not the first repetition's */
+  differs: z.object({ repetition: z.number().int().min(1), verdict, reason: z.string() }).optional(),
+});
+
+/** The patch series the kernel was built with, as a run may record it (see seriesOf). */
+const series = z.looseObject({
+  path: z.string().optional(),
+  patches: z.array(
+    z.looseObject({
+      /** file name in the run directory's series/ folder, or the patch's source */
+      name: z.string(),
+      sha256: z.string().regex(/^[0-9a-f]{64}$/),
+      subject: z.string().optional(),
+    }),
+  ),
+});
+
+/** The emulated device (its profile, its trace file) or an external vfio-user server (its socket). */
+const device = z
+  .looseObject({ profile: z.string().optional(), external: z.string().optional() })
+  .refine((d) => d.profile !== undefined || d.external !== undefined, {
+    message: "a device has a profile (the emulated one) or an external socket",
+  });
+
+/** A workflow job's name and spec (hil matrix, repro, validate; hil run's own job has one too). */
+const job = z.looseObject({
+  id: z.string().optional(),
+  spec: z.looseObject({
+    kernel: z.string(),
+    driver: z.string(),
+    executor: z.string(),
+    scenarios: z.string(),
+  }),
+});
+
+export const runRecordSchema = z.looseObject({
+  kernel: z.string(),
+  release: z.string().optional(),
+  driver: z.string().optional(),
+  executor: z.string().optional(),
+  deviceProfile: z.string().optional(),
+  device: device.nullable().optional(),
+  boots: z.number().optional(),
+  /** where the suite's time went: booting guests, running scenarios, judging them */
+  timings: z.looseObject({ bootMs: z.number(), runMs: z.number(), judgeMs: z.number() }).optional(),
+  wallMs: z.number().optional(),
+  startedAt: z.string().optional(),
+  probe: z.array(check).optional(),
+  scenarios: z.array(scenario).optional(),
+  repeat: z.number().int().min(1).optional(),
+  stability: z.array(stability).optional(),
+  series: series.optional(),
+  results: z.array(check),
+  job: job.optional(),
+});
+
+export type RunCheck = z.infer<typeof check>;
+export type RunRule = z.infer<typeof ruleVerdict>;
+export type RunJudgement = z.infer<typeof judgement>;
+export type RunScenario = z.infer<typeof scenario>;
+export type RunSeries = z.infer<typeof series>;
+export type RunStability = z.infer<typeof stability>;
+export type RunRecord = z.infer<typeof runRecordSchema>;
+export type RunJob = z.infer<typeof job>;
