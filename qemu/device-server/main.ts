@@ -2,7 +2,7 @@
  * Runs vfio-user device servers as one process, following the spec's "Backend Program
  * Conventions": --socket-path=PATH, no daemonizing, SIGTERM honoured.
  *
- *   node --import tsx qemu/vfio-user/main.ts --socket-path /tmp/dev.sock [--device hil-testdev|erdma]
+ *   node --import tsx qemu/device-server/main.ts --socket-path /tmp/dev.sock [--device hil-testdev|erdma]
  *        [--mac XX:XX:XX:XX:XX:XX] [--profile NAME|FILE] [--trace FILE|-] [--quiet] [--dma-timeout-ms N]
  *        [--exit-with-parent]
  *
@@ -42,8 +42,8 @@ import type { ErdmaProfile } from "../erdma/profile.ts";
 import { DEFAULT_PROFILE, loadProfile } from "../erdma/profile-file.ts";
 import { ErdmaVfioDevice, keepServerEvent } from "../erdma/vfio-user-device.ts";
 import { createTestDevice } from "../testdev/device.ts";
-import type { DeviceModel } from "./device.ts";
-import { startServer, type TraceEvent, type VfioUserServer } from "./server.ts";
+import type { DeviceModel } from "../vfio-user/device.ts";
+import { startServer, type TraceEvent, type VfioUserServer } from "../vfio-user/server.ts";
 
 const USAGE = [
   "usage: main.ts --socket-path PATH [--socket-path PATH ...] [--device hil-testdev|erdma]",

@@ -1,5 +1,5 @@
 /**
- * Emulated erdma devices for guests: a device server process (qemu/vfio-user/main.ts --device
+ * Emulated erdma devices for guests: a device server process (qemu/device-server/main.ts --device
  * erdma) started before QEMU with each guest NIC's MAC, its sockets in a temp dir of its own, and
  * the QEMU arguments that attach them. startErdma: one device for one guest. startErdmaFabric:
  * several devices in one process on one fabric, one per guest, so QPs in different guests reach
@@ -12,11 +12,11 @@ import { rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { onProcessExit } from "../../util/cleanup.ts";
 import { HilError } from "../../util/errors.ts";
+import { type ControlReply, controlRequest } from "../erdma/control.ts";
+import { DEFAULT_PROFILE, loadProfile } from "../erdma/profile-file.ts";
 import { vfioUserPciArgs } from "../launch/cmdline.ts";
 import { createRunDir, sweepStaleRunDirs } from "../launch/rundir.ts";
-import { type ServerProcess, startDevicesProcess } from "../vfio-user/process.ts";
-import { type ControlReply, controlRequest } from "./control.ts";
-import { DEFAULT_PROFILE, loadProfile } from "./profile-file.ts";
+import { type ServerProcess, startDevicesProcess } from "./process.ts";
 
 const DIR_PREFIX = "hil-erdma-";
 /** the QEMU device id */
