@@ -1,4 +1,3 @@
-import { buildGuestToolsLayer } from "../guest/tools/build.ts";
 import {
   type AttachedErdma,
   type AttachedErdmaFabric,
@@ -7,7 +6,7 @@ import {
   type FabricErdma,
   startErdma,
   startErdmaFabric,
-} from "../qemu/erdma/attach.ts";
+} from "../qemu/device-server/attach.ts";
 import {
   createFabricNetwork,
   FABRIC_IPS,
@@ -20,6 +19,7 @@ import type { ExecOptions } from "../qemu/launch/ssh.ts";
 import type { QemuInstall } from "../qemu/launch/types.ts";
 import { ensureQemu } from "../qemu/provision/qemu.ts";
 import { progress } from "../util/progress.ts";
+import { buildGuestToolsLayer } from "./image/guest-tools.ts";
 import { buildInitramfs } from "./image/initramfs.ts";
 import { buildKernel } from "./kernel/build.ts";
 import type { KernelArtifact, KernelRequest } from "./kernel/types.ts";

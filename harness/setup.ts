@@ -1,8 +1,8 @@
-import { TOOLS_HOST_PACKAGES } from "../guest/tools/build.ts";
 import type { QemuInstall } from "../qemu/launch/types.ts";
 import { ensureQemu } from "../qemu/provision/qemu.ts";
 import { ensureHostPackages } from "../util/apt.ts";
 import { DEFAULT_KERNEL } from "./defaults.ts";
+import { TOOLS_HOST_PACKAGES } from "./image/guest-tools.ts";
 import { IMAGE_HOST_PACKAGES } from "./image/initramfs.ts";
 import { ensureBaseSource, KERNEL_HOST_PACKAGES } from "./kernel/build.ts";
 import { BROWSER_HOST_PACKAGES } from "./report/browser.ts";

@@ -7,10 +7,11 @@
  *
  *   node --import tsx harness/bench/erdma-vs-siw.ts [--kernel debian:6.12] [--config smp] [--iters 4000] [--json]
  */
-import { buildGuestToolsLayer } from "../../guest/tools/build.ts";
+
 import { ensureQemu } from "../../qemu/provision/qemu.ts";
 import { type BootedGuest, bootPrepared } from "../boot.ts";
 import { addSiwLink, KverbsDriver } from "../executor/kverbs-driver.ts";
+import { buildGuestToolsLayer } from "../image/guest-tools.ts";
 import { buildInitramfs } from "../image/initramfs.ts";
 import { buildGuestModulesLayer } from "../image/kmod.ts";
 import { buildKverbsModule } from "../image/kverbs-module.ts";

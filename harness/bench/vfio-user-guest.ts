@@ -7,7 +7,7 @@ import { buildKernel } from "../../harness/kernel/build.ts";
 import type { KernelArtifact } from "../../harness/kernel/types.ts";
 import type { QemuInstall } from "../../qemu/launch/types.ts";
 import { ensureQemu } from "../../qemu/provision/qemu.ts";
-import { type BuiltModule, buildTestdevModule } from "../../qemu/testdev/module.ts";
+import { type BuiltModule, buildTestdevModule } from "../image/testdev-module.ts";
 
 export interface TestdevImage {
   qemu: QemuInstall;

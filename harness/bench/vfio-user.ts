@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { startServerProcess } from "../../qemu/device-server/process.ts";
 import { vfioUserPciArgs } from "../../qemu/launch/cmdline.ts";
 import { type Guest, startGuest } from "../../qemu/launch/guest.ts";
 import {
@@ -19,7 +20,6 @@ import {
   resultFields,
   testdevCommand,
 } from "../../qemu/testdev/guest-ops.ts";
-import { startServerProcess } from "../../qemu/vfio-user/process.ts";
 import { isHilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
 import { buildImageFor } from "./vfio-user-guest.ts";

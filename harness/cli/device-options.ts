@@ -1,5 +1,5 @@
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { externalErdma } from "../../qemu/erdma/attach.ts";
+import { externalErdma } from "../../qemu/device-server/attach.ts";
 import { DEFAULT_PROFILE, listProfiles, loadProfile } from "../../qemu/erdma/profile-file.ts";
 import { HilError } from "../../util/errors.ts";
 import { DEFAULT_GUEST_MAC } from "../boot.ts";

@@ -16,12 +16,12 @@
  */
 import { writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { buildGuestToolsLayer } from "../../guest/tools/build.ts";
 import { ensureQemu } from "../../qemu/provision/qemu.ts";
 import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
 import { type BootedGuest, bootPrepared } from "../boot.ts";
 import { addSiwLink, KverbsDriver } from "../executor/kverbs-driver.ts";
+import { buildGuestToolsLayer } from "../image/guest-tools.ts";
 import { buildInitramfs } from "../image/initramfs.ts";
 import { buildGuestModulesLayer } from "../image/kmod.ts";
 import { buildKverbsModule } from "../image/kverbs-module.ts";

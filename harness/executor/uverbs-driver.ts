@@ -9,10 +9,10 @@
  * returns what it wrote until then.
  */
 import { randomBytes } from "node:crypto";
-import { guestToolPath } from "../../guest/tools/build.ts";
 import type { ExecOptions, ExecResult, ExecStream, ExecStreamOptions } from "../../qemu/launch/ssh.ts";
 import { shellQuote, waitForStdout } from "../../qemu/launch/ssh.ts";
 import { HilError } from "../../util/errors.ts";
+import { guestToolPath } from "../image/guest-tools.ts";
 import {
   type DoneRecord,
   type HangRecord,

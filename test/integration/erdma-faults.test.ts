@@ -5,9 +5,9 @@
 // control channel reports the device's state. Every fault is in the hardware trace.
 import { join } from "node:path";
 import t from "tap";
-import { buildGuestToolsLayer } from "../../guest/tools/build.ts";
 import { type BootedGuest, bootPrepared } from "../../harness/boot.ts";
 import { KverbsDriver } from "../../harness/executor/kverbs-driver.ts";
+import { buildGuestToolsLayer } from "../../harness/image/guest-tools.ts";
 import { buildInitramfs } from "../../harness/image/initramfs.ts";
 import { buildGuestModulesLayer } from "../../harness/image/kmod.ts";
 import { buildKverbsModule } from "../../harness/image/kverbs-module.ts";

@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { DEFAULT_GUEST_MAC } from "../../harness/boot.ts";
-import { startDevicesProcess } from "../../qemu/vfio-user/process.ts";
+import { startDevicesProcess } from "../../qemu/device-server/process.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 import { processExists } from "../support/guest.ts";
 

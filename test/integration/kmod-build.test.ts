@@ -10,8 +10,8 @@ import { gunzipSync } from "node:zlib";
 import t from "tap";
 import { listCpio } from "../../harness/image/cpio.ts";
 import { buildGuestModule, buildGuestModulesLayer, guestModulePath } from "../../harness/image/kmod.ts";
+import { buildTestdevModule } from "../../harness/image/testdev-module.ts";
 import { buildKernel } from "../../harness/kernel/build.ts";
-import { buildTestdevModule } from "../../qemu/testdev/module.ts";
 import { cacheRoot } from "../../util/cache.ts";
 
 t.setTimeout(30 * 60 * 1000);

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { buildImageFor } from "../../harness/bench/vfio-user-guest.ts";
+import { startServerProcess } from "../../qemu/device-server/process.ts";
 import { vfioUserPciArgs } from "../../qemu/launch/cmdline.ts";
 import { type Guest, startGuest } from "../../qemu/launch/guest.ts";
 import { Reg, TESTDEV_ID_VALUE } from "../../qemu/testdev/device.ts";
@@ -21,7 +22,6 @@ import {
   seededBytes,
   testdevCommand,
 } from "../../qemu/testdev/guest-ops.ts";
-import { startServerProcess } from "../../qemu/vfio-user/process.ts";
 
 const KERNEL = process.env.HIL_TEST_KERNEL ?? "debian:6.12";
 

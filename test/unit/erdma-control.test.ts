@@ -4,12 +4,8 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
-import {
-  type ControlledDevice,
-  controlRequest,
-  handleControl,
-  startControlServer,
-} from "../../qemu/erdma/control.ts";
+import { controlRequest, startControlServer } from "../../qemu/device-server/control-socket.ts";
+import { type ControlledDevice, handleControl } from "../../qemu/erdma/control.ts";
 import { FaultPlan } from "../../qemu/erdma/faults.ts";
 import { type ErdmaTraceEvent, Tracer } from "../../qemu/erdma/trace.ts";
 

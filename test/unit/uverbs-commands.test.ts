@@ -7,8 +7,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
-import { buildGuestTool } from "../../guest/tools/build.ts";
 import { UVERBS_BINARY, UVERBS_EXIT } from "../../harness/executor/uverbs-driver.ts";
+import { buildGuestTool } from "../../harness/image/guest-tools.ts";
 import { parseTrace, recordsOf } from "../../harness/protocol/trace.ts";
 
 t.setTimeout(120_000);

@@ -6,10 +6,10 @@ import { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
+import { startServerProcess } from "../../qemu/device-server/process.ts";
 import { CMD_IRQ, Op, Reg, Status } from "../../qemu/testdev/device.ts";
 import { drainEventFd, QEMU_CAPS, VfioUserClient } from "../../qemu/vfio-user/client.ts";
 import { closeFd, connectUnix, eventFd, memfdCreate, sendNonBlocking } from "../../qemu/vfio-user/libc.ts";
-import { startServerProcess } from "../../qemu/vfio-user/process.ts";
 import {
   Command,
   encodeDeviceInfo,

@@ -1,4 +1,4 @@
-// The device server's command line (qemu/vfio-user/main.ts): one device per --socket-path, erdma
+// The device server's command line (qemu/device-server/main.ts): one device per --socket-path, erdma
 // MACs paired with sockets in order, --profile/--trace once or per device; and the process itself
 // serving two erdma devices on one fabric, every socket removed on exit and on a failed start.
 import { spawn } from "node:child_process";
@@ -9,11 +9,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import t, { type Test } from "tap";
+import { parseServerArgs, UsageError } from "../../qemu/device-server/main.ts";
+import { serverArgs, startDevicesProcess } from "../../qemu/device-server/process.ts";
 import { VfioUserClient } from "../../qemu/vfio-user/client.ts";
-import { parseServerArgs, UsageError } from "../../qemu/vfio-user/main.ts";
-import { serverArgs, startDevicesProcess } from "../../qemu/vfio-user/process.ts";
 
-const MAIN = fileURLToPath(new URL("../../qemu/vfio-user/main.ts", import.meta.url));
+const MAIN = fileURLToPath(new URL("../../qemu/device-server/main.ts", import.meta.url));
 const MAC0 = "52:54:00:fa:b0:01";
 const MAC1 = "52:54:00:fa:b0:02";
 

@@ -1,5 +1,5 @@
 /**
- * Emulated erdma devices for guests: a device server process (qemu/vfio-user/main.ts --device
+ * Emulated erdma devices for guests: a device server process (qemu/device-server/main.ts --device
  * erdma) started before QEMU with each guest NIC's MAC, its sockets in a temp dir of its own, and
  * the QEMU arguments that attach them. startErdma: one device for one guest. startErdmaFabric:
  * several devices in one process on one fabric, one per guest, so QPs in different guests reach
@@ -12,11 +12,12 @@ import { rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { onProcessExit } from "../../util/cleanup.ts";
 import { HilError } from "../../util/errors.ts";
+import type { ControlReply } from "../erdma/control.ts";
+import { DEFAULT_PROFILE, loadProfile } from "../erdma/profile-file.ts";
 import { vfioUserPciArgs } from "../launch/cmdline.ts";
 import { createRunDir, sweepStaleRunDirs } from "../launch/rundir.ts";
-import { type ServerProcess, startDevicesProcess } from "../vfio-user/process.ts";
-import { type ControlReply, controlRequest } from "./control.ts";
-import { DEFAULT_PROFILE, loadProfile } from "./profile-file.ts";
+import { controlRequest } from "./control-socket.ts";
+import { type ServerProcess, startDevicesProcess } from "./process.ts";
 
 const DIR_PREFIX = "hil-erdma-";
 /** the QEMU device id */
@@ -44,7 +45,7 @@ export interface AttachedErdma {
   readonly qemuArgs: string[];
   /** how the server ended, once it did */
   readonly exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-  /** the server's control socket (qemu/erdma/control.ts) */
+  /** the server's control socket (control-socket.ts) */
   readonly controlPath: string;
   /** one control request (arm or clear a fault, read state); the device name may be left out */
   control(req: Record<string, unknown>): Promise<ControlReply>;
@@ -133,7 +134,7 @@ export interface AttachedErdmaFabric {
   /** what the server printed on stderr */
   readonly log: readonly string[];
   readonly exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-  /** the server's control socket (qemu/erdma/control.ts) */
+  /** the server's control socket (control-socket.ts) */
   readonly controlPath: string;
   /** one control request; name the device (`device: "erdma0"`) */
   control(req: Record<string, unknown>): Promise<ControlReply>;

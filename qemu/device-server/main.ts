@@ -2,7 +2,7 @@
  * Runs vfio-user device servers as one process, following the spec's "Backend Program
  * Conventions": --socket-path=PATH, no daemonizing, SIGTERM honoured.
  *
- *   node --import tsx qemu/vfio-user/main.ts --socket-path /tmp/dev.sock [--device hil-testdev|erdma]
+ *   node --import tsx qemu/device-server/main.ts --socket-path /tmp/dev.sock [--device hil-testdev|erdma]
  *        [--mac XX:XX:XX:XX:XX:XX] [--profile NAME|FILE] [--trace FILE|-] [--quiet] [--dma-timeout-ms N]
  *        [--exit-with-parent]
  *
@@ -21,8 +21,9 @@
  * elements, interrupts) and the server's session-level events (marked "src":"vfio-user"), each with
  * `t`, milliseconds since the process started (one clock for all devices) and `dev`, the device's
  * name. --trace given once takes every device's lines; else give one per --socket-path.
- * --control PATH (erdma) opens the control channel of qemu/erdma/control.ts: arm and clear faults,
- * read device state, for every device of the process by name.
+ * --control PATH (erdma) opens the control channel (control-socket.ts; the requests are
+ * qemu/erdma/control.ts's): arm and clear faults, read device state, for every device of the
+ * process by name.
  * --exit-with-parent stops the server (as SIGTERM would) once the process that started it is gone,
  * even if that one was killed without a chance to stop it.
  *
@@ -35,15 +36,16 @@ import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { isHilError } from "../../util/errors.ts";
-import { type ControlledDevice, startControlServer } from "../erdma/control.ts";
+import type { ControlledDevice } from "../erdma/control.ts";
 import { parseMac } from "../erdma/device.ts";
 import { Fabric } from "../erdma/fabric.ts";
 import type { ErdmaProfile } from "../erdma/profile.ts";
 import { DEFAULT_PROFILE, loadProfile } from "../erdma/profile-file.ts";
 import { ErdmaVfioDevice, keepServerEvent } from "../erdma/vfio-user-device.ts";
 import { createTestDevice } from "../testdev/device.ts";
-import type { DeviceModel } from "./device.ts";
-import { startServer, type TraceEvent, type VfioUserServer } from "./server.ts";
+import type { DeviceModel } from "../vfio-user/device.ts";
+import { startServer, type TraceEvent, type VfioUserServer } from "../vfio-user/server.ts";
+import { startControlServer } from "./control-socket.ts";
 
 const USAGE = [
   "usage: main.ts --socket-path PATH [--socket-path PATH ...] [--device hil-testdev|erdma]",

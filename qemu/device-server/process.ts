@@ -1,5 +1,5 @@
 /**
- * Runs a device server as its own process (qemu/vfio-user/main.ts) beside QEMU: started, waited
+ * Runs a device server as its own process (qemu/device-server/main.ts) beside QEMU: started, waited
  * for until it listens, stopped with SIGTERM (SIGKILL after a grace period), never left behind.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -39,7 +39,7 @@ export interface ServedDevice {
 
 /**
  * Several devices of one kind in one process, each on its own socket. erdma devices served
- * together share one fabric: their QPs reach each other (qemu/vfio-user/main.ts).
+ * together share one fabric: their QPs reach each other (qemu/device-server/main.ts).
  */
 export interface DevicesProcessOptions {
   device?: string;
@@ -90,7 +90,7 @@ function perDeviceOption(flag: string, values: readonly (string | undefined)[]):
   return given.flatMap((v) => [flag, v]);
 }
 
-/** The arguments of qemu/vfio-user/main.ts for these devices (after `node --import tsx main.ts`). */
+/** The arguments of qemu/device-server/main.ts for these devices (after `node --import tsx main.ts`). */
 export function serverArgs(opts: DevicesProcessOptions): string[] {
   if (opts.devices.length === 0) throw new HilError("a device server needs at least one device");
   if (opts.traceFile && opts.devices.some((d) => d.traceFile))

@@ -7,15 +7,15 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { writeCpioGz } from "../../harness/image/cpio.ts";
-import type { ImageLayer } from "../../harness/image/userspace.ts";
 import { ensureHostPackages } from "../../util/apt.ts";
 import { ensureEntry } from "../../util/cache.ts";
 import { probe, run } from "../../util/exec.ts";
 import { hashParts } from "../../util/hash.ts";
 import { progress } from "../../util/progress.ts";
+import { writeCpioGz } from "./cpio.ts";
+import type { ImageLayer } from "./userspace.ts";
 
-const TOOLS_DIR = fileURLToPath(new URL("./", import.meta.url));
+const TOOLS_DIR = fileURLToPath(new URL("../../guest/tools/", import.meta.url));
 const RECIPE = "guest-tools-1";
 export const TOOLS_ARCHIVE = "tools.cpio.gz";
 

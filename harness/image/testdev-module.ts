@@ -3,8 +3,8 @@
  * tree, cached by (kernel key, module source hash): see harness/image/kmod.ts.
  */
 import { fileURLToPath } from "node:url";
-import { buildGuestModule, guestModuleKey } from "../../harness/image/kmod.ts";
-import type { KernelArtifact } from "../../harness/kernel/types.ts";
+import type { KernelArtifact } from "../kernel/types.ts";
+import { buildGuestModule, guestModuleKey } from "./kmod.ts";
 
 export const TESTDEV_MODULE_SOURCE_DIR = fileURLToPath(new URL("../../guest/testdev/", import.meta.url));
 export const TESTDEV_MODULE_FILE = "hil_testdev.ko";
