@@ -12,8 +12,6 @@ const KNOWN_FOLDER_CYCLE_EDGES = [
   //   harness/scenario -> harness/executor -> harness/scenario
   //   harness/executor -> harness/oracle -> harness/scenario -> harness/executor
   //   harness/executor -> harness/oracle -> harness/console -> harness/executor
-  // scenario/compile.ts -> executor/kverbs-driver.ts (the hil_kverbs command lines)
-  ["harness/scenario", "harness/executor"],
   // executor/{executor,stepwise,registry,kernel,user}.ts -> scenario/{compile,schema}.ts (types only)
   ["harness/executor", "harness/scenario"],
   // executor/{executor,stepwise,user}.ts -> oracle/observations.ts (types), executor/settle.ts -> oracle/model.ts

@@ -17,8 +17,9 @@ export type CheckResult = {
 };
 
 /**
- * Exit codes of `hil run`: 0 every verdict PASS, SKIP, XFAIL or XPASS; 1 a check or rule FAILed;
- * 3 the harness could not judge (ERROR or MISS), which wins over 1; 2 is bad input (the CLI's).
+ * Exit codes of `hil run`: 0 every verdict PASS, SKIP, XFAIL or XPASS; 1 a check or rule FAILed
+ * (or, with strict, a known bug's rule held: XPASS, the record is stale); 3 the harness could not
+ * judge (ERROR or MISS), which wins over 1; 2 is bad input (the CLI's).
  */
 export const EXIT_ALL_PASS = 0;
 export const EXIT_FAILED = 1;
@@ -27,8 +28,8 @@ export const EXIT_NOT_JUDGED = 3;
 /** Verdicts that do not fail a run. */
 export const PASSING_VERDICTS: readonly Verdict[] = ["PASS", "SKIP", "XFAIL", "XPASS"];
 
-export function exitCodeFor(results: readonly CheckResult[]): number {
+export function exitCodeFor(results: readonly CheckResult[], opts: { strict?: boolean } = {}): number {
   if (results.some((r) => r.verdict === "ERROR" || r.verdict === "MISS")) return EXIT_NOT_JUDGED;
-  if (results.some((r) => r.verdict === "FAIL")) return EXIT_FAILED;
+  if (results.some((r) => r.verdict === "FAIL" || (opts.strict && r.verdict === "XPASS"))) return EXIT_FAILED;
   return EXIT_ALL_PASS;
 }

@@ -31,6 +31,7 @@ interface RunOptionValues extends KernelOptionValues, DeviceOptionValues {
   driver?: DriverName;
   oracle?: OracleProfile[];
   repeat?: number;
+  strict?: boolean;
 }
 
 function oracleList(value: string): OracleProfile[] {
@@ -93,6 +94,7 @@ export function register(program: Command): void {
       `judge the drain suite under these oracle profiles only (comma-separated: ${ORACLE_PROFILES.join(", ")}; default: each scenario's own)`,
       oracleList,
     )
+    .option("--strict", "a known bug's rule that holds (XPASS: its record is stale) fails the run (exit 1)")
     .option(
       "--repeat <n>",
       `run each scenario n times in a row (1-${MAX_REPEAT}, default 1) and say whether its verdicts are stable`,
@@ -119,7 +121,8 @@ export function register(program: Command): void {
         'no hardware trace, verdicts.json records device: { external: "<path>" }, and hil never stops the server.',
         "",
         "Known driver bugs recorded in a scenario (known_bugs: rules, driver, kernels, device profiles, executors,",
-        "reference) make those rules' FAILs XFAIL; a recorded rule that holds is an XPASS (shown, not a failure).",
+        "failure pattern, reference) make those rules' FAILs XFAIL when every problem matches the record's failure",
+        "pattern; a recorded rule that holds is an XPASS (shown, not a failure; with --strict it fails the run).",
         "",
         "--repeat <n> runs each scenario n times in a row on the same guest (A#1..A#n, then B#1..), each repetition",
         "judged on its own and kept as <scenario>#<k> in verdicts.json and traces/. The table has a line per scenario:",
@@ -162,11 +165,12 @@ export function register(program: Command): void {
       ...(opts.mac ? { mac: opts.mac } : {}),
       ...(opts.repeat && opts.repeat > 1 ? { repeat: opts.repeat } : {}),
       probeOnly,
+      ...(opts.strict ? { strict: true } : {}),
     });
     if (opts.json) process.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
     else process.stdout.write(renderRunTable(record));
     progress.info(`[run] run directory: ${runDir}`);
-    process.exitCode = exitCodeFor(record.results);
+    process.exitCode = exitCodeFor(record.results, { strict: opts.strict === true });
   });
 }
 

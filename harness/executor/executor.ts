@@ -6,6 +6,7 @@
  */
 import type { PreparedGuest } from "../boot.ts";
 import type { StuckObservation } from "../oracle/observations.ts";
+import type { SentCommand } from "../oracle/run-commands.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
 import type { ExecutorKind } from "../scenario/schema.ts";
@@ -14,6 +15,8 @@ import type { StepwiseHooks } from "./stepwise.ts";
 export interface ExecutorOutcome {
   records: TraceRecord[];
   stuck: StuckObservation[];
+  /** the command lines it was given, in order, with where each came from */
+  sent: SentCommand[];
   /** the run broke (setup failed, the executor threw): the scenario is an ERROR */
   error?: string;
 }
@@ -24,6 +27,8 @@ export interface ScenarioExecutor {
   readonly wedged: boolean;
   /** runs it; hooks carry out what the executor does not (device faults) */
   runScenario(compiled: CompiledScenario, hooks?: StepwiseHooks): Promise<ExecutorOutcome>;
+  /** writes `hil-mark <id>` to the kernel log after everything the scenario did (the console barrier) */
+  barrier?(id: number): Promise<void>;
   /** destroys what is left and unloads; throws when something stays behind */
   close(): Promise<void>;
 }

@@ -4,6 +4,7 @@ import { progress } from "../../util/progress.ts";
 import type { PreparedGuest } from "../boot.ts";
 import type { ModuleShell } from "../image/kmod.ts";
 import { buildKverbsModule } from "../image/kverbs-module.ts";
+import { commandLine } from "../protocol/commands.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
 import type { ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
@@ -88,6 +89,12 @@ export class KernelExecutor implements ScenarioExecutor, CommandRunner {
         state: r.stuck.state,
       },
     };
+  }
+
+  async barrier(id: number): Promise<void> {
+    const r = await this.driver.run([commandLine("mark", { id })], { timeoutMs: 10_000, check: false });
+    const done = r.done[0];
+    if (done?.rc !== 0) throw new Error(`mark id=${id} did not run (${done ? `rc ${done.rc}` : "stuck"})`);
   }
 
   async close(): Promise<void> {

@@ -5,9 +5,11 @@
  */
 
 import type { StuckObservation } from "../oracle/observations.ts";
+import type { SentCommand } from "../oracle/run-commands.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
 import type { ExecutorOutcome } from "./executor.ts";
+import { phaseSent, setupSent, stepSent } from "./sent.ts";
 import { settleCommands } from "./settle.ts";
 
 export interface StuckCommand {
@@ -47,16 +49,30 @@ export async function runStepwise(
 ): Promise<ExecutorOutcome> {
   const records: TraceRecord[] = [];
   const stuck: StuckObservation[] = [];
-  const outcome = (error?: string): ExecutorOutcome => ({ records, stuck, ...(error ? { error } : {}) });
-  const step = async (lines: readonly string[], timeoutMs: number, index: number): Promise<boolean> => {
-    const r = await runner.run(lines, timeoutMs);
+  const sent: SentCommand[] = [];
+  const outcome = (error?: string): ExecutorOutcome => ({
+    records,
+    stuck,
+    sent,
+    ...(error ? { error } : {}),
+  });
+  const step = async (
+    commands: readonly SentCommand[],
+    timeoutMs: number,
+    index: number,
+  ): Promise<boolean> => {
+    sent.push(...commands);
+    const r = await runner.run(
+      commands.map((c) => c.line),
+      timeoutMs,
+    );
     records.push(...r.records);
     if (r.stuck) stuck.push({ ev: "stuck", step: index, ...r.stuck });
     return !r.stuck;
   };
   try {
     await runner.clear();
-    if (!(await step(compiled.setup, compiled.setupTimeoutMs, -1)))
+    if (!(await step(setupSent(compiled), compiled.setupTimeoutMs, -1)))
       return outcome(`setup did not finish: ${stuck[0]?.op} stuck for ${stuck[0]?.ms} ms`);
     const setupFailures = failedCommands(records);
     if (setupFailures.length > 0) return outcome(`setup failed: ${setupFailures.join("; ")}`);
@@ -71,12 +87,13 @@ export async function runStepwise(
         }
         continue;
       }
-      if (!(await step(s.commands, s.timeoutMs, s.index))) return outcome();
+      if (!(await step(stepSent(s), s.timeoutMs, s.index))) return outcome();
     }
     const end = compiled.steps.length;
     const settle = settleCommands(records, compiled.cqs, SETTLE_WAIT_MS);
-    if (!(await step(settle, SETTLE_WAIT_MS * settle.length + 10_000, end))) return outcome();
-    await step(["reset"], TEARDOWN_TIMEOUT_MS, end);
+    if (!(await step(phaseSent(settle, "settle"), SETTLE_WAIT_MS * settle.length + 10_000, end)))
+      return outcome();
+    await step(phaseSent(["reset"], "teardown"), TEARDOWN_TIMEOUT_MS, end);
     return outcome();
   } catch (err) {
     return outcome(err instanceof Error ? err.message : String(err));

@@ -10,16 +10,22 @@
  * can tell a failed marker post from a hang.
  */
 
+import { shellQuote } from "../../qemu/launch/ssh.ts";
 import { HilError } from "../../util/errors.ts";
+import { guestToolPath } from "../image/guest-tools.ts";
 import type { StuckObservation } from "../oracle/observations.ts";
+import type { SentCommand } from "../oracle/run-commands.ts";
+import { commandLine } from "../protocol/commands.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
 import type { ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
+import { phaseSent, setupSent, stepSent } from "./sent.ts";
 import type { StepwiseHooks } from "./stepwise.ts";
 import {
   runUverbs,
   runUverbsSegments,
   UVERBS_BINARY,
+  UVERBS_EXIT,
   type UverbsRun,
   type UverbsShell,
   type UverbsStreamShell,
@@ -30,15 +36,30 @@ const SETTLE_MS = 500;
 /** room for the process, SSH and teardown beyond the steps' own watchdogs */
 const RUN_MARGIN_MS = 30_000;
 
+/** hil-uverbs' exit statuses that are results, not a broken run: ok, a command failed, a drain hung. */
+const EXPECTED_EXITS: ReadonlySet<number> = new Set([
+  UVERBS_EXIT.ok,
+  UVERBS_EXIT.commandFailed,
+  UVERBS_EXIT.hang,
+]);
+
 /** The settling pass at the end of a run: late completions, then a last poll of every CQ. */
 function settleLines(compiled: CompiledScenario): string[] {
   return [`sleep ms=${SETTLE_MS}`, ...compiled.cqs.map((cq) => `poll cq=${cq} min=0 timeout=0`)];
 }
 
+/** The hil-uverbs input for a scenario compiled for the user executor, each line with its step. */
+export function userSent(compiled: CompiledScenario): SentCommand[] {
+  return [
+    ...setupSent(compiled),
+    ...compiled.steps.flatMap((s) => stepSent(s)),
+    ...phaseSent(settleLines(compiled), "settle"),
+  ];
+}
+
 /** The hil-uverbs input for a scenario compiled for the user executor. */
 export function userLines(compiled: CompiledScenario): string[] {
-  const steps = compiled.steps.flatMap((s) => s.commands);
-  return [...compiled.setup, ...steps, ...settleLines(compiled)];
+  return userSent(compiled).map((c) => c.line);
 }
 
 /**
@@ -121,9 +142,16 @@ export function userOutcome(compiled: CompiledScenario, run: UverbsRun): Executo
     });
   }
   const rejected = run.records.find((r) => r.ev === "reject");
+  const crashed = !run.killed && !EXPECTED_EXITS.has(run.exitCode);
   return {
     records: run.records,
     stuck,
+    sent: userSent(compiled),
+    ...(crashed
+      ? {
+          error: `hil-uverbs ended with exit status ${run.exitCode}${run.exitCode > 128 ? ` (signal ${run.exitCode - 128})` : ""}${run.stderr.trim() ? `: ${run.stderr.trim().split("\n").at(-1)}` : ""}`,
+        }
+      : {}),
     ...(rejected?.ev === "reject" ? { error: `hil-uverbs refused ${rejected.line}: ${rejected.why}` } : {}),
   };
 }
@@ -168,12 +196,18 @@ export class UserExecutor implements ScenarioExecutor {
       const where = (s: CompiledStep) => `step ${s.index + 1} (line ${s.line}): fault ${s.fault?.kind}`;
       const { fault } = hooks;
       if (!fault)
-        return { records: [], stuck: [], error: `${where(first)}: nothing here arms device faults` };
+        return {
+          records: [],
+          stuck: [],
+          sent: [],
+          error: `${where(first)}: nothing here arms device faults`,
+        };
       const { execStream } = this.guest;
       if (!execStream)
         return {
           records: [],
           stuck: [],
+          sent: [],
           error: `${where(first)}: this guest has no streaming exec to stop hil-uverbs at the fault`,
         };
       const shell: UverbsStreamShell = {
@@ -203,6 +237,17 @@ export class UserExecutor implements ScenarioExecutor {
     return run.interrupted && outcome.error === undefined
       ? { ...outcome, error: run.interrupted.error }
       : outcome;
+  }
+
+  async barrier(id: number): Promise<void> {
+    const r = await this.guest.exec(
+      `echo ${shellQuote(commandLine("mark", { id }))} | ${guestToolPath(UVERBS_BINARY)}`,
+      {
+        timeoutMs: 10_000,
+      },
+    );
+    if (r.exitCode !== 0)
+      throw new Error(`hil-uverbs mark id=${id} exited ${r.exitCode}: ${r.stderr.trim()}`);
   }
 
   async close(): Promise<void> {}

@@ -15,10 +15,12 @@ import { rule5 } from "./rules/flushed-once.ts";
 import { rule3 } from "./rules/partial-post.ts";
 import { rule1, rule2 } from "./rules/post-in-error.ts";
 import { returnsRule } from "./rules/returns.ts";
-import { rule8 } from "./rules/sq-error.ts";
 import { rule6 } from "./rules/unsignaled.ts";
+import { commandsRule } from "./run-commands.ts";
 
+/** In the order a verdict's reason picks its first failing rule: a hang first, it explains the rest. */
 export const RULES: readonly Rule[] = [
+  returnsRule,
   rule1,
   rule2,
   rule3,
@@ -26,10 +28,9 @@ export const RULES: readonly Rule[] = [
   rule5,
   rule6,
   rule7,
-  rule8,
   rule9,
-  returnsRule,
   consoleRule,
+  commandsRule,
 ];
 
 export type RuleVerdict = RuleResult & {
@@ -62,15 +63,49 @@ export function traceDefect(trace: ScenarioTrace): string | undefined {
   return undefined;
 }
 
-export function judgeTrace(trace: ScenarioTrace, profiles: readonly OracleProfile[]): ProfileJudgement[] {
+export interface JudgeOptions {
+  /** the rules the scenario covers: each must have judged something of this run, else MISS */
+  covers?: readonly (string | number)[];
+}
+
+/**
+ * A covered rule that applies under the profile but found nothing to judge cannot vouch for the
+ * scenario: it becomes a MISS naming what it did not see (never a PASS or a silent SKIP).
+ */
+export function requireCoverage(
+  rules: readonly RuleVerdict[],
+  covers: readonly (string | number)[],
+): RuleVerdict[] {
+  const wanted = new Set(covers.map(String));
+  return rules.map((r) =>
+    wanted.has(r.rule) && r.applies && r.judged === 0 && (r.verdict === "SKIP" || r.verdict === "PASS")
+      ? { ...r, verdict: "MISS", reason: `rule ${r.rule} not exercised: ${r.reason}` }
+      : r,
+  );
+}
+
+export function judgeTrace(
+  trace: ScenarioTrace,
+  profiles: readonly OracleProfile[],
+  opts: JudgeOptions = {},
+): ProfileJudgement[] {
   const defect = traceDefect(trace);
   const model = defect ? undefined : new TraceModel(trace.records);
   return profiles.map((profile) => {
-    const rules = RULES.map((rule): RuleVerdict => {
+    const judged = RULES.map((rule): RuleVerdict => {
       const head = { rule: rule.id, title: rule.title, citation: rule.citation };
-      if (!model) return { ...head, verdict: "ERROR", reason: defect ?? "" };
-      return { ...head, ...rule.judge({ model, observations: trace.observations, profile }) };
+      if (!model) return { ...head, verdict: "ERROR", reason: defect ?? "", judged: 0, applies: true };
+      return {
+        ...head,
+        ...rule.judge({
+          model,
+          observations: trace.observations,
+          profile,
+          ...(trace.commands ? { commands: trace.commands } : {}),
+        }),
+      };
     });
+    const rules = model ? requireCoverage(judged, opts.covers ?? []) : judged;
     return { profile, verdict: combineVerdicts(rules.map((r) => r.verdict)), rules };
   });
 }

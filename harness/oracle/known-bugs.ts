@@ -1,12 +1,17 @@
 /**
- * Known driver bugs recorded in scenario files (known_bugs): which apply to a run (driver, kernel,
- * device profile, executor), and what they do to its judgements. A recorded rule that FAILs is an
- * XFAIL, one that PASSes is an XPASS; a rule FAIL the record does not name stays a FAIL, and so
- * the profile's verdict (recombined by combineVerdicts) too.
+ * What a scenario file says to expect, applied to the oracle's judgements, problem by problem.
+ *
+ * First the injected faults (expect_fail): a rule they must break is an XFAIL when one of its
+ * problems names a WR a fault hit (or, for a fault on no WR, when it fails at all); a rule that
+ * holds, or fails only on WRs no fault hit, is a FAIL: the oracle missed the fault, or something
+ * else broke. Then the known driver bugs (known_bugs): a failing rule is an XFAIL only when every
+ * one of its problems matches the `failure` pattern of a record that applies; a problem no record
+ * describes keeps the rule a FAIL. A recorded rule that holds is an XPASS (`--strict` fails it, so
+ * a stale record is found the night the bug is fixed).
  */
 import type { DriverName, ExecutorKind, ExpectFail, KnownBug } from "../scenario/schema.ts";
 import { combineVerdicts, type ProfileJudgement, type RuleVerdict } from "./judge.ts";
-import type { RuleId } from "./rule.ts";
+import type { RuleId, WrRef } from "./rule.ts";
 
 /** What a run is: the known bugs that apply are chosen by it. */
 export interface BugTarget {
@@ -44,61 +49,104 @@ export function ruleIdOf(ref: KnownBug["rules"][number]): RuleId {
   return String(ref) as RuleId;
 }
 
-function mark(r: RuleVerdict, bug: KnownBug): RuleVerdict {
-  const knownBug = { reference: bug.reference, note: bug.note };
-  if (r.verdict === "FAIL")
-    return { ...r, verdict: "XFAIL", reason: `known bug (${bug.reference}): ${r.reason}`, knownBug };
+function recombine(j: ProfileJudgement, rules: RuleVerdict[]): ProfileJudgement {
+  return { ...j, rules, verdict: combineVerdicts(rules.map((r) => r.verdict)) };
+}
+
+/** The problems of a FAIL (a FAIL made without them counts as one problem: its reason). */
+function problemsOf(r: RuleVerdict): { reason: string; wrs?: WrRef[] }[] {
+  return r.problems && r.problems.length > 0 ? r.problems : [{ reason: r.reason }];
+}
+
+function namesAny(p: { wrs?: WrRef[] }, targets: readonly WrRef[]): boolean {
+  return (p.wrs ?? []).some((w) =>
+    targets.some((t) => t.qp === w.qp && t.queue === w.queue && t.wrId === w.wrId),
+  );
+}
+
+/**
+ * The rules the scenario's injected faults must break. `targets` are the WRs the faults hit
+ * (empty when they hit no WR: a lost interrupt, a stalled queue).
+ */
+export function applyExpectedFailures(
+  judgements: readonly ProfileJudgement[],
+  expected: ExpectFail | undefined,
+  targets: readonly WrRef[] = [],
+): ProfileJudgement[] {
+  if (!expected) return [...judgements];
+  const named = new Set(expected.rules.map((x) => ruleIdOf(x)));
+  const where = targets.map((t) => `${t.qp} ${t.queue} WR ${t.wrId}`).join(", ");
+  return judgements.map((j) =>
+    recombine(
+      j,
+      j.rules.map((r): RuleVerdict => {
+        if (!named.has(r.rule)) return r;
+        if (r.verdict === "PASS")
+          return {
+            ...r,
+            verdict: "FAIL",
+            reason: `the injected fault should break this rule (${expected.why}), but it holds: ${r.reason}`,
+          };
+        if (r.verdict !== "FAIL") return r;
+        if (targets.length === 0 || problemsOf(r).some((p) => namesAny(p, targets)))
+          return { ...r, verdict: "XFAIL", reason: `expected (${expected.why}): ${r.reason}` };
+        return {
+          ...r,
+          reason: `the rule broke, but on no WR the injected fault hit (${where}): ${r.reason}`,
+        };
+      }),
+    ),
+  );
+}
+
+function describes(bug: KnownBug, reason: string): boolean {
+  return new RegExp(bug.failure).test(reason);
+}
+
+function markKnown(r: RuleVerdict, bugs: readonly KnownBug[]): RuleVerdict {
+  const recorded = bugs.filter((b) => b.rules.some((x) => ruleIdOf(x) === r.rule));
+  if (recorded.length === 0) return r;
+  const first = recorded[0] as KnownBug;
+  const knownBug = { reference: first.reference, note: first.note };
   if (r.verdict === "PASS")
     return {
       ...r,
       verdict: "XPASS",
-      reason: `holds though a known bug is recorded (${bug.reference}): ${r.reason}`,
+      reason: `holds though a known bug is recorded (${first.reference}): ${r.reason}`,
       knownBug,
     };
-  return r;
+  if (r.verdict !== "FAIL") return r;
+  const problems = problemsOf(r);
+  const unknown = problems.find((p) => !recorded.some((b) => describes(b, p.reason)));
+  if (unknown)
+    return {
+      ...r,
+      reason: `${unknown.reason} (a failure the known-bug record${recorded.length > 1 ? "s" : ""} of rule ${r.rule} do${recorded.length > 1 ? "" : "es"} not describe)`,
+    };
+  const bug = recorded.find((b) => describes(b, problems[0]?.reason ?? "")) ?? first;
+  return {
+    ...r,
+    verdict: "XFAIL",
+    reason: `known bug (${bug.reference}): ${r.reason}`,
+    knownBug: { reference: bug.reference, note: bug.note },
+  };
 }
 
-/** The judgements with the bugs' rules marked XFAIL/XPASS and each profile's verdict recombined. */
+/** The judgements with the recorded bugs' rules marked XFAIL/XPASS and each profile's verdict recombined. */
 export function applyKnownBugs(
   judgements: readonly ProfileJudgement[],
   bugs: readonly KnownBug[],
 ): ProfileJudgement[] {
   if (bugs.length === 0) return [...judgements];
-  return judgements.map((j) => {
-    const rules = j.rules.map((r) => {
-      const bug = bugs.find(
-        (b) =>
-          (!b.oracle_profiles || b.oracle_profiles.includes(j.profile)) &&
-          b.rules.some((x) => ruleIdOf(x) === r.rule),
-      );
-      return bug ? mark(r, bug) : r;
-    });
-    return { ...j, rules, verdict: combineVerdicts(rules.map((r) => r.verdict)) };
-  });
-}
-
-/**
- * The rules the scenario's injected faults must break: a FAIL of one is an XFAIL (the oracle caught
- * the faulty device); one that holds is a FAIL (it did not).
- */
-export function applyExpectedFailures(
-  judgements: readonly ProfileJudgement[],
-  expected: ExpectFail | undefined,
-): ProfileJudgement[] {
-  if (!expected) return [...judgements];
-  return judgements.map((j) => {
-    const rules = j.rules.map((r): RuleVerdict => {
-      if (!expected.rules.some((x) => ruleIdOf(x) === r.rule)) return r;
-      if (r.verdict === "FAIL")
-        return { ...r, verdict: "XFAIL", reason: `expected (${expected.why}): ${r.reason}` };
-      if (r.verdict === "PASS")
-        return {
-          ...r,
-          verdict: "FAIL",
-          reason: `the injected fault should break this rule (${expected.why}), but it holds: ${r.reason}`,
-        };
-      return r;
-    });
-    return { ...j, rules, verdict: combineVerdicts(rules.map((r) => r.verdict)) };
-  });
+  return judgements.map((j) =>
+    recombine(
+      j,
+      j.rules.map((r) =>
+        markKnown(
+          r,
+          bugs.filter((b) => !b.oracle_profiles || b.oracle_profiles.includes(j.profile)),
+        ),
+      ),
+    ),
+  );
 }

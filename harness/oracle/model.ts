@@ -1,9 +1,14 @@
 /**
  * The views of a trace the rules share: the QPs, every WR with its completions and the QP state
- * it was posted in, the drains, and which WRs must have completed by when.
+ * it was posted in, the drains with their observed ERR transitions and markers, and which WRs must
+ * have completed by when. A drain's marker is a WR of its queue like any other (posted in ERR, it
+ * must be flushed, in order, once); QP states are only what the trace shows (a modify that
+ * returned 0, a query, an error completion or event), never assumed from a drain.
  */
-import type { CqeRecord, TraceRecord } from "../protocol/trace.ts";
+import type { CqeRecord, TraceRecord, TraceRecordOf } from "../protocol/trace.ts";
 import { postedWrs, WC_SUCCESS, WC_WR_FLUSH_ERR } from "../protocol/trace.ts";
+
+export type MarkerCqeRecord = TraceRecordOf<"drain_marker_cqe">;
 
 export type QpState = "RESET" | "INIT" | "RTR" | "RTS" | "SQD" | "SQE" | "ERR" | "UNKNOWN";
 export type Queue = "sq" | "rq";
@@ -16,7 +21,7 @@ export interface QpInfo {
 }
 
 export interface Completion {
-  rec: CqeRecord;
+  rec: CqeRecord | MarkerCqeRecord;
   /** the record's index in the trace */
   at: number;
   wr: Wr | undefined;
@@ -39,14 +44,29 @@ export interface Wr {
   indexInCall: number;
   postedIn: QpState;
   completions: Completion[];
+  /** a drain's marker: `call` is the drain's, wrId the marker's as the executor saw it (-1: none) */
+  marker?: boolean;
+}
+
+export interface DrainQueue {
+  queue: Queue;
+  /** the ERR transition the drain made for this queue: its modify record and the return code */
+  modify?: { at: number; retAt: number | undefined; rc: number | undefined };
+  /** the marker WR, once its post was seen */
+  marker?: Wr;
 }
 
 export interface Drain {
   qp: string;
   which: "qp" | "sq" | "rq";
+  call: number;
   at: number;
   /** the index of drain_ret; undefined: ib_drain_* never returned */
   retAt: number | undefined;
+  /** per drained queue (sq before rq, as ib_drain_qp does them): what the executor saw of it */
+  queues: DrainQueue[];
+  /** the QP state queried right after the drain returned, when the executor reports it */
+  stateAfter?: string;
 }
 
 export interface PostCall {
@@ -59,6 +79,8 @@ export interface PostCall {
   bad: number | null;
   postedIn: QpState;
   wrs: Wr[];
+  /** a drain's marker post (its call is the drain's) */
+  marker?: boolean;
 }
 
 interface Transition {
@@ -75,14 +97,24 @@ const LEFT_CONNECTION = new Set([
   "REJECTED",
 ]);
 
-export function isError(c: CqeRecord): boolean {
+export function isError(c: CqeRecord | MarkerCqeRecord): boolean {
   return c.status !== WC_SUCCESS;
 }
-export function isFlush(c: CqeRecord): boolean {
+export function isFlush(c: CqeRecord | MarkerCqeRecord): boolean {
   return c.status === WC_WR_FLUSH_ERR;
 }
 export function drainCovers(d: Drain, q: Queue): boolean {
   return d.which === "qp" || d.which === q;
+}
+
+/** The WR as a problem names it. */
+export function ref(w: Wr): { qp: string; queue: Queue; wrId: number } {
+  return { qp: w.qp, queue: w.queue, wrId: w.wrId };
+}
+
+/** The WR as a reason says it: "WR 1003", or "the drain's marker". */
+export function wrName(w: Wr): string {
+  return w.marker ? "the drain's marker" : `WR ${w.wrId}`;
 }
 
 /** One trace record as evidence: the record as the trace has it, prefixed with its index. */
@@ -106,6 +138,11 @@ export class TraceModel {
     this.collectDrains();
   }
 
+  /** The WRs of one queue in posting order (markers included). */
+  queueWrs(qp: string, queue: Queue): Wr[] {
+    return this.wrs.filter((w) => w.qp === qp && w.queue === queue);
+  }
+
   private setState(qp: string, at: number, state: QpState): void {
     const list = this.transitions.get(qp) ?? [];
     list.push({ at, state });
@@ -121,6 +158,7 @@ export class TraceModel {
 
   private collectStates(): void {
     const modifies = new Map<number, { qp: string; state: string }>();
+    const drainQp = new Map<number, string>();
     this.records.forEach((r, at) => {
       switch (r.ev) {
         case "create":
@@ -141,9 +179,13 @@ export class TraceModel {
           break;
         }
         case "drain":
-          // ib_drain_* moves the whole QP to ERR before posting its marker
-          this.setState(r.qp, at, "ERR");
+          drainQp.set(r.call, r.qp);
           break;
+        case "drain_ret": {
+          const qp = drainQp.get(r.call);
+          if (qp && r.state && r.state !== "UNSET") this.setState(qp, at, r.state as QpState);
+          break;
+        }
         case "cqe":
           // an RC QP whose WR completes in error other than a flush is in the Error state
           if (r.status !== WC_SUCCESS && r.status !== WC_WR_FLUSH_ERR) this.setState(r.qp, at, "ERR");
@@ -191,15 +233,37 @@ export class TraceModel {
     this.records.forEach((r, at) => {
       if (r.ev === "post_ret") rets.set(r.call, at);
     });
+    const markers = this.records.flatMap((r, at) =>
+      r.ev === "drain_marker"
+        ? [
+            {
+              qp: r.qp,
+              queue: r.queue,
+              op: r.queue === "sq" ? "write" : "recv",
+              wrId: r.wr_id ?? -1,
+              call: r.call,
+              at,
+              signaled: true,
+              accepted: r.rc === 0,
+              rc: r.rc,
+              invalid: false,
+              marker: true,
+            },
+          ]
+        : [],
+    );
+    const posts = [...postedWrs(this.records), ...markers].sort((x, y) => x.at - y.at);
     const seqs = new Map<string, number>();
-    const byCall = new Map<number, PostCall>();
-    for (const p of postedWrs(this.records)) {
+    const byCall = new Map<string, PostCall>();
+    for (const p of posts) {
       const key = `${p.qp}/${p.queue}`;
       const seq = seqs.get(key) ?? 0;
       seqs.set(key, seq + 1);
-      let call = byCall.get(p.call);
+      const marker = "marker" in p;
+      const callKey = marker ? `marker/${p.call}/${p.queue}` : `${p.call}`;
+      let call = byCall.get(callKey);
       if (!call) {
-        const retAt = rets.get(p.call);
+        const retAt = marker ? p.at : rets.get(p.call);
         const ret = retAt === undefined ? undefined : this.records[retAt];
         call = {
           call: p.call,
@@ -211,12 +275,14 @@ export class TraceModel {
           bad: ret?.ev === "post_ret" ? ret.bad : null,
           postedIn: this.stateAt(p.qp, p.at),
           wrs: [],
+          ...(marker ? { marker: true } : {}),
         };
-        byCall.set(p.call, call);
+        byCall.set(callKey, call);
         this.calls.push(call);
       }
+      const { invalid: _invalid, ...fields } = p;
       const wr: Wr = {
-        ...p,
+        ...fields,
         seq,
         indexInCall: call.wrs.length,
         postedIn: call.postedIn,
@@ -229,10 +295,16 @@ export class TraceModel {
 
   private collectCompletions(): void {
     const key = (qp: string, queue: string, call: number, wrId: number) => `${qp}/${queue}/${call}/${wrId}`;
-    const index = new Map(this.wrs.map((w) => [key(w.qp, w.queue, w.call, w.wrId), w]));
+    const index = new Map(
+      this.wrs.filter((w) => !w.marker).map((w) => [key(w.qp, w.queue, w.call, w.wrId), w]),
+    );
+    const markerOf = new Map(this.wrs.filter((w) => w.marker).map((w) => [`${w.call}/${w.queue}`, w]));
     this.records.forEach((r, at) => {
-      if (r.ev !== "cqe") return;
-      const wr = index.get(key(r.qp, r.queue, r.call, r.wr_id));
+      if (r.ev !== "cqe" && r.ev !== "drain_marker_cqe") return;
+      const wr =
+        r.ev === "cqe"
+          ? index.get(key(r.qp, r.queue, r.call, r.wr_id))
+          : markerOf.get(`${r.call}/${r.queue}`);
       const c: Completion = { rec: r, at, wr };
       wr?.completions.push(c);
       this.completions.push(c);
@@ -241,11 +313,48 @@ export class TraceModel {
 
   private collectDrains(): void {
     const rets = new Map<number, number>();
+    const modifyRets = new Map<number, number>();
     this.records.forEach((r, at) => {
       if (r.ev === "drain_ret") rets.set(r.call, at);
+      if (r.ev === "modify_ret") modifyRets.set(r.call, at);
     });
     this.records.forEach((r, at) => {
-      if (r.ev === "drain") this.drains.push({ qp: r.qp, which: r.which, at, retAt: rets.get(r.call) });
+      if (r.ev !== "drain") return;
+      const retAt = rets.get(r.call);
+      const end = retAt ?? this.records.length;
+      const queues: DrainQueue[] = (r.which === "qp" ? (["sq", "rq"] as const) : [r.which]).map((queue) => ({
+        queue,
+      }));
+      // within the drain, queue by queue (sq before rq): its ERR transition, then its marker; a
+      // failed transition ends that queue's drain (__ib_drain_* WARNs and returns)
+      let next = 0;
+      for (let i = at + 1; i < end; i++) {
+        const x = this.records[i];
+        if (x?.ev === "modify" && x.qp === r.qp) {
+          let q = queues[next];
+          if (q?.modify && !q.marker && q.modify.rc !== 0) q = queues[++next];
+          const mRet = modifyRets.get(x.call);
+          const ret = mRet === undefined ? undefined : this.records[mRet];
+          if (q) q.modify = { at: i, retAt: mRet, rc: ret?.ev === "modify_ret" ? ret.rc : undefined };
+        }
+        if (x?.ev === "drain_marker" && x.call === r.call) {
+          const q = queues.find((d) => d.queue === x.queue);
+          if (q) {
+            q.marker = this.wrs.find((w) => w.marker && w.at === i);
+            next = queues.indexOf(q) + 1;
+          }
+        }
+      }
+      const ret = retAt === undefined ? undefined : this.records[retAt];
+      this.drains.push({
+        qp: r.qp,
+        which: r.which,
+        call: r.call,
+        at,
+        retAt,
+        queues,
+        ...(ret?.ev === "drain_ret" && ret.state !== undefined ? { stateAfter: ret.state } : {}),
+      });
     });
   }
 

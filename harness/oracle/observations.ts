@@ -4,6 +4,8 @@
  */
 import type { ConsoleEventKind } from "../console/parse.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
+import type { WrRef } from "./rule.ts";
+import type { SentCommand } from "./run-commands.ts";
 
 export type StuckObservation = {
   ev: "stuck";
@@ -32,11 +34,21 @@ export type FaultObservation = {
   kind: string;
   /** the FaultSpec sent to the device */
   spec: Record<string, unknown>;
+  /** the WR it hits, when it hits one */
+  wr?: WrRef;
 };
 
-export type Observation = StuckObservation | ConsoleObservation | FaultObservation;
+/** The scenario's console slice could not be closed by its barrier mark: its end is uncertain. */
+export type ConsoleCutObservation = {
+  ev: "console-cut";
+  reason: string;
+};
+
+export type Observation = StuckObservation | ConsoleObservation | FaultObservation | ConsoleCutObservation;
 
 export interface ScenarioTrace {
   records: readonly TraceRecord[];
   observations: readonly Observation[];
+  /** the command lines the executor was given (the commands rule); absent: not judged */
+  commands?: readonly SentCommand[];
 }

@@ -3,49 +3,74 @@ import type { OracleProfile } from "../scenario/schema.ts";
 import type { Verdict } from "../verdict.ts";
 import type { TraceModel } from "./model.ts";
 import type { Observation } from "./observations.ts";
+import type { SentCommand } from "./run-commands.ts";
 
-export type RuleId = "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9" | "hang" | "console";
+export type RuleId = "1" | "2" | "3" | "4" | "5" | "6" | "7" | "9" | "hang" | "console" | "commands";
+
+/** A work request a problem is about: the QP's name, its queue and its wr_id. */
+export type WrRef = { qp: string; queue: "sq" | "rq"; wrId: number };
+
+/** One way the rule was broken, with the records that show it and the WRs it is about. */
+export type Problem = { reason: string; evidence: string[]; wrs?: WrRef[] };
 
 export type RuleResult = {
   verdict: Verdict;
   reason: string;
   /** the offending trace records and observations, quoted */
   evidence?: string[];
+  /** a FAIL's problems, each on its own (known bugs and expected faults are matched per problem) */
+  problems?: Problem[];
+  /** how many events of this run the rule was applied to (0: it found nothing to judge) */
+  judged: number;
+  /** false when the oracle profile does not judge this rule at all (rule 9 outside linux) */
+  applies: boolean;
 };
 
-export interface RuleInput {
+export type RuleInput = {
   model: TraceModel;
   observations: readonly Observation[];
   profile: OracleProfile;
-}
+  /** the command lines the executor was given, with their steps (the commands rule) */
+  commands?: readonly SentCommand[];
+};
 
-export interface Rule {
+export type Rule = {
   id: RuleId;
   title: string;
   /** where the requirement is written */
   citation: string;
   judge(input: RuleInput): RuleResult;
-}
+};
 
 /** At most this many quoted events per verdict. */
 export const MAX_EVIDENCE = 12;
 
-export function pass(reason: string): RuleResult {
-  return { verdict: "PASS", reason };
+export function pass(reason: string, judged: number): RuleResult {
+  return { verdict: "PASS", reason, judged, applies: true };
 }
+
+/** The rule applies, but this run gave it nothing to judge. */
 export function skip(reason: string): RuleResult {
-  return { verdict: "SKIP", reason };
+  return { verdict: "SKIP", reason, judged: 0, applies: true };
 }
-export function fail(problems: readonly { reason: string; evidence: readonly string[] }[]): RuleResult {
+
+/** The oracle profile does not judge this rule. */
+export function notUnder(reason: string): RuleResult {
+  return { verdict: "SKIP", reason, judged: 0, applies: false };
+}
+
+export function fail(problems: readonly Problem[], judged: number): RuleResult {
+  return { ...summarise(problems), verdict: "FAIL", problems: [...problems], judged, applies: true };
+}
+
+/** A rule's one-line reason and its evidence, from its problems. */
+export function summarise(problems: readonly Problem[]): { reason: string; evidence: string[] } {
   const first = problems[0];
   const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : "";
   return {
-    verdict: "FAIL",
     reason: `${first?.reason ?? "rule broken"}${more}`,
     evidence: problems
       .flatMap((p) => [`- ${p.reason}`, ...p.evidence.map((e) => `  ${e}`)])
       .slice(0, MAX_EVIDENCE),
   };
 }
-
-export type Problem = { reason: string; evidence: string[] };

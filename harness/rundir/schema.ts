@@ -29,6 +29,19 @@ const ruleVerdict = z.looseObject({
   verdict,
   reason: z.string(),
   evidence: z.array(z.string()).optional(),
+  /** how many events of the run the rule was applied to (a covered rule that judged none is a MISS) */
+  judged: z.number().int().min(0).optional(),
+  /** false when the oracle profile does not judge the rule */
+  applies: z.boolean().optional(),
+  /** a FAIL's problems: each reason and the WRs it is about */
+  problems: z
+    .array(
+      z.looseObject({
+        reason: z.string(),
+        wrs: z.array(z.object({ qp: z.string(), queue: z.enum(["sq", "rq"]), wrId: z.number() })).optional(),
+      }),
+    )
+    .optional(),
   knownBug: z.looseObject({ reference: z.string(), note: z.string() }).optional(),
 });
 
@@ -130,6 +143,8 @@ export const runRecordSchema = z.looseObject({
   series: series.optional(),
   results: z.array(check),
   job: job.optional(),
+  /** run with --strict: an XPASS failed it */
+  strict: z.boolean().optional(),
 });
 
 export type RunCheck = z.infer<typeof check>;

@@ -3,6 +3,8 @@
  * test to a peer over rdma_cm on the guest's own address, then each step becomes one or more
  * commands with its own watchdog. Steps an executor cannot carry out are marked, not dropped.
  */
+
+import type { ExpectedRc } from "../oracle/run-commands.ts";
 import { commandLine } from "../protocol/commands.ts";
 import type { ExecutorKind, FaultStep, Scenario, Step, StepKind } from "./schema.ts";
 
@@ -46,6 +48,8 @@ export interface CompiledStep {
   fault?: FaultStep;
   /** the WRs the step posts (to find which event a fault on a later WR is) */
   posts?: StepPosts;
+  /** what the step's command may return (expect.rc); absent: 0, unless rules judge it (posts, drains) */
+  expect?: ExpectedRc;
 }
 
 export interface StepPosts {
@@ -220,6 +224,7 @@ export function compileScenario(s: Scenario, opts: CompileOptions): CompiledScen
       ...(c.unsupported ? { unsupported: c.unsupported } : {}),
       ...(c.fault ? { fault: c.fault } : {}),
       ...(c.posts ? { posts: c.posts } : {}),
+      ...("expect" in step && step.expect ? { expect: step.expect.rc } : {}),
     };
   });
   const cq = cqNames(s);

@@ -4,13 +4,18 @@
  */
 import { z } from "zod";
 import { DRAIN_TARGETS, POLL_CONTEXTS, QP_STATES, SEND_OPS } from "../protocol/commands.ts";
+import { DRIVERS, EXECUTORS, ORACLE_PROFILES } from "./axes.ts";
+import { designRule, type KnownBug, knownBugEntry, ruleRef } from "./known-bug.ts";
 
-export const ORACLE_PROFILES = ["ib", "iwarp-rdmac", "linux"] as const;
-export type OracleProfile = (typeof ORACLE_PROFILES)[number];
-export const DRIVERS = ["siw", "erdma"] as const;
-export type DriverName = (typeof DRIVERS)[number];
-export const EXECUTORS = ["kernel", "user"] as const;
-export type ExecutorKind = (typeof EXECUTORS)[number];
+export {
+  DRIVERS,
+  type DriverName,
+  EXECUTORS,
+  type ExecutorKind,
+  ORACLE_PROFILES,
+  type OracleProfile,
+} from "./axes.ts";
+export type { KnownBug };
 
 export const FAULT_KINDS = [
   "error-wqe",
@@ -36,6 +41,13 @@ export const CQE_FAULTS: readonly FaultKindName[] = [
 ];
 
 const count = z.number().int().min(1).max(4096);
+/**
+ * What a step's command may return: a code (0 or a negative errno), any error, or anything. A
+ * command that returns otherwise is an ERROR of the run (the step did not do what it meant).
+ */
+const expectSchema = z.strictObject({
+  rc: z.union([z.number().int().max(0), z.enum(["error", "any"])]),
+});
 const wrId = z
   .number()
   .int()
@@ -60,6 +72,7 @@ const postSend = z.strictObject({
     bad: z.number().int().nonnegative().optional(),
   }),
   timeout_ms: ms.optional(),
+  expect: expectSchema.optional(),
 });
 const postRecv = z.strictObject({
   post_recv: z.strictObject({
@@ -72,14 +85,17 @@ const postRecv = z.strictObject({
     bad: z.number().int().nonnegative().optional(),
   }),
   timeout_ms: ms.optional(),
+  expect: expectSchema.optional(),
 });
 const modify = z.strictObject({
   modify: z.strictObject({ on: side, state: z.enum(QP_STATES) }),
   timeout_ms: ms.optional(),
+  expect: expectSchema.optional(),
 });
 const drain = z.strictObject({
   drain: z.strictObject({ on: side, which: z.enum(DRAIN_TARGETS).default("qp") }),
   timeout_ms: ms.optional(),
+  expect: expectSchema.optional(),
 });
 const poll = z.strictObject({
   poll: z.strictObject({
@@ -89,14 +105,17 @@ const poll = z.strictObject({
     wait_ms: z.number().int().min(0).max(600_000).default(1000),
   }),
   timeout_ms: ms.optional(),
+  expect: expectSchema.optional(),
 });
 const query = z.strictObject({
   query: z.strictObject({ on: side }),
   timeout_ms: ms.optional(),
+  expect: expectSchema.optional(),
 });
 const sleep = z.strictObject({
   sleep: z.number().int().min(1).max(600_000),
   timeout_ms: ms.optional(),
+  expect: expectSchema.optional(),
 });
 /** A device fault, kept as data: the device model is what carries it out (executors without one cannot). */
 const fault = z.strictObject({
@@ -142,7 +161,7 @@ export type Step = z.infer<(typeof STEP_KINDS)[StepKind]>;
 export const stepSchema = z.unknown().transform((value, ctx): Step => {
   const keys =
     value !== null && typeof value === "object" && !Array.isArray(value)
-      ? Object.keys(value).filter((k) => k !== "timeout_ms")
+      ? Object.keys(value).filter((k) => k !== "timeout_ms" && k !== "expect")
       : [];
   const kinds = keys.filter((k): k is StepKind => k in STEP_KINDS);
   if (kinds.length !== 1) {
@@ -189,40 +208,6 @@ const peerSchema = z.strictObject({
   poll: z.enum(POLL_CONTEXTS).default("softirq"),
 });
 
-/** a rule of DESIGN.md (1-9), or the harness's own: "hang" (a step past its watchdog), "console" */
-const ruleRef = z.union([z.number().int().min(1).max(9), z.enum(["hang", "console"])]);
-
-/**
- * A driver bug the scenario is known to hit: where it applies (driver, and optionally kernels,
- * device profiles, executors), which rules it breaks, and where the defect is (a source file and
- * function, file:function, or a URL). A recorded rule that FAILs there is an XFAIL; one that holds
- * is an XPASS (shown, not a failure).
- */
-export const knownBugSchema = z.strictObject({
-  driver: z.enum(DRIVERS),
-  /** kernel bases (debian:6.1) or versions (6.12, 6.12.95) the bug is in; absent: all */
-  kernels: z
-    .array(
-      z.string().regex(/^(debian:\d+\.\d+|\d+\.\d+(\.\d+)?)$/, "a base (debian:6.12) or a version (6.12)"),
-    )
-    .min(1)
-    .optional(),
-  device_profiles: z.array(z.string().min(1)).min(1).optional(),
-  executors: z.array(z.enum(EXECUTORS)).min(1).optional(),
-  /** the oracle profiles under which the behaviour is a bug (absent: all); e.g. not iwarp-rdmac */
-  oracle_profiles: z.array(z.enum(ORACLE_PROFILES)).min(1).optional(),
-  rules: z.array(ruleRef).min(1),
-  reference: z
-    .string()
-    .regex(
-      /^(https?:\/\/\S+|[\w.+/-]+\.[a-z]+:[A-Za-z_]\w*(\(\))?)$/,
-      "file:function (drivers/infiniband/hw/erdma/erdma_qp.c:erdma_post_recv) or a URL",
-    ),
-  // YAML's folded `>` text ends in a newline, which would split the verdict line it is quoted in
-  note: z.string().trim().min(1),
-});
-export type KnownBug = z.infer<typeof knownBugSchema>;
-
 /**
  * The rules a scenario's injected device faults are meant to break (the oracle must catch a faulty
  * device): on a driver with a device model they are XFAIL when they FAIL, and a FAIL when they hold
@@ -242,7 +227,7 @@ export const scenarioSchema = z
       .optional(),
     description: z.string().min(1),
     /** the rules of DESIGN.md this scenario is written to exercise (all rules are judged) */
-    covers: z.array(z.number().int().min(1).max(9)).min(1),
+    covers: z.array(designRule).min(1),
     profiles: z.array(z.enum(ORACLE_PROFILES)).min(1).default(["ib", "iwarp-rdmac", "linux"]),
     drivers: z.array(z.enum(DRIVERS)).min(1).default(["siw", "erdma"]),
     /** erdma device profiles it is meant for (absent: any) */
@@ -253,7 +238,8 @@ export const scenarioSchema = z
     qp: qpSetupSchema.default(qpSetupSchema.parse({})),
     peer: peerSchema.default(peerSchema.parse({})),
     steps: z.array(stepSchema).min(1),
-    known_bugs: z.array(knownBugSchema).min(1).optional(),
+    /** known driver bugs: a record, or the id of one in fixtures/known-bugs.yaml */
+    known_bugs: z.array(knownBugEntry).min(1).optional(),
     expect_fail: expectFailSchema.optional(),
   })
   .superRefine((s, ctx) => {

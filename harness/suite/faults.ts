@@ -6,8 +6,10 @@
  * from the moment it is armed, so the WR becomes `nth`: its place among the WRs of that queue
  * still owed an event, then those the later steps post.
  */
+
 import type { ControlReply } from "../../qemu/erdma/control.ts";
 import { TraceModel } from "../oracle/model.ts";
+import type { WrRef } from "../oracle/rule.ts";
 import { postedWrs, recordsOf, type TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
 import { NAMES } from "../scenario/compile.ts";
@@ -148,11 +150,38 @@ export function translateFault(
   return spec;
 }
 
+/**
+ * The WR a fault step hits: the one it names, or else the next one its queue owes an event for;
+ * none for faults on no WR (a lost interrupt, a stalled queue, an ignored doorbell).
+ */
+export function faultTarget(
+  step: CompiledStep,
+  compiled: CompiledScenario,
+  records: readonly TraceRecord[],
+): WrRef | undefined {
+  const f = step.fault;
+  if (!f || f.kind === "lose-irq" || f.kind === "stall-queue" || f.kind === "ignore-doorbell")
+    return undefined;
+  const qp = NAMES[f.on];
+  const cqeEvents = CQE_FAULTS.includes(f.kind);
+  const queues = (["sq", "rq"] as const).filter(
+    (q) => f.queue === undefined || f.queue === "cq" || q === f.queue,
+  );
+  for (const queue of queues) {
+    const pending = pendingWrs(records, compiled, step.index, qp, queue, cqeEvents);
+    const wrId = f.wr_id ?? (queues.length === 1 ? pending[0] : undefined);
+    if (wrId !== undefined && pending.includes(wrId)) return { qp, queue, wrId };
+  }
+  return undefined;
+}
+
 /** The ids of the faults armed in one scenario, and the one-line descriptions for its evidence. */
 export interface ArmedFault {
   step: number;
   id: number;
   spec: Record<string, unknown>;
+  /** the WR it hits, when it hits one */
+  target?: WrRef;
 }
 
 /** Arms a fault step on the device; throws with the device's reason when it refuses. */
@@ -165,5 +194,11 @@ export async function armFault(
   const spec = translateFault(step, compiled, records);
   const reply = await control.control({ op: "fault", fault: spec });
   if (!reply.ok) throw new Error(`the device refused fault ${JSON.stringify(spec)}: ${reply.error}`);
-  return { step: step.index, id: typeof reply.id === "number" ? reply.id : -1, spec };
+  const target = faultTarget(step, compiled, records);
+  return {
+    step: step.index,
+    id: typeof reply.id === "number" ? reply.id : -1,
+    spec,
+    ...(target ? { target } : {}),
+  };
 }

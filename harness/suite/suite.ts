@@ -176,6 +176,26 @@ interface GuestSession {
   executor: ScenarioExecutor;
   /** this boot's hardware trace file */
   hwTraceFile?: string;
+  /** where the next scenario's console slice starts: after the last barrier mark */
+  consoleAt: number;
+  /** the barriers written so far (each scenario's has the next number) */
+  barriers: number;
+}
+
+/** How long the console may take to show a scenario's barrier mark. */
+const BARRIER_WAIT_MS = 5000;
+
+/** The end of the console line that shows barrier `id` (searched from `from`), once it shows. */
+async function barrierEnd(guest: BootedGuest, id: number, from: number): Promise<number | undefined> {
+  const mark = new RegExp(`hil-mark ${id}\\b[^\\n]*\\n`, "g");
+  const deadline = Date.now() + BARRIER_WAIT_MS;
+  for (;;) {
+    mark.lastIndex = from;
+    const m = mark.exec(guest.consoleLog());
+    if (m) return m.index + m[0].length;
+    if (Date.now() > deadline) return undefined;
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
 
 /** The hardware trace file of the n-th boot: the first as given, later ones beside it. */
@@ -197,6 +217,25 @@ export function bugTarget(opts: SuiteOptions): BugTarget {
     ...(opts.deviceProfile ? { deviceProfile: opts.deviceProfile } : {}),
     kernel: { base: k.describe.split(" + ")[0] ?? k.describe, ...(k.version ? { version: k.version } : {}) },
   };
+}
+
+/** The judgements as verdicts.json keeps them: each problem's reason and WRs (its records are in the rule's evidence). */
+export function leanJudgements(judgements: readonly ProfileJudgement[]): ProfileJudgement[] {
+  return judgements.map((j) => ({
+    ...j,
+    rules: j.rules.map((r) =>
+      r.problems
+        ? {
+            ...r,
+            problems: r.problems.map((p) => ({
+              reason: p.reason,
+              evidence: [],
+              ...(p.wrs ? { wrs: p.wrs } : {}),
+            })),
+          }
+        : r,
+    ),
+  }));
 }
 
 /** Adds the hardware events that explain it to each FAIL/XFAIL rule's evidence. */
@@ -325,11 +364,13 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
       const t1 = Date.now();
       const bugs = knownBugsFor(r.scenario.known_bugs, bugTarget(opts));
       const judged = judgeTrace(
-        { records: outcome.records, observations: outcome.observations },
+        { records: outcome.records, observations: outcome.observations, commands: outcome.sent },
         item.profiles,
+        { covers: r.scenario.covers },
       );
+      const targets = outcome.observations.flatMap((o) => (o.ev === "fault" && o.wr ? [o.wr] : []));
       const judgements = withHwEvidence(
-        applyExpectedFailures(applyKnownBugs(judged, bugs), r.scenario.expect_fail),
+        applyKnownBugs(applyExpectedFailures(judged, r.scenario.expect_fail, targets), bugs),
         hw,
       );
       report.timings.judgeMs += Date.now() - t1;
@@ -337,7 +378,9 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
       report.scenarios.push({
         ...runName(r),
         file: r.scenario.file,
-        judgements: errored ? judgements.map((j) => ({ ...j, verdict: "ERROR" })) : judgements,
+        judgements: leanJudgements(
+          errored ? judgements.map((j) => ({ ...j, verdict: "ERROR" })) : judgements,
+        ),
         ...(errored ? { outcome: { verdict: "ERROR" as const, reason: outcome.error ?? "" } } : {}),
         trace: traceName,
         ...(hwTrace ? { hwTrace } : {}),
@@ -381,7 +424,7 @@ interface ObservedOutcome extends ExecutorOutcome {
  */
 async function observeScenario(session: GuestSession, compiled: CompiledScenario): Promise<ObservedOutcome> {
   const started = Date.now();
-  const consoleFrom = session.guest.consoleLog().length;
+  const consoleFrom = session.consoleAt;
   const control = controlOf(session.guest.device);
   const faults: FaultObservation[] = [];
   let outcome: ExecutorOutcome;
@@ -392,18 +435,55 @@ async function observeScenario(session: GuestSession, compiled: CompiledScenario
         ? {
             fault: async (step, records) => {
               const armed = await armFault(control, step, compiled, records);
-              faults.push({ ev: "fault", step: step.index, kind: step.fault?.kind ?? "?", spec: armed.spec });
+              faults.push({
+                ev: "fault",
+                step: step.index,
+                kind: step.fault?.kind ?? "?",
+                spec: armed.spec,
+                ...(armed.target ? { wr: armed.target } : {}),
+              });
             },
           }
         : {},
     );
   } catch (err) {
-    outcome = { records: [], stuck: [], error: err instanceof Error ? err.message : String(err) };
+    outcome = { records: [], stuck: [], sent: [], error: err instanceof Error ? err.message : String(err) };
   }
   const observations: Observation[] = [...outcome.stuck, ...faults];
-  for (const e of parseConsole(session.guest.consoleLog().slice(consoleFrom)))
+  const consoleTo = await closeConsoleSlice(session, consoleFrom, observations);
+  for (const e of parseConsole(session.guest.consoleLog().slice(consoleFrom, consoleTo)))
     observations.push({ ev: "console", kind: e.kind, text: e.text, trace: e.trace });
   return { ...outcome, observations, durationMs: Date.now() - started };
+}
+
+/**
+ * The end of the scenario's console slice: the executor writes a numbered mark to the kernel log
+ * and the slice ends with the console line that shows it, so a late WARN is the scenario's that
+ * caused it, not the next one's. A mark that never shows is a console-cut observation (the console
+ * rule cannot vouch for the slice); a stuck executor writes none (the guest is rebooted).
+ */
+async function closeConsoleSlice(
+  session: GuestSession,
+  from: number,
+  observations: Observation[],
+): Promise<number> {
+  const { executor, guest } = session;
+  if (executor.wedged || !executor.barrier) {
+    session.consoleAt = guest.consoleLog().length;
+    return session.consoleAt;
+  }
+  const id = ++session.barriers;
+  let end: number | undefined;
+  let why = `the kernel log did not show barrier mark ${id} within ${BARRIER_WAIT_MS} ms`;
+  try {
+    await executor.barrier(id);
+    end = await barrierEnd(guest, id, from);
+  } catch (err) {
+    why = `the barrier mark could not be written: ${err instanceof Error ? err.message : String(err)}`;
+  }
+  if (end === undefined) observations.push({ ev: "console-cut", reason: why });
+  session.consoleAt = end ?? guest.consoleLog().length;
+  return session.consoleAt;
 }
 
 async function startSession(
@@ -445,6 +525,8 @@ async function startSession(
         guest,
         executor: await factory(guest, opts.prepared),
         ...(hwTraceFile && opts.driver !== "siw" ? { hwTraceFile } : {}),
+        consoleAt: guest.consoleLog().length,
+        barriers: 0,
       },
     };
   } catch (err) {

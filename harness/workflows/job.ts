@@ -64,6 +64,8 @@ export interface RunJobOptions {
   repeat?: number;
   /** the device probes stage alone, no suite (`hil run --no-device` without --driver) */
   probeOnly?: boolean;
+  /** an XPASS fails the run (recorded in verdicts.json) */
+  strict?: boolean;
 }
 
 /** The kernel a job boots, its paths made absolute. */
@@ -240,6 +242,7 @@ export async function runJob(spec: JobSpec, opts: RunJobOptions): Promise<JobRec
     release: guestKernel.kernel.release,
   };
   const tail = {
+    ...(opts.strict ? { strict: true } : {}),
     device: recordedDevice(device, HW_TRACE_FILE),
     ...(series ? { series } : {}),
     startedAt: new Date(started).toISOString(),

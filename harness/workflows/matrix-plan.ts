@@ -56,6 +56,8 @@ const planSchema = z.strictObject({
   oracle: z.array(z.enum(ORACLE_PROFILES)).min(1).optional(),
   /** combinations left out: an entry matches a job when every axis it names is equal */
   exclude: z.array(excludeEntry).min(1).optional(),
+  /** an XPASS (a known bug's rule held: its record is stale) fails the job, as `hil run --strict` */
+  strict: z.boolean().optional(),
 });
 export type PlanSpec = z.infer<typeof planSchema>;
 
@@ -74,6 +76,8 @@ export interface MatrixPlan {
   jobs: MatrixJob[];
   /** content key of the job list: shards of one plan carry the same one */
   hash: string;
+  /** an XPASS fails a job */
+  strict: boolean;
 }
 
 /** A file-name safe form: "*" reads "all", "," "+", anything else unsafe "_". */
@@ -244,6 +248,7 @@ export async function parsePlan(text: string, file: string): Promise<MatrixPlan>
     baseDir,
     jobs,
     hash: planHash(jobs),
+    strict: plan.strict === true,
   };
 }
 

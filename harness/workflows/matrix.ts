@@ -42,13 +42,19 @@ export interface MatrixIndex {
   wallMs: number;
 }
 
-export function entryOf(id: string, spec: JobSpec, record: JobRecord, wallMs: number): MatrixJobEntry {
+export function entryOf(
+  id: string,
+  spec: JobSpec,
+  record: JobRecord,
+  wallMs: number,
+  strict = false,
+): MatrixJobEntry {
   return {
     id,
     spec,
     runDir: `${JOBS_DIR}/${id}`,
     kernel: record.kernel,
-    exitCode: exitCodeFor(record.results),
+    exitCode: exitCodeFor(record.results, { strict }),
     counts: verdictCounts(record.results),
     wallMs,
   };
@@ -124,7 +130,7 @@ export async function runMatrix(plan: MatrixPlan, opts: MatrixOptions): Promise<
         await mkdir(join(out, JOBS_DIR, job.id), { recursive: true });
         await writeRunRecord(join(out, JOBS_DIR, job.id), record);
       }
-      const entry = entryOf(job.id, job.spec, record, Date.now() - t0);
+      const entry = entryOf(job.id, job.spec, record, Date.now() - t0, plan.strict);
       index.jobs.push(entry);
       index.exitCode = matrixExitCode(index.jobs);
       index.wallMs = Date.now() - started;

@@ -6,6 +6,7 @@ import t from "tap";
 import { combineVerdicts, judgeTrace, RULES, type RuleVerdict } from "../../harness/oracle/judge.ts";
 import type { Observation } from "../../harness/oracle/observations.ts";
 import type { RuleId } from "../../harness/oracle/rule.ts";
+import type { SentCommand } from "../../harness/oracle/run-commands.ts";
 import { type TraceRecord, traceRecordSchema } from "../../harness/protocol/trace.ts";
 import type { OracleProfile } from "../../harness/scenario/schema.ts";
 
@@ -127,14 +128,71 @@ class TraceBuilder {
     return this;
   }
 
-  /** the drain record; call drained() for its return */
-  drain(qp: string, which: "qp" | "sq" | "rq"): this {
-    this.push({ ev: "drain", call: ++this.call, qp, which });
+  private drainState?: { call: number; qp: string; queues: ("sq" | "rq")[] };
+
+  /**
+   * The drain record and what the kernel executor observes of ib_drain_* for its first queue: the
+   * ERR transition (modify + modify_ret) and the marker post. markerDone() completes the marker
+   * (and starts the next queue's), drained() is the return with the state queried after it.
+   */
+  drain(qp: string, which: "qp" | "sq" | "rq", o: { modifyRc?: number; markerRc?: number } = {}): this {
+    const call = ++this.call;
+    this.push({ ev: "drain", call, qp, which });
+    this.drainState = { call, qp, queues: which === "qp" ? ["sq", "rq"] : [which] };
+    return this.drainQueue(o);
+  }
+
+  private drainQueue(o: { modifyRc?: number; markerRc?: number } = {}): this {
+    const d = this.drainState;
+    const queue = d?.queues[0];
+    if (!d || !queue) return this;
+    const modify = ++this.call;
+    this.push({ ev: "modify", call: modify, qp: d.qp, state: "ERR", by: "drain" });
+    this.push({ ev: "modify_ret", call: modify, rc: o.modifyRc ?? 0 });
+    if ((o.modifyRc ?? 0) !== 0) return this;
+    this.push({ ev: "drain_marker", call: d.call, qp: d.qp, queue, how: "kernel", rc: o.markerRc ?? 0 });
     return this;
   }
 
-  drained(): this {
-    this.push({ ev: "drain_ret", call: this.call, us: 50 });
+  /** the current queue's marker completes (flushed); the next queue's drain starts */
+  markerDone(o: { next?: { modifyRc?: number; markerRc?: number } } = {}): this {
+    const d = this.drainState;
+    const queue = d?.queues.shift();
+    if (!d || !queue) return this;
+    const info = this.qps.get(d.qp);
+    this.push({
+      ev: "drain_marker_cqe",
+      call: d.call,
+      cq: (queue === "sq" ? info?.scq : info?.rcq) ?? "cq",
+      qp: d.qp,
+      queue,
+      status: FLUSH,
+      status_name: "WR_FLUSH_ERR",
+      opcode: queue === "sq" ? 1 : 128,
+      opcode_name: queue === "sq" ? "RDMA_WRITE" : "RECV",
+      qp_num: info?.qpNum ?? 0,
+      vendor_err: 0,
+    });
+    return this.drainQueue(o.next);
+  }
+
+  drained(state: string | undefined = "ERR"): this {
+    this.push({
+      ev: "drain_ret",
+      call: this.drainState?.call ?? this.call,
+      us: 50,
+      ...(state ? { state } : {}),
+    });
+    return this;
+  }
+
+  private cmdId = 0;
+
+  /** a command as the executors trace it: cmd, then done with its rc (none: it never finished) */
+  cmd(line: string, rc: number | null = 0): this {
+    const id = ++this.cmdId;
+    this.push({ ev: "cmd", id, line });
+    if (rc !== null) this.push({ ev: "done", id, op: line.split(" ")[0], rc, us: 5 });
     return this;
   }
 
@@ -163,10 +221,10 @@ function verdictOf(
 t.test("every rule has a citation and a title", async (t) => {
   t.same(
     RULES.map((r) => r.id),
-    ["1", "2", "3", "4", "5", "6", "7", "8", "9", "hang", "console"],
+    ["hang", "1", "2", "3", "4", "5", "6", "7", "9", "console", "commands"],
   );
   for (const r of RULES) t.ok(r.citation.length > 20 && r.title.length > 10, `rule ${r.id}: ${r.citation}`);
-  t.match(RULES[0]?.citation, /11\.4\.1\.1/);
+  t.match(RULES[1]?.citation, /11\.4\.1\.1/);
   t.match(RULES[8]?.citation, /__ib_drain_sq/);
 });
 
@@ -199,8 +257,15 @@ t.test("rule 1: sends posted in ERROR", async (t) => {
 });
 
 t.test("rule 2: receives posted in ERROR", async (t) => {
-  const ok = pair().drain("qp", "qp").drained().post("qp", "rq", 20, 4).flush("qp", "rq", 20, 4);
+  const ok = pair()
+    .drain("qp", "qp")
+    .markerDone()
+    .markerDone()
+    .drained()
+    .post("qp", "rq", 20, 4)
+    .flush("qp", "rq", 20, 4);
   t.equal(verdictOf(ok, "2").verdict, "PASS", "a drain leaves the QP in ERR: posts after it are judged");
+  t.equal(verdictOf(ok, "2").judged, 5, "the drain's RQ marker and the four receives after it");
   const refused = pair().modify("qp", "ERR").post("qp", "rq", 20, 4, { rc: -5, bad: 0 });
   t.equal(verdictOf(refused, "2").verdict, "FAIL");
   t.equal(verdictOf(refused, "2", "iwarp-rdmac").verdict, "PASS");
@@ -245,7 +310,12 @@ t.test("rule 4: posting order per work queue", async (t) => {
     .cqe("qp", "rq", 11);
   const v = verdictOf(swapped, "4");
   t.equal(v.verdict, "FAIL");
-  t.match(v.reason, /qp rq: WR 11 completed after a WR posted later/);
+  t.match(v.reason, /qp rq: WR 11 completed after WR 12, which was posted later/);
+  t.same(
+    v.problems?.[0]?.wrs?.map((w) => w.wrId),
+    [11, 12],
+    "the problem names both WRs",
+  );
   t.match(v.evidence?.join("\n"), /"wr_id":12[\s\S]*"wr_id":11/, "quotes both completions, in trace order");
 
   const interleaved = pair().post("qp", "rq", 10, 2).post("qp", "sq", 1, 2).modify("qp", "ERR");
@@ -276,7 +346,26 @@ t.test("rule 5: each outstanding WR completes exactly once, on its own CQ", asyn
   t.match(verdictOf(ghost, "5").reason, /WR 99 that was never posted/);
 
   const stillRts = new TraceBuilder().qp("qp", { qpNum: 7 }).post("qp", "rq", 10, 3);
-  t.equal(verdictOf(stillRts, "5").verdict, "PASS", "receives outstanding on a QP in RTS owe nothing yet");
+  const rts = verdictOf(stillRts, "5");
+  t.same(
+    [rts.verdict, rts.judged],
+    ["SKIP", 0],
+    "receives outstanding on a QP in RTS owe nothing yet: nothing to judge",
+  );
+
+  // an RC QP whose WR completes in error (not a flush) is in ERROR: what it still owes is judged
+  const remote = new TraceBuilder()
+    .qp("qp", { qpNum: 7, scq: "scq", rcq: "rcq" })
+    .post("qp", "rq", 10, 3)
+    .post("qp", "sq", 1, 2)
+    .cqe("qp", "sq", 1, { status: LOC_PROT_ERR, cq: "scq" })
+    .cqe("qp", "sq", 2, { cq: "scq" })
+    .cqe("qp", "rq", 10)
+    .cqe("qp", "rq", 11);
+  t.match(
+    verdictOf(remote, "5").reason,
+    /qp rq WR 12 \(posted in RTS\) never completed though qp ended in ERR/,
+  );
 });
 
 t.test("rule 6: unsignaled WRs", async (t) => {
@@ -335,31 +424,22 @@ t.test("rule 7: defined fields; an error completion's opcode is not judged", asy
   t.match(verdictOf(unknownStatus, "7").reason, /status 77, not an IB_WC status/);
 });
 
-t.test("rule 8: receives in SQ Error", async (t) => {
-  t.equal(verdictOf(pair(), "8").verdict, "SKIP", "no SQE in the trace");
+t.test("rule 9: the Linux drain contract, judged on the observed drain", async (t) => {
   const ok = pair()
-    .post("qp", "sq", 1, 1)
-    .cqe("qp", "sq", 1, { status: LOC_PROT_ERR })
-    .modify("qp", "SQE")
     .post("qp", "rq", 10, 2)
-    .cqe("qp", "rq", 10, { status: SUCCESS, opcode: "recv" });
-  // a non-flush error completion would move an RC QP to ERR; the explicit SQE after it wins
-  t.equal(verdictOf(ok, "8").verdict, "PASS", verdictOf(ok, "8").reason);
-  const flushed = pair().modify("qp", "SQE").post("qp", "rq", 10, 2).cqe("qp", "rq", 10);
-  const v = verdictOf(flushed, "8");
-  t.equal(v.verdict, "FAIL");
-  t.match(v.reason, /receive WR 10 on qp was flushed while the QP was in SQE/);
-  t.equal(verdictOf(flushed, "8", "iwarp-rdmac").verdict, "SKIP", "the RDMAC verbs have no SQE state");
-  const refused = pair().modify("qp", "SQE").post("qp", "rq", 10, 1, { rc: -22, bad: 0 });
-  t.match(verdictOf(refused, "8").reason, /receive post call .* in SQE returned -22/);
-});
+    .drain("qp", "qp")
+    .markerDone()
+    .flush("qp", "rq", 10, 2)
+    .markerDone()
+    .drained();
+  t.equal(verdictOf(ok, "9").verdict, "PASS", verdictOf(ok, "9").reason);
+  t.equal(verdictOf(ok, "9").judged, 1);
+  const underIb = verdictOf(ok, "9", "ib");
+  t.same([underIb.verdict, underIb.applies], ["SKIP", false], "judged under linux only");
+  t.equal(verdictOf(ok, "4").verdict, "PASS", "the markers are WRs of their queues: in order");
+  t.equal(verdictOf(ok, "2").verdict, "PASS", "the RQ marker is a receive posted in ERR, flushed");
 
-t.test("rule 9: the Linux drain contract", async (t) => {
-  const ok = pair().post("qp", "rq", 10, 2).drain("qp", "qp").flush("qp", "rq", 10, 2).drained();
-  t.equal(verdictOf(ok, "9").verdict, "PASS");
-  t.equal(verdictOf(ok, "9", "ib").verdict, "SKIP", "judged under linux only");
-
-  const hung = pair().post("qp", "rq", 10, 2).drain("qp", "qp");
+  const hung = pair().post("qp", "rq", 10, 2).drain("qp", "qp").markerDone();
   const stuck: Observation = {
     ev: "stuck",
     step: 1,
@@ -371,24 +451,65 @@ t.test("rule 9: the Linux drain contract", async (t) => {
   };
   const h = verdictOf(hung, "9", "linux", [stuck]);
   t.equal(h.verdict, "FAIL");
-  t.match(h.reason, /ib_drain_qp on qp did not return within 5003 ms \(worker D \(disk sleep\)\)/);
+  t.match(
+    h.reason,
+    /ib_drain_qp on qp did not return within 5003 ms \(worker D \(disk sleep\)\): its rq marker never completed/,
+  );
   t.match(h.evidence?.join("\n"), /stack: \[<0>\] __ib_drain_rq/, "the stuck task's stack is the evidence");
   const hang = verdictOf(hung, "hang", "ib", [stuck]);
   t.equal(hang.verdict, "FAIL", "a hang fails under every profile");
 
-  const late = pair()
-    .post("qp", "rq", 10, 2)
-    .drain("qp", "rq")
-    .cqe("qp", "rq", 10)
+  // the marker completes before an earlier WR's flush: the drain returns with a WR outstanding
+  const early = pair()
+    .post("qp", "sq", 1, 2)
+    .drain("qp", "sq")
+    .cqe("qp", "sq", 1)
+    .markerDone()
     .drained()
-    .cqe("qp", "rq", 11);
-  t.match(verdictOf(late, "9").reason, /qp rq WR 11 completed after ib_drain_rq returned/);
+    .cqe("qp", "sq", 2);
+  const e9 = verdictOf(early, "9");
+  t.equal(e9.verdict, "FAIL");
+  t.match(e9.reason, /qp sq WR 2 completed after the drain's marker/);
+  t.same(
+    e9.problems?.[0]?.wrs?.map((w) => w.wrId),
+    [2, -1],
+    "the problem names the WR and the marker",
+  );
+  t.match(
+    verdictOf(early, "4").reason,
+    /qp sq: WR 2 completed after the drain's marker, which was posted later/,
+  );
 
-  const missing = pair().post("qp", "sq", 1, 2).drain("qp", "sq").cqe("qp", "sq", 1).drained();
+  const missing = pair().post("qp", "sq", 1, 2).drain("qp", "sq").cqe("qp", "sq", 1).markerDone().drained();
   t.match(verdictOf(missing, "9").reason, /qp sq WR 2 had not completed when ib_drain_sq returned/);
 
-  const otherQueue = pair().post("qp", "rq", 10, 2).drain("qp", "sq").drained().flush("qp", "rq", 10, 2);
+  const otherQueue = pair()
+    .post("qp", "rq", 10, 2)
+    .drain("qp", "sq")
+    .markerDone()
+    .drained()
+    .flush("qp", "rq", 10, 2);
   t.equal(verdictOf(otherQueue, "9").verdict, "PASS", "ib_drain_sq does not wait for receives");
+
+  const refused = pair().drain("qp", "sq", { markerRc: -12 }).drained();
+  const r9 = verdictOf(refused, "9");
+  t.equal(r9.verdict, "FAIL");
+  t.match(r9.reason, /the sq drain marker of qp was refused \(post returned -12\)/);
+  t.match(verdictOf(refused, "1").reason, /the drain's sq marker post to qp in ERR returned -12/);
+
+  const noErr = pair().drain("qp", "sq", { modifyRc: -22 }).drained("RTS");
+  t.match(verdictOf(noErr, "9").reason, /could not move qp to ERR \(ib_modify_qp returned -22\)/);
+
+  const notErrAfter = pair().drain("qp", "sq").markerDone().drained("RTS");
+  t.match(verdictOf(notErrAfter, "9").reason, /qp is in RTS after ib_drain_sq, not ERR/);
+
+  // the executor saw the drain but not its marker: the rule cannot vouch for it
+  const unseen = pair()
+    .raw({ ev: "drain", call: 50, qp: "qp", which: "sq" })
+    .raw({ ev: "drain_ret", call: 50, us: 9, state: "ERR" });
+  const u9 = verdictOf(unseen, "9");
+  t.equal(u9.verdict, "ERROR");
+  t.match(u9.reason, /the sq marker of ib_drain_sq on qp was not observed/);
 
   const warned: Observation = {
     ev: "console",
@@ -399,6 +520,100 @@ t.test("rule 9: the Linux drain contract", async (t) => {
   t.match(verdictOf(ok, "9", "linux", [warned]).reason, /the kernel warned during a drain/);
   t.equal(verdictOf(ok, "console", "ib", [warned]).verdict, "FAIL");
   t.equal(verdictOf(ok, "console").verdict, "PASS");
+});
+
+t.test("the commands rule: every command sent ran and returned what the scenario allows", async (t) => {
+  const sent: SentCommand[] = [
+    { line: "pd name=pd", phase: "setup" },
+    { line: "modify qp=qp state=ERR", phase: "step", step: 0, stepLine: 7, kind: "modify" },
+    { line: "poll cq=cq min=8 timeout=1000", phase: "step", step: 1, stepLine: 8, kind: "poll" },
+    { line: "post_send qp=qp wr_id=1 count=40", phase: "step", step: 2, stepLine: 9, kind: "post_send" },
+    { line: "poll cq=cq min=0 timeout=0", phase: "settle" },
+  ];
+  const judge = (b: TraceBuilder, commands = sent, observations: Observation[] = []) => {
+    const [j] = judgeTrace({ records: b.records, observations, commands }, ["linux"]);
+    return j?.rules.find((r) => r.rule === "commands");
+  };
+  const run = (rcs: (number | null)[]) => {
+    const b = pair();
+    for (const [i, c] of sent.slice(0, rcs.length).entries()) b.cmd(c.line, rcs[i] ?? null);
+    return b;
+  };
+  const ok = judge(run([0, 0, 0, -12, -110]));
+  t.same([ok?.verdict, ok?.judged], ["PASS", 5], "a post's error is rule 3's, a settling poll's rule 5's");
+
+  const modify = judge(run([0, -22, 0, 0, 0]));
+  t.equal(modify?.verdict, "ERROR");
+  t.match(modify?.reason, /^step 1 \(line 7\): "modify qp=qp state=ERR" failed: rc -22/);
+
+  const poll = judge(run([0, 0, -110, 0, 0]));
+  t.match(
+    poll?.reason,
+    /^step 2 \(line 8\): "poll cq=cq min=8 timeout=1000" failed: rc -110/,
+    "a poll whose min was not reached",
+  );
+
+  const empty = judge(pair());
+  t.match(empty?.reason, /the executor's trace is empty: none of the 5 command\(s\) sent shows in it/);
+
+  const short = judge(run([0, 0]));
+  t.match(
+    short?.reason,
+    /the trace stops after 2 of 5 command\(s\): step 2 \(line 8\) "poll cq=cq min=8 timeout=1000" never ran/,
+  );
+  const stuck: Observation = { ev: "stuck", step: 1, op: "poll", ms: 9000, stack: "", state: "D" };
+  t.equal(
+    judge(run([0, 0, null]), sent, [stuck])?.verdict,
+    "PASS",
+    "a stuck step ends the trace there: the hang rule's",
+  );
+
+  const other = pair().cmd("pd name=pd").cmd("frob x=1");
+  t.match(
+    judge(other)?.reason,
+    /command #2 in the trace is "frob x=1"; the executor was sent "modify qp=qp state=ERR"/,
+  );
+
+  const wantsError: SentCommand[] = sent.map((c) => (c.kind === "post_send" ? { ...c, expect: "error" } : c));
+  t.equal(judge(run([0, 0, 0, -12, 0]), wantsError)?.verdict, "PASS", "the partial post the step expects");
+  t.match(
+    judge(run([0, 0, 0, 0, 0]), wantsError)?.reason,
+    /step 3 \(line 9\): "post_send qp=qp wr_id=1 count=40" returned 0; the scenario expects an error/,
+    "a chain meant to overflow that fit",
+  );
+  const exact: SentCommand[] = sent.map((c) => (c.kind === "modify" ? { ...c, expect: -22 } : c));
+  t.equal(judge(run([0, -22, 0, 0, 0]), exact)?.verdict, "PASS", "a failure the step expects");
+  t.equal(judge(run([0, 0, 0, 0, 0]))?.verdict, "PASS");
+  t.equal(
+    judge(
+      run([0, -22, 0, 0, 0]),
+      exact.map((c) => ({ ...c })),
+    )?.verdict,
+    "PASS",
+  );
+
+  const [withFail] = judgeTrace(
+    {
+      records: run([0, -22, 0, 0, 0]).post("qp", "sq", 1, 1).modify("qp", "ERR").records,
+      observations: [],
+      commands: sent,
+    },
+    ["linux"],
+  );
+  t.equal(withFail?.verdict, "FAIL", "a rule's FAIL wins over the commands rule's ERROR");
+});
+
+t.test("a covered rule that judged nothing makes the scenario a MISS, never a PASS", async (t) => {
+  const b = pair().post("qp", "sq", 1, 12).flush("qp", "sq", 1, 12).modify("qp", "ERR");
+  const [j] = judgeTrace({ records: b.records, observations: [] }, ["linux"], { covers: [3, 5] });
+  t.equal(j?.verdict, "MISS");
+  const r3 = j?.rules.find((r) => r.rule === "3");
+  t.same([r3?.verdict, r3?.judged], ["MISS", 0]);
+  t.match(r3?.reason, /^rule 3 not exercised: no post call failed/);
+  const [ib] = judgeTrace({ records: b.records, observations: [] }, ["ib"], { covers: [5, 9] });
+  t.equal(ib?.verdict, "PASS", "rule 9 is not judged under ib: covering it asks nothing there");
+  const [plain] = judgeTrace({ records: b.records, observations: [] }, ["linux"]);
+  t.equal(plain?.verdict, "PASS", "rules a scenario does not cover may find nothing");
 });
 
 t.test("a trace that lost records cannot be judged: ERROR", async (t) => {

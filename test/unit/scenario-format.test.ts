@@ -159,6 +159,7 @@ t.test("folded texts quoted in verdict lines lose YAML's closing newline", async
       "known_bugs:",
       "  - driver: erdma",
       "    rules: [4]",
+      "    failure: x",
       "    reference: drivers/x.c:f",
       "    note: >",
       "      a note",

@@ -352,7 +352,11 @@ t.test("the user executor: its input, its timeouts, its hang and marker in the o
     wr_id: 0,
     rc: -5,
   };
-  const refused = userOutcome(c, run({ records: [...base, marker] }));
+  const drainErr = [
+    mk({ ev: "modify", call: 5, qp: "qp", state: "ERR", by: "drain" }),
+    mk({ ev: "modify_ret", call: 5, rc: 0 }),
+  ];
+  const refused = userOutcome(c, run({ records: [...base, ...drainErr, marker] }));
   t.same(refused.stuck, []);
   t.same(
     refused.records.filter((r) => r.ev === "drain_marker"),

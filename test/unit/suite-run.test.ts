@@ -265,13 +265,31 @@ t.test("verdict rows and the table", async (t) => {
           {
             profile: "ib",
             verdict: "PASS",
-            rules: [{ rule: "9", title: "", citation: "", verdict: "SKIP", reason: "linux only" }],
+            rules: [
+              {
+                rule: "9",
+                title: "",
+                citation: "",
+                verdict: "SKIP",
+                reason: "linux only",
+                judged: 0,
+                applies: false,
+              },
+            ],
           },
           {
             profile: "linux",
             verdict: "FAIL",
             rules: [
-              { rule: "4", title: "", citation: "", verdict: "PASS", reason: "in order" },
+              {
+                rule: "4",
+                title: "",
+                citation: "",
+                verdict: "PASS",
+                reason: "in order",
+                judged: 3,
+                applies: true,
+              },
               {
                 rule: "9",
                 title: "",
@@ -279,6 +297,8 @@ t.test("verdict rows and the table", async (t) => {
                 verdict: "FAIL",
                 reason: "did not return",
                 evidence: ["stack: x"],
+                judged: 1,
+                applies: true,
               },
             ],
           },

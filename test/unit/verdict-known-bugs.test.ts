@@ -19,6 +19,7 @@ import {
 const BUG: KnownBug = {
   driver: "erdma",
   rules: [4, 5],
+  failure: "says FAIL",
   reference: "drivers/infiniband/hw/erdma/erdma_qp.c:erdma_post_recv",
   note: "no queue-full check",
 };
@@ -31,6 +32,8 @@ function rule(id: RuleVerdict["rule"], verdict: RuleVerdict["verdict"]): RuleVer
     verdict,
     reason: `rule ${id} says ${verdict}`,
     evidence: ["e"],
+    judged: 1,
+    applies: true,
   };
 }
 
@@ -151,6 +154,7 @@ t.test("known_bugs in a scenario file: validated with file:line errors", async (
     text([
       "  - driver: erdma",
       "    rules: [5, hang]",
+      "    failure: never completed",
       "    kernels: [debian:6.12, '6.1']",
       "    executors: [kernel]",
       "    reference: https://lore.kernel.org/linux-rdma/x",
@@ -167,21 +171,63 @@ t.test("known_bugs in a scenario file: validated with file:line errors", async (
     }
     throw new Error("no error");
   };
-  const noRef = errorOf(["  - driver: erdma", "    rules: [5]", "    note: n"]);
+  const noRef = errorOf(["  - driver: erdma", "    rules: [5]", "    failure: x", "    note: n"]);
   t.match(noRef.message, /^known_bugs\[0\]\.reference: /);
   t.equal(noRef.where, "bad.yaml:5:5");
-  const badRef = errorOf(["  - driver: erdma", "    rules: [5]", "    reference: somewhere", "    note: n"]);
+  const badRef = errorOf([
+    "  - driver: erdma",
+    "    rules: [5]",
+    "    failure: x",
+    "    reference: somewhere",
+    "    note: n",
+  ]);
   t.match(badRef.message, /known_bugs\[0\]\.reference: file:function .* or a URL/);
-  t.equal(badRef.where, "bad.yaml:7:5");
+  t.equal(badRef.where, "bad.yaml:8:5");
+  const noFailure = errorOf(["  - driver: erdma", "    rules: [5]", "    reference: a/b.c:f", "    note: n"]);
+  t.match(noFailure.message, /^known_bugs\[0\]\.failure: /, "a record says what its failure looks like");
+  const badFailure = errorOf([
+    "  - driver: erdma",
+    "    rules: [5]",
+    "    failure: 'WR (1'",
+    "    reference: a/b.c:f",
+    "    note: n",
+  ]);
+  t.match(badFailure.message, /known_bugs\[0\]\.failure: not a valid regular expression/);
+  const rule8 = errorOf([
+    "  - driver: erdma",
+    "    rules: [8]",
+    "    failure: x",
+    "    reference: a/b.c:f",
+    "    note: n",
+  ]);
+  t.match(rule8.message, /rule 8 \(SQ Error\) is not judged: an RC QP never enters SQE/);
+  const unknownId = errorOf(["  - no-such-bug"]);
+  t.match(
+    unknownId.message,
+    /known_bugs\[0\]: no known bug "no-such-bug" in fixtures\/known-bugs\.yaml \(rdma-core-erdma-eio-in-error/,
+  );
+  const shared = parseScenario(text(["  - rdma-core-erdma-eio-in-error"]), "shared.yaml");
+  t.same(
+    shared.known_bugs?.map((b) => [b.id, b.executors, b.rules, b.failure]),
+    [["rdma-core-erdma-eio-in-error", ["user"], [1, 2, 9], "returned -5\\b"]],
+    "a shared record named by id",
+  );
   const badKernel = errorOf([
     "  - driver: erdma",
     "    rules: [5]",
+    "    failure: x",
     "    kernels: [linux-6]",
     "    reference: a/b.c:f",
     "    note: n",
   ]);
   t.match(badKernel.message, /known_bugs\[0\]\.kernels\[0\]: a base \(debian:6\.12\) or a version/);
-  const badRule = errorOf(["  - driver: erdma", "    rules: [10]", "    reference: a/b.c:f", "    note: n"]);
+  const badRule = errorOf([
+    "  - driver: erdma",
+    "    rules: [10]",
+    "    failure: x",
+    "    reference: a/b.c:f",
+    "    note: n",
+  ]);
   t.match(badRule.message, /known_bugs\[0\]\.rules\[0\]/);
   const offDriver = parseScenarioError([
     "description: d",
@@ -191,6 +237,7 @@ t.test("known_bugs in a scenario file: validated with file:line errors", async (
     "known_bugs:",
     "  - driver: erdma",
     "    rules: [5]",
+    "    failure: x",
     "    reference: a/b.c:f",
     "    note: n",
   ]);
@@ -257,5 +304,86 @@ t.test("expect_fail: the rules an injected fault must break", async (t) => {
         "x.yaml",
       ),
     { message: /expect_fail: expect_fail is for scenarios whose fault steps break rules/ },
+  );
+});
+
+/** A FAIL of rule `id` with one problem per reason, each about the WRs given. */
+function failing(id: RuleVerdict["rule"], problems: { reason: string; wrs?: number[] }[]): RuleVerdict {
+  return {
+    ...rule(id, "FAIL"),
+    reason: problems[0]?.reason ?? "",
+    problems: problems.map((p) => ({
+      reason: p.reason,
+      evidence: [],
+      ...(p.wrs ? { wrs: p.wrs.map((wrId) => ({ qp: "qp", queue: "rq" as const, wrId })) } : {}),
+    })),
+  };
+}
+
+t.test("a known bug matches its evidence: a failure the record does not describe stays a FAIL", async (t) => {
+  const bug: KnownBug = { ...BUG, rules: [5], failure: "WR 200[3-5] completed 2 times" };
+  const [described] = applyKnownBugs(
+    [judgement([failing("5", [{ reason: "qp rq WR 2004 completed 2 times" }])])],
+    [bug],
+  );
+  t.equal(described?.verdict, "XFAIL", "the failure the record describes");
+  const [second] = applyKnownBugs(
+    [
+      judgement([
+        failing("5", [
+          { reason: "qp rq WR 2004 completed 2 times" },
+          { reason: "qp sq WR 1000 (posted in RTS) never completed though qp ended in ERR" },
+        ]),
+      ]),
+    ],
+    [bug],
+  );
+  t.equal(second?.verdict, "FAIL", "a second, different failure of the same rule is a FAIL");
+  t.match(
+    second?.rules[0]?.reason,
+    /WR 1000 .* never completed .*a failure the known-bug record of rule 5 does not describe/,
+  );
+  t.equal(second?.rules[0]?.knownBug, undefined);
+});
+
+t.test(
+  "expect_fail is met only by a failure naming the faulted WR; it is applied before the known bugs",
+  async (t) => {
+    const why = { rules: [5], why: "the device drops WR 2003's flush completion" };
+    const target = [{ qp: "qp", queue: "rq" as const, wrId: 2003 }];
+    const [named] = applyExpectedFailures(
+      [judgement([failing("5", [{ reason: "WR 2003 never completed", wrs: [2003] }])])],
+      why,
+      target,
+    );
+    t.equal(named?.verdict, "XFAIL");
+    const [elsewhere] = applyExpectedFailures(
+      [judgement([failing("5", [{ reason: "WR 2007 never completed", wrs: [2007] }])])],
+      why,
+      target,
+    );
+    t.equal(elsewhere?.verdict, "FAIL", "the rule broke on a WR the fault did not hit");
+    t.match(elsewhere?.rules[0]?.reason, /on no WR the injected fault hit \(qp rq WR 2003\)/);
+    const [noWr] = applyExpectedFailures(
+      [judgement([failing("hang", [{ reason: "drain did not return" }])])],
+      { rules: ["hang"], why: "the queue is stalled" },
+      [],
+    );
+    t.equal(noWr?.verdict, "XFAIL", "a fault on no WR (a stalled queue) is met by any failure of the rule");
+
+    // a known bug recorded on the rule a fault must break: the fault's miss is not hidden as an XPASS
+    const bug: KnownBug = { ...BUG, rules: [5] };
+    const held = applyKnownBugs(applyExpectedFailures([judgement([rule("5", "PASS")])], why, target), [bug]);
+    t.equal(held[0]?.verdict, "FAIL", "the fault was not caught: FAIL, whatever the known-bug record says");
+  },
+);
+
+t.test("--strict: an XPASS fails the run", async (t) => {
+  const xpass: CheckResult[] = [{ id: "a[ib]", title: "a", verdict: "XPASS", reason: "holds though" }];
+  t.equal(exitCodeFor(xpass), EXIT_ALL_PASS);
+  t.equal(exitCodeFor(xpass, { strict: true }), EXIT_FAILED);
+  t.equal(
+    exitCodeFor([...xpass, { id: "b[ib]", title: "b", verdict: "MISS", reason: "r" }], { strict: true }),
+    EXIT_NOT_JUDGED,
   );
 });

@@ -2,7 +2,7 @@
  * Rule 4: the completions of one work queue come back in the order its WRs were posted (an
  * unsignaled WR that completed without a completion leaves a gap, never a swap).
  */
-import { quote } from "../model.ts";
+import { quote, ref, type Wr, wrName } from "../model.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 
 export const rule4: Rule = {
@@ -13,21 +13,25 @@ export const rule4: Rule = {
   judge({ model }) {
     const known = model.completions.filter((c) => c.wr !== undefined);
     if (known.length === 0) return skip("no completions of posted WRs");
-    const lastSeq = new Map<string, { seq: number; at: number }>();
+    const lastSeq = new Map<string, { seq: number; at: number; wr: Wr }>();
     const problems: Problem[] = [];
+    let compared = 0;
     for (const c of known) {
       const w = c.wr;
       if (!w || w.completions[0] !== c) continue; // repeats are rule 5's business
       const key = `${w.qp}/${w.queue}`;
       const prev = lastSeq.get(key);
+      if (prev) compared++;
       if (prev && w.seq < prev.seq)
         problems.push({
-          reason: `${w.qp} ${w.queue}: WR ${w.wrId} completed after a WR posted later`,
+          reason: `${w.qp} ${w.queue}: ${wrName(w)} completed after ${wrName(prev.wr)}, which was posted later`,
           evidence: [quote(model.records, prev.at), quote(model.records, c.at)],
+          wrs: [ref(w), ref(prev.wr)],
         });
-      else lastSeq.set(key, { seq: w.seq, at: c.at });
+      else lastSeq.set(key, { seq: w.seq, at: c.at, wr: w });
     }
-    if (problems.length > 0) return fail(problems);
-    return pass(`${known.length} completion(s) in posting order on ${lastSeq.size} queue(s)`);
+    if (problems.length > 0) return fail(problems, compared);
+    if (compared === 0) return skip("no work queue had two completions to put in order");
+    return pass(`${known.length} completion(s) in posting order on ${lastSeq.size} queue(s)`, compared);
   },
 };

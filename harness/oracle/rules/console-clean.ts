@@ -1,4 +1,7 @@
-/** No WARN, BUG, oops, panic, hung task, lockdep or RCU stall on the console during the scenario. */
+/**
+ * No WARN, BUG, oops, panic, hung task, lockdep or RCU stall on the console during the scenario
+ * (its slice ends at the scenario's barrier mark).
+ */
 import { fail, pass, type Rule } from "../rule.ts";
 
 export const consoleRule: Rule = {
@@ -8,7 +11,18 @@ export const consoleRule: Rule = {
     "Linux verbs.c __ib_drain_sq/__ib_drain_rq WARN_ONCE when the ERR transition or the marker post fails",
   judge({ observations }) {
     const events = observations.filter((o) => o.ev === "console");
-    if (events.length === 0) return pass("no kernel warnings on the console");
-    return fail(events.map((e) => ({ reason: `${e.kind}: ${e.text}`, evidence: e.trace.slice(0, 10) })));
+    const cut = observations.find((o) => o.ev === "console-cut");
+    if (events.length === 0 && cut?.ev === "console-cut")
+      return {
+        verdict: "ERROR",
+        reason: `the scenario's console slice has no certain end: ${cut.reason}`,
+        judged: 0,
+        applies: true,
+      };
+    if (events.length === 0) return pass("no kernel warnings on the console", 1);
+    return fail(
+      events.map((e) => ({ reason: `${e.kind}: ${e.text}`, evidence: e.trace.slice(0, 10) })),
+      1,
+    );
   },
 };

@@ -3,7 +3,7 @@
  * qp_num and vendor_err are defined, so its opcode is never judged.
  */
 import { WC_SUCCESS } from "../../protocol/trace.ts";
-import { quote } from "../model.ts";
+import { quote, ref } from "../model.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 
 /** The IB_WC opcode names a successful completion of each posted op may carry. */
@@ -36,11 +36,13 @@ export const rule7: Rule = {
         problems.push({
           reason: `completion of ${w.qp} WR ${w.wrId} carries qp_num ${c.rec.qp_num}, ${w.qp} is ${qpNum}`,
           evidence: [quote(model.records, c.at)],
+          wrs: [ref(w)],
         });
       if (c.rec.status_name === "UNKNOWN")
         problems.push({
           reason: `completion of ${w.qp} WR ${w.wrId} has status ${c.rec.status}, not an IB_WC status`,
           evidence: [quote(model.records, c.at)],
+          wrs: [ref(w)],
         });
       if (c.rec.status !== WC_SUCCESS) continue;
       const allowed = SUCCESS_OPCODES[w.op];
@@ -48,12 +50,14 @@ export const rule7: Rule = {
         problems.push({
           reason: `successful completion of ${w.op} WR ${w.wrId} on ${w.qp} has opcode ${c.rec.opcode_name}`,
           evidence: [quote(model.records, w.at), quote(model.records, c.at)],
+          wrs: [ref(w)],
         });
     }
-    if (problems.length > 0) return fail(problems);
+    if (problems.length > 0) return fail(problems, known.length);
     const errors = known.filter((c) => c.rec.status !== WC_SUCCESS).length;
     return pass(
       `${known.length} completion(s) with the right qp_num and status; ${errors} error completion(s), opcode not judged`,
+      known.length,
     );
   },
 };

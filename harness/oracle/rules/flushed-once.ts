@@ -2,8 +2,8 @@
  * Rule 5: every outstanding WR completes exactly once, on the CQ of its own queue (send_cq for
  * the SQ, recv_cq for the RQ), and nothing completes that was never posted.
  */
-import { quote } from "../model.ts";
-import { fail, type Problem, pass, type Rule } from "../rule.ts";
+import { quote, ref, wrName } from "../model.ts";
+import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 
 export const rule5: Rule = {
   id: "5",
@@ -15,7 +15,7 @@ export const rule5: Rule = {
     for (const c of model.completions) {
       if (!c.wr) {
         problems.push({
-          reason: `a completion for ${c.rec.qp} ${c.rec.queue} WR ${c.rec.wr_id} that was never posted`,
+          reason: `a completion for ${c.rec.qp} ${c.rec.queue} WR ${c.rec.ev === "cqe" ? c.rec.wr_id : "(marker)"} that was never posted`,
           evidence: [quote(model.records, c.at)],
         });
         continue;
@@ -23,29 +23,35 @@ export const rule5: Rule = {
       const want = model.cqOf(c.wr.qp, c.wr.queue);
       if (want !== undefined && c.rec.cq !== want)
         problems.push({
-          reason: `${c.wr.qp} ${c.wr.queue} WR ${c.wr.wrId} completed on ${c.rec.cq}, its queue's CQ is ${want}`,
+          reason: `${c.wr.qp} ${c.wr.queue} ${wrName(c.wr)} completed on ${c.rec.cq}, its queue's CQ is ${want}`,
           evidence: [quote(model.records, c.at)],
+          wrs: [ref(c.wr)],
         });
     }
     let owed = 0;
     for (const w of model.wrs) {
       if (w.completions.length > 1)
         problems.push({
-          reason: `${w.qp} ${w.queue} WR ${w.wrId} completed ${w.completions.length} times`,
+          reason: `${w.qp} ${w.queue} ${wrName(w)} completed ${w.completions.length} times`,
           evidence: w.completions.map((c) => quote(model.records, c.at)),
+          wrs: [ref(w)],
         });
       if (!w.accepted) continue;
       if (model.deadline(w) === undefined) continue;
       owed++;
       if (w.completions.length === 0)
         problems.push({
-          reason: `${w.qp} ${w.queue} WR ${w.wrId} (posted in ${w.postedIn}) never completed though ${w.qp} ended in ERR`,
+          reason: `${w.qp} ${w.queue} ${wrName(w)} (posted in ${w.postedIn}) never completed though ${w.qp} ended in ERR`,
           evidence: [quote(model.records, w.at)],
+          wrs: [ref(w)],
         });
     }
-    if (problems.length > 0) return fail(problems);
+    const judged = model.completions.length + owed;
+    if (problems.length > 0) return fail(problems, judged);
+    if (judged === 0) return skip("no completion came and none was owed");
     return pass(
       `${model.completions.length} completion(s), each of a posted WR on its own CQ, none twice; ${owed} owed completion(s) all present`,
+      judged,
     );
   },
 };

@@ -2,7 +2,7 @@
  * Rule 3: a post call that fails names the WR it stopped at (*bad_wr); the WRs before it were
  * posted and complete like any other, the WR at *bad_wr and those after it were not and never do.
  */
-import { quote } from "../model.ts";
+import { quote, ref } from "../model.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 
 export const rule3: Rule = {
@@ -11,7 +11,7 @@ export const rule3: Rule = {
   citation:
     "Linux include/rdma/ib_verbs.h ib_post_send()/ib_post_recv(): on an immediate failure *bad_wr references the WR that failed to be posted",
   judge({ model }) {
-    const failed = model.calls.filter((c) => c.rc !== 0);
+    const failed = model.calls.filter((c) => c.rc !== 0 && !c.marker);
     if (failed.length === 0) return skip("no post call failed");
     const problems: Problem[] = [];
     for (const call of failed) {
@@ -21,6 +21,7 @@ export const rule3: Rule = {
         problems.push({
           reason: `post call ${call.call} on ${call.qp} returned ${call.rc} without *bad_wr`,
           evidence: ev,
+          wrs: call.wrs.map(ref),
         });
         continue;
       }
@@ -29,16 +30,21 @@ export const rule3: Rule = {
           problems.push({
             reason: `WR ${w.wrId} at or after *bad_wr (index ${call.bad}) of call ${call.call} was not posted but completed`,
             evidence: [...ev, ...w.completions.map((c) => quote(model.records, c.at))],
+            wrs: [ref(w)],
           });
         if (w.accepted && w.completions.length === 0 && model.deadline(w) !== undefined)
           problems.push({
             reason: `WR ${w.wrId} before *bad_wr (index ${call.bad}) of call ${call.call} was posted but never completed`,
             evidence: ev,
+            wrs: [ref(w)],
           });
       }
     }
-    if (problems.length > 0) return fail(problems);
+    if (problems.length > 0) return fail(problems, failed.length);
     const before = failed.reduce((n, c) => n + c.wrs.filter((w) => w.accepted).length, 0);
-    return pass(`${failed.length} partial post(s): ${before} WR(s) before *bad_wr completed, none after`);
+    return pass(
+      `${failed.length} partial post(s): ${before} WR(s) before *bad_wr completed, none after`,
+      failed.length,
+    );
   },
 };

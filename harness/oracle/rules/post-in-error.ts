@@ -4,7 +4,7 @@
  * point" of the flush: that profile tolerates a failed call, never a WR that vanishes.
  */
 import { WC_WR_FLUSH_ERR } from "../../protocol/trace.ts";
-import { type Queue, quote } from "../model.ts";
+import { type Queue, quote, ref, wrName } from "../model.ts";
 import { fail, type Problem, pass, type Rule, type RuleInput, type RuleResult, skip } from "../rule.ts";
 
 function judgePostsIn(queue: Queue, { model, profile }: RuleInput): RuleResult {
@@ -21,29 +21,33 @@ function judgePostsIn(queue: Queue, { model, profile }: RuleInput): RuleResult {
       if (profile === "iwarp-rdmac") tolerated++;
       else
         problems.push({
-          reason: `post call ${call.call} to ${call.qp} in ${call.postedIn} returned ${call.rc}, not 0`,
+          reason: `${call.marker ? `the drain's ${queue} marker post` : `post call ${call.call}`} to ${call.qp} in ${call.postedIn} returned ${call.rc}, not 0`,
           evidence: callEvidence,
+          wrs: call.wrs.map(ref),
         });
     }
     for (const w of call.wrs.filter((x) => x.accepted)) {
       const bad = w.completions.filter((c) => c.rec.status !== WC_WR_FLUSH_ERR);
       if (bad.length > 0)
         problems.push({
-          reason: `WR ${w.wrId} posted to ${w.qp} in ${w.postedIn} completed with ${bad[0]?.rec.status_name}, not WR_FLUSH_ERR`,
+          reason: `${wrName(w)} posted to ${w.qp} in ${w.postedIn} completed with ${bad[0]?.rec.status_name}, not WR_FLUSH_ERR`,
           evidence: [...callEvidence, ...bad.map((c) => quote(model.records, c.at))],
+          wrs: [ref(w)],
         });
       else if (w.completions.length === 0 && model.deadline(w) !== undefined)
         problems.push({
-          reason: `WR ${w.wrId} posted to ${w.qp} in ${w.postedIn} was accepted but never completed`,
+          reason: `${wrName(w)} posted to ${w.qp} in ${w.postedIn} was accepted but never completed`,
           evidence: callEvidence,
+          wrs: [ref(w)],
         });
     }
   }
-  if (problems.length > 0) return fail(problems);
   const wrs = inError.reduce((n, c) => n + c.wrs.length, 0);
+  if (problems.length > 0) return fail(problems, wrs);
   return pass(
     `${inError.length} post call(s), ${wrs} WR(s) in ERROR: returned 0 and flushed` +
       (tolerated ? `; ${tolerated} immediate error(s) tolerated (RDMAC 6.2.4)` : ""),
+    wrs,
   );
 }
 

@@ -3,7 +3,7 @@
  * successfully produces no completion.
  */
 import { WC_SUCCESS } from "../../protocol/trace.ts";
-import { quote } from "../model.ts";
+import { quote, ref } from "../model.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 
 export const rule6: Rule = {
@@ -21,6 +21,7 @@ export const rule6: Rule = {
         problems.push({
           reason: `unsignaled WR ${w.wrId} on ${w.qp} has a SUCCESS completion`,
           evidence: [quote(model.records, w.at), ...success.map((c) => quote(model.records, c.at))],
+          wrs: [ref(w)],
         });
       else if (
         w.completions.length === 0 &&
@@ -30,10 +31,14 @@ export const rule6: Rule = {
         problems.push({
           reason: `unsignaled WR ${w.wrId} posted to ${w.qp} in ${w.postedIn} got no error completion`,
           evidence: [quote(model.records, w.at)],
+          wrs: [ref(w)],
         });
     }
-    if (problems.length > 0) return fail(problems);
+    if (problems.length > 0) return fail(problems, unsignaled.length);
     const flushed = unsignaled.filter((w) => w.completions.length > 0).length;
-    return pass(`${unsignaled.length} unsignaled WR(s): ${flushed} completed in error, none with SUCCESS`);
+    return pass(
+      `${unsignaled.length} unsignaled WR(s): ${flushed} completed in error, none with SUCCESS`,
+      unsignaled.length,
+    );
   },
 };

@@ -1,0 +1,135 @@
+/**
+ * Known driver bugs: what a record says (where the bug applies, which rules it breaks, what its
+ * failure looks like, where the defect is) and the shared records of fixtures/known-bugs.yaml that
+ * scenarios name by id, so a bug that many scenarios hit (a provider that fails every post in
+ * ERROR) is written once.
+ */
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+import { YamlSource } from "../../util/yaml-source.ts";
+import { DRIVERS, EXECUTORS, ORACLE_PROFILES } from "./axes.ts";
+
+export const KNOWN_BUGS_FILE = fileURLToPath(new URL("../../fixtures/known-bugs.yaml", import.meta.url));
+
+/**
+ * A rule of DESIGN.md (1-9) the oracle judges. Rule 8 (receives keep working in SQ Error) is not
+ * one: SQE exists for UD/UC QPs only, and every QP here is RC, which goes from a send error to
+ * ERROR (IBTA Vol 1 10.3.1, QP state diagram).
+ */
+export const designRule = z
+  .number()
+  .int()
+  .min(1)
+  .max(9)
+  .refine((n) => n !== 8, {
+    message: "rule 8 (SQ Error) is not judged: an RC QP never enters SQE, it goes to ERROR on a send error",
+  });
+
+/** a rule of DESIGN.md, or the harness's own: "hang" (a step past its watchdog), "console", "commands" */
+export const ruleRef = z.union([designRule, z.enum(["hang", "console", "commands"])]);
+
+/** A regular expression, checked to compile. */
+const pattern = z
+  .string()
+  .min(1)
+  .refine(
+    (re) => {
+      try {
+        new RegExp(re);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    { message: "not a valid regular expression" },
+  );
+
+/**
+ * A driver bug a scenario is known to hit: where it applies (driver, and optionally kernels,
+ * device profiles, executors, oracle profiles), which rules it breaks, what its failure looks
+ * like, and where the defect is (a source file and function, file:function, or a URL). A
+ * recorded rule that FAILs there, every problem matching `failure`, is an XFAIL; one that holds
+ * is an XPASS.
+ */
+export const knownBugSchema = z.strictObject({
+  /** the record's id, for the shared records of fixtures/known-bugs.yaml */
+  id: z.string().optional(),
+  driver: z.enum(DRIVERS),
+  /** kernel bases (debian:6.1) or versions (6.12, 6.12.95) the bug is in; absent: all */
+  kernels: z
+    .array(
+      z.string().regex(/^(debian:\d+\.\d+|\d+\.\d+(\.\d+)?)$/, "a base (debian:6.12) or a version (6.12)"),
+    )
+    .min(1)
+    .optional(),
+  device_profiles: z.array(z.string().min(1)).min(1).optional(),
+  executors: z.array(z.enum(EXECUTORS)).min(1).optional(),
+  /** the oracle profiles under which the behaviour is a bug (absent: all); e.g. not iwarp-rdmac */
+  oracle_profiles: z.array(z.enum(ORACLE_PROFILES)).min(1).optional(),
+  rules: z.array(ruleRef).min(1),
+  /**
+   * what the bug's failure looks like: a regular expression every problem of the recorded rules
+   * must match (the WRs, or the words of the oracle's reason); a failure it does not describe
+   * stays a FAIL
+   */
+  failure: pattern,
+  reference: z
+    .string()
+    .regex(
+      /^(https?:\/\/\S+|[\w.+/-]+\.[a-z]+:[A-Za-z_]\w*(\(\))?)$/,
+      "file:function (drivers/infiniband/hw/erdma/erdma_qp.c:erdma_post_recv) or a URL",
+    ),
+  // YAML's folded `>` text ends in a newline, which would split the verdict line it is quoted in
+  note: z.string().trim().min(1),
+});
+export type KnownBug = z.infer<typeof knownBugSchema>;
+
+/** The id a scenario names a shared record by. */
+export const knownBugId = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9-]*$/, "a known-bug id: lowercase letters, digits, dashes");
+
+const registrySchema = z.record(
+  z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "lowercase letters, digits, dashes"),
+  knownBugSchema.omit({ id: true }),
+);
+
+let registry: Map<string, KnownBug> | undefined;
+
+/** The shared records, read once (a bad file is one HilError naming file, line and field). */
+export function sharedKnownBugs(): Map<string, KnownBug> {
+  if (!registry) {
+    const src = YamlSource.parse(readFileSync(KNOWN_BUGS_FILE, "utf8"), KNOWN_BUGS_FILE);
+    const data = src.check(registrySchema);
+    registry = new Map(Object.entries(data).map(([id, bug]) => [id, { id, ...bug }]));
+  }
+  return registry;
+}
+
+/**
+ * One known_bugs entry as written: the id of a shared record, or a record; either way the record.
+ * The issues name the field that is wrong (not "matches neither form").
+ */
+export const knownBugEntry = z.unknown().transform((value, ctx): KnownBug => {
+  if (typeof value === "string") {
+    const shared = sharedKnownBugs();
+    const bug = shared.get(value);
+    if (bug) return bug;
+    ctx.addIssue({
+      code: "custom",
+      input: value,
+      message: `no known bug "${value}" in fixtures/known-bugs.yaml (${[...shared.keys()].join(", ")})`,
+    });
+    return z.NEVER;
+  }
+  const r = knownBugSchema.safeParse(value);
+  if (r.success) return r.data;
+  for (const issue of r.error.issues) {
+    if (issue.code === "unrecognized_keys")
+      for (const key of issue.keys)
+        ctx.addIssue({ code: "custom", input: value, path: [...issue.path, key], message: "unknown field" });
+    else ctx.addIssue({ code: "custom", input: value, path: issue.path, message: issue.message });
+  }
+  return z.NEVER;
+});
