@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * hil_kverbs: the in-kernel verbs executor. Shared declarations of its parts:
- *   kv_main.c   module init/exit, debugfs files, the ib_client, the worker thread
- *   kv_cmd.c    the command language: parsing, the operation table, argument helpers
- *   kv_trace.c  the JSON-lines trace buffer
- *   kv_obj.c    device, PD, CQ, QP (with its buffers and work request contexts), teardown
- *   kv_cm.c     rdma_cm: listen, connect (loopback pairs), disconnect, the event handler
- *   kv_post.c   posting, completions, poll, modify, query, drain
- *   kv_bench.c  throughput/latency loops
+ *   kv_main.c     module init/exit, debugfs files, the ib_client, the worker thread
+ *   kv_cmd.c      the operation table built from guest/common/commands.def, clear, sleep
+ *   kv_cmdlang.c  guest/common/cmdlang.c, the command language both executors share
+ *   kv_names.c    guest/common/names.c, the names both executors trace
+ *   kv_trace.c    the JSON-lines trace buffer
+ *   kv_obj.c      device, PD, CQ, QP (with its buffers and work request contexts), teardown
+ *   kv_cm.c       rdma_cm: listen, connect (loopback pairs), disconnect, the event handler
+ *   kv_post.c     posting, completions, poll, modify, query, drain
+ *   kv_bench.c    throughput/latency loops
  */
 #ifndef HIL_KV_H
 #define HIL_KV_H
@@ -22,43 +24,16 @@
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 
-#define KV_NAME_LEN 16
+#include "cmdlang.h"
+
 #define KV_MAX_OBJS 8
-#define KV_MAX_ARGS 16
-#define KV_LINE_LEN 200
-#define KV_ERR_LEN 120
 #define KV_CHUNK 512
 #define KV_REC_LEN 640
 
-/* ---- commands (kv_cmd.c) ---- */
+/* ---- commands (kv_cmd.c; the language is guest/common/commands.def and cmdlang.c) ---- */
 
-struct kv_cmd;
-
-struct kv_op {
-	const char *name;
-	int (*run)(struct kv_cmd *cmd);
-	/* space-separated keys the command accepts; a leading '!' marks a required one */
-	const char *keys;
-};
-
-struct kv_cmd {
-	struct list_head node;
-	u64 id;
-	const struct kv_op *op;
-	int nargs;
-	char *key[KV_MAX_ARGS];
-	char *val[KV_MAX_ARGS];
-	char line[KV_LINE_LEN + 1];
-	/* the tokens point into this copy of the line */
-	char buf[KV_LINE_LEN + 1];
-	char err[KV_ERR_LEN];
-};
-
-int kv_parse(const char *line, size_t len, struct kv_cmd *cmd, const char **why);
-const char *kv_arg(struct kv_cmd *cmd, const char *key);
-int kv_arg_u32(struct kv_cmd *cmd, const char *key, u32 def, u32 *out);
-int kv_arg_u64(struct kv_cmd *cmd, const char *key, u64 def, u64 *out);
-int kv_fail(struct kv_cmd *cmd, int rc, const char *fmt, ...) __printf(3, 4);
+/* runs an accepted command's operation */
+int kv_run(struct hil_cmd *cmd);
 
 /* ---- trace (kv_trace.c) ---- */
 
@@ -123,7 +98,7 @@ struct kv_slot {
  */
 struct kv_pool {
 	struct list_head node;
-	char name[KV_NAME_LEN];
+	char name[HIL_NAME_LEN];
 	struct ib_device *dev;
 	u32 qp_num;
 	u32 slot_len;
@@ -145,14 +120,14 @@ struct kv_pool {
 
 struct kv_pd {
 	bool in_use;
-	char name[KV_NAME_LEN];
+	char name[HIL_NAME_LEN];
 	struct ib_pd *pd;
 	bool global_rkey;
 };
 
 struct kv_cq {
 	bool in_use;
-	char name[KV_NAME_LEN];
+	char name[HIL_NAME_LEN];
 	struct ib_cq *cq;
 	enum ib_poll_context poll;
 	u32 depth;
@@ -174,7 +149,7 @@ struct kv_cmctx {
 };
 
 struct kv_qp_params {
-	char name[KV_NAME_LEN];
+	char name[HIL_NAME_LEN];
 	struct kv_pd *pd;
 	struct kv_cq *scq;
 	struct kv_cq *rcq;
@@ -190,7 +165,7 @@ struct kv_qp_params {
 struct kv_qp {
 	struct kv_cmctx cm;
 	bool in_use;
-	char name[KV_NAME_LEN];
+	char name[HIL_NAME_LEN];
 	struct ib_qp *qp;
 	/* NULL for a QP made with ib_create_qp (no connection manager) */
 	struct rdma_cm_id *id;
@@ -209,7 +184,7 @@ struct kv_qp {
 struct kv_listener {
 	struct kv_cmctx cm;
 	bool in_use;
-	char name[KV_NAME_LEN];
+	char name[HIL_NAME_LEN];
 	struct rdma_cm_id *id;
 	u16 port;
 	__be32 addr;
@@ -243,10 +218,10 @@ struct kv_cq *kv_find_cq(const char *name);
 struct kv_qp *kv_find_qp(const char *name);
 struct kv_listener *kv_find_listener(const char *name);
 bool kv_name_taken(const char *name);
-int kv_check_name(struct kv_cmd *cmd, const char *name);
+int kv_check_name(struct hil_cmd *cmd, const char *name);
 
-int kv_qp_params_parse(struct kv_cmd *cmd, struct kv_qp_params *p);
-struct kv_qp *kv_qp_alloc(struct kv_cmd *cmd, const struct kv_qp_params *p,
+int kv_qp_params_parse(struct hil_cmd *cmd, struct kv_qp_params *p);
+struct kv_qp *kv_qp_alloc(struct hil_cmd *cmd, const struct kv_qp_params *p,
 			  struct ib_qp_init_attr *attr);
 void kv_qp_created(struct kv_qp *q, struct ib_qp *ibqp, struct rdma_cm_id *id,
 		   const struct ib_qp_init_attr *attr, u64 cmd_id);
@@ -257,29 +232,11 @@ void kv_teardown_all(const char *why);
 
 struct kv_ctx *kv_ctx_get(struct kv_pool *pool);
 void kv_qp_mrs_free(struct kv_qp *q);
-u32 kv_fnv1a(const u8 *p, size_t n);
-void kv_fill_pattern(u8 *p, size_t n, u64 seed);
 
-const char *kv_qp_state_name(enum ib_qp_state s);
-int kv_qp_state_parse(const char *s, enum ib_qp_state *out);
-
-/* ---- operations ---- */
-int kv_op_device(struct kv_cmd *cmd);
-int kv_op_pd(struct kv_cmd *cmd);
-int kv_op_cq(struct kv_cmd *cmd);
-int kv_op_qp(struct kv_cmd *cmd);
-int kv_op_destroy(struct kv_cmd *cmd);
-int kv_op_reset(struct kv_cmd *cmd);
-int kv_op_listen(struct kv_cmd *cmd);
-int kv_op_connect(struct kv_cmd *cmd);
-int kv_op_disconnect(struct kv_cmd *cmd);
-int kv_op_post_send(struct kv_cmd *cmd);
-int kv_op_post_recv(struct kv_cmd *cmd);
-int kv_op_poll(struct kv_cmd *cmd);
-int kv_op_modify(struct kv_cmd *cmd);
-int kv_op_query(struct kv_cmd *cmd);
-int kv_op_drain(struct kv_cmd *cmd);
-int kv_op_bench(struct kv_cmd *cmd);
+/* ---- operations: kv_op_<name> for each entry of guest/common/commands.def ---- */
+#define HIL_COMMAND(name, keys, about) int kv_op_##name(struct hil_cmd *cmd);
+#include "commands.def"
+#undef HIL_COMMAND
 
 /* the completion handler of every WR the executor posts */
 void kv_done(struct ib_cq *cq, struct ib_wc *wc);

@@ -73,7 +73,7 @@ void kv_bench_done(struct kv_ctx *c, struct kv_cq *kcq, struct ib_wc *wc)
 }
 
 /* Posts a receive on every RQ slot of the receiver that has none (the ring is made once). */
-static int fill_receives(struct kv_cmd *cmd, struct kv_qp *receiver)
+static int fill_receives(struct hil_cmd *cmd, struct kv_qp *receiver)
 {
 	struct kv_pool *pp = receiver->pool;
 	u32 n = pp->nslots[KV_RQ], i;
@@ -88,7 +88,7 @@ static int fill_receives(struct kv_cmd *cmd, struct kv_qp *receiver)
 			kfree(ring);
 			kfree(wrs);
 			kfree(sges);
-			return kv_fail(cmd, -ENOMEM, "no memory");
+			return hil_fail(cmd, -ENOMEM, "no memory");
 		}
 		for (i = 0; i < n; i++) {
 			struct kv_ctx *c = kv_ctx_get(pp);
@@ -97,7 +97,7 @@ static int fill_receives(struct kv_cmd *cmd, struct kv_qp *receiver)
 				kfree(ring);
 				kfree(wrs);
 				kfree(sges);
-				return kv_fail(cmd, -ENOSPC, "QP %s has posted max_wrs WRs", pp->name);
+				return hil_fail(cmd, -ENOSPC, "QP %s has posted max_wrs WRs", pp->name);
 			}
 			c->bench = 1;
 			c->queue = KV_RQ;
@@ -120,7 +120,7 @@ static int fill_receives(struct kv_cmd *cmd, struct kv_qp *receiver)
 			continue;
 		rc = repost_recv(receiver, pp->bench_rq[i]);
 		if (rc)
-			return kv_fail(cmd, rc, "ib_post_recv on %s failed", pp->name);
+			return hil_fail(cmd, rc, "ib_post_recv on %s failed", pp->name);
 	}
 	return 0;
 }
@@ -169,10 +169,10 @@ static void trace_result(struct kv_qp *q, const char *op, u32 iters, u32 depth, 
 	kv_rec_commit(&r);
 }
 
-int kv_op_bench(struct kv_cmd *cmd)
+int kv_op_bench(struct hil_cmd *cmd)
 {
-	const char *op = kv_arg(cmd, "op") ?: "send";
-	struct kv_qp *q = kv_find_qp(kv_arg(cmd, "qp"));
+	const char *op = hil_arg(cmd, "op") ?: "send";
+	struct kv_qp *q = kv_find_qp(hil_arg(cmd, "qp"));
 	struct kv_ctx **ring = NULL;
 	struct ib_rdma_wr *wrs = NULL;
 	struct ib_sge *sges = NULL;
@@ -183,25 +183,25 @@ int kv_op_bench(struct kv_cmd *cmd)
 	int rc;
 
 	if (!q)
-		return kv_fail(cmd, -ENOENT, "no QP %s", kv_arg(cmd, "qp"));
-	rc = kv_arg_u32(cmd, "iters", 10000, &iters) ?: kv_arg_u32(cmd, "depth", 16, &depth) ?:
-	     kv_arg_u32(cmd, "len", 64, &len) ?: kv_arg_u32(cmd, "signal", 1, &signal) ?:
-	     kv_arg_u32(cmd, "timeout", 60000, &ms);
+		return hil_fail(cmd, -ENOENT, "no QP %s", hil_arg(cmd, "qp"));
+	rc = hil_arg_u32(cmd, "iters", 10000, &iters) ?: hil_arg_u32(cmd, "depth", 16, &depth) ?:
+	     hil_arg_u32(cmd, "len", 64, &len) ?: hil_arg_u32(cmd, "signal", 1, &signal) ?:
+	     hil_arg_u32(cmd, "timeout", 60000, &ms);
 	if (rc)
 		return rc;
 	if (strcmp(op, "send") && strcmp(op, "write"))
-		return kv_fail(cmd, -EINVAL, "op=%s: send or write", op);
+		return hil_fail(cmd, -EINVAL, "op=%s: send or write", op);
 	send = !strcmp(op, "send");
 	if (!q->peer)
-		return kv_fail(cmd, -EINVAL, "QP %s has no local peer", q->name);
+		return hil_fail(cmd, -EINVAL, "QP %s has no local peer", q->name);
 	if (q->scq->poll != IB_POLL_DIRECT || q->peer->rcq->poll != IB_POLL_DIRECT)
-		return kv_fail(cmd, -EINVAL, "bench needs poll=direct CQs");
+		return hil_fail(cmd, -EINVAL, "bench needs poll=direct CQs");
 	if (!iters || !depth || depth > q->pool->nslots[KV_SQ] || !signal || signal > depth)
-		return kv_fail(cmd, -EINVAL, "need 0 < signal <= depth <= sq, iters > 0");
+		return hil_fail(cmd, -EINVAL, "need 0 < signal <= depth <= sq, iters > 0");
 	if (len > q->pool->slot_len || len > q->peer->pool->slot_len)
-		return kv_fail(cmd, -EINVAL, "len=%u is more than buf", len);
+		return hil_fail(cmd, -EINVAL, "len=%u is more than buf", len);
 	if (!send && (!q->pd->global_rkey || !q->peer->pd->global_rkey))
-		return kv_fail(cmd, -EINVAL, "op=write needs pd rkey=global");
+		return hil_fail(cmd, -EINVAL, "op=write needs pd rkey=global");
 
 	memset(&bs, 0, sizeof(bs));
 	bs.maxlat = min(iters, KV_BENCH_MAX_SAMPLES);
@@ -210,13 +210,13 @@ int kv_op_bench(struct kv_cmd *cmd)
 	wrs = kcalloc(depth, sizeof(*wrs), GFP_KERNEL);
 	sges = kcalloc(depth, sizeof(*sges), GFP_KERNEL);
 	if (!bs.lat || !ring || !wrs || !sges) {
-		rc = kv_fail(cmd, -ENOMEM, "no memory");
+		rc = hil_fail(cmd, -ENOMEM, "no memory");
 		goto out;
 	}
 	for (i = 0; i < depth; i++) {
 		ring[i] = kv_ctx_get(q->pool);
 		if (!ring[i]) {
-			rc = kv_fail(cmd, -ENOSPC, "QP %s has posted max_wrs WRs", q->name);
+			rc = hil_fail(cmd, -ENOSPC, "QP %s has posted max_wrs WRs", q->name);
 			goto out;
 		}
 		ring[i]->bench = 1;
@@ -227,8 +227,8 @@ int kv_op_bench(struct kv_cmd *cmd)
 	if (send) {
 		nrecv = q->peer->pool->nslots[KV_RQ];
 		if (depth > nrecv) {
-			rc = kv_fail(cmd, -EINVAL, "depth=%u is more than the peer's rq=%u", depth,
-				     nrecv);
+			rc = hil_fail(cmd, -EINVAL, "depth=%u is more than the peer's rq=%u", depth,
+				      nrecv);
 			goto out;
 		}
 		rc = fill_receives(cmd, q->peer);
@@ -279,7 +279,7 @@ int kv_op_bench(struct kv_cmd *cmd)
 		if (first) {
 			rc = ib_post_send(q->qp, first, NULL);
 			if (rc) {
-				kv_fail(cmd, rc, "ib_post_send failed after %llu WRs", posted);
+				hil_fail(cmd, rc, "ib_post_send failed after %llu WRs", posted);
 				break;
 			}
 		}
@@ -290,8 +290,8 @@ int kv_op_bench(struct kv_cmd *cmd)
 			u64 now = ktime_get_ns();
 
 			if (time_after(jiffies, deadline)) {
-				rc = kv_fail(cmd, -ETIMEDOUT, "%llu of %u WRs completed", bs.acked,
-					     iters);
+				rc = hil_fail(cmd, -ETIMEDOUT, "%llu of %u WRs completed", bs.acked,
+					      iters);
 				break;
 			}
 			if (!idle_since)
@@ -313,8 +313,8 @@ int kv_op_bench(struct kv_cmd *cmd)
 		}
 	}
 	if (!rc && bs.errors)
-		rc = kv_fail(cmd, -EIO, "%u error completions (first status %d)", bs.errors,
-			     bs.first_status);
+		rc = hil_fail(cmd, -EIO, "%u error completions (first status %d)", bs.errors,
+			      bs.first_status);
 	trace_result(q, op, iters, depth, len, signal, posted, ktime_get_ns() - t0, rc);
 out:
 	bs.active = false;

@@ -18,31 +18,13 @@
 #include <net/net_namespace.h>
 
 #include "kv.h"
+#include "names.h"
 
 #define KV_CM_FAIL_MASK                                                               \
 	(BIT(RDMA_CM_EVENT_ADDR_ERROR) | BIT(RDMA_CM_EVENT_ROUTE_ERROR) |             \
 	 BIT(RDMA_CM_EVENT_CONNECT_ERROR) | BIT(RDMA_CM_EVENT_UNREACHABLE) |          \
 	 BIT(RDMA_CM_EVENT_REJECTED) | BIT(RDMA_CM_EVENT_DISCONNECTED) |              \
 	 BIT(RDMA_CM_EVENT_DEVICE_REMOVAL))
-
-static const char *const cm_event_names[] = {
-	[RDMA_CM_EVENT_ADDR_RESOLVED] = "ADDR_RESOLVED",
-	[RDMA_CM_EVENT_ADDR_ERROR] = "ADDR_ERROR",
-	[RDMA_CM_EVENT_ROUTE_RESOLVED] = "ROUTE_RESOLVED",
-	[RDMA_CM_EVENT_ROUTE_ERROR] = "ROUTE_ERROR",
-	[RDMA_CM_EVENT_CONNECT_REQUEST] = "CONNECT_REQUEST",
-	[RDMA_CM_EVENT_CONNECT_RESPONSE] = "CONNECT_RESPONSE",
-	[RDMA_CM_EVENT_CONNECT_ERROR] = "CONNECT_ERROR",
-	[RDMA_CM_EVENT_UNREACHABLE] = "UNREACHABLE",
-	[RDMA_CM_EVENT_REJECTED] = "REJECTED",
-	[RDMA_CM_EVENT_ESTABLISHED] = "ESTABLISHED",
-	[RDMA_CM_EVENT_DISCONNECTED] = "DISCONNECTED",
-	[RDMA_CM_EVENT_DEVICE_REMOVAL] = "DEVICE_REMOVAL",
-	[RDMA_CM_EVENT_MULTICAST_JOIN] = "MULTICAST_JOIN",
-	[RDMA_CM_EVENT_MULTICAST_ERROR] = "MULTICAST_ERROR",
-	[RDMA_CM_EVENT_ADDR_CHANGE] = "ADDR_CHANGE",
-	[RDMA_CM_EVENT_TIMEWAIT_EXIT] = "TIMEWAIT_EXIT",
-};
 
 static void trace_cm(struct kv_cmctx *ctx, struct rdma_cm_id *id, struct rdma_cm_event *ev,
 		     bool child)
@@ -54,8 +36,8 @@ static void trace_cm(struct kv_cmctx *ctx, struct rdma_cm_id *id, struct rdma_cm
 	kv_rec_str(&r, "id", ctx->name);
 	if (child)
 		kv_rec_bool(&r, "child", true);
-	if (e < ARRAY_SIZE(cm_event_names) && cm_event_names[e])
-		kv_rec_str(&r, "event", cm_event_names[e]);
+	if (hil_cm_event_name(e))
+		kv_rec_str(&r, "event", hil_cm_event_name(e));
 	else
 		kv_rec_printf(&r, ",\"event\":\"EVENT_%u\"", e);
 	kv_rec_uint(&r, "code", e);
@@ -115,26 +97,26 @@ static int cm_wait(struct kv_cmctx *c, enum rdma_cm_event_type ok, u32 ms)
 	return -ETIMEDOUT;
 }
 
-static int parse_sin(struct kv_cmd *cmd, const char *key, u32 port, struct sockaddr_in *sin)
+static int parse_sin(struct hil_cmd *cmd, const char *key, u32 port, struct sockaddr_in *sin)
 {
-	const char *addr = kv_arg(cmd, key);
+	const char *addr = hil_arg(cmd, key);
 
 	memset(sin, 0, sizeof(*sin));
 	sin->sin_family = AF_INET;
 	sin->sin_port = htons(port);
 	if (!in4_pton(addr, -1, (u8 *)&sin->sin_addr.s_addr, -1, NULL))
-		return kv_fail(cmd, -EINVAL, "%s=%s is not an IPv4 address", key, addr);
+		return hil_fail(cmd, -EINVAL, "%s=%s is not an IPv4 address", key, addr);
 	return 0;
 }
 
-static int parse_port(struct kv_cmd *cmd, u32 *port)
+static int parse_port(struct hil_cmd *cmd, u32 *port)
 {
-	int rc = kv_arg_u32(cmd, "port", 0, port);
+	int rc = hil_arg_u32(cmd, "port", 0, port);
 
 	if (rc)
 		return rc;
 	if (!*port || *port > 65535)
-		return kv_fail(cmd, -EINVAL, "port=%u", *port);
+		return hil_fail(cmd, -EINVAL, "port=%u", *port);
 	return 0;
 }
 
@@ -147,9 +129,9 @@ static void conn_param(struct rdma_conn_param *param)
 	param->rnr_retry_count = 7;
 }
 
-int kv_op_listen(struct kv_cmd *cmd)
+int kv_op_listen(struct hil_cmd *cmd)
 {
-	const char *name = kv_arg(cmd, "name");
+	const char *name = hil_arg(cmd, "name");
 	struct kv_listener *l = NULL;
 	struct kv_qp_params p;
 	struct sockaddr_in sin;
@@ -163,12 +145,12 @@ int kv_op_listen(struct kv_cmd *cmd)
 	if (rc)
 		return rc;
 	if (!strcmp(name, p.name))
-		return kv_fail(cmd, -EEXIST, "the listener and its QP need different names");
+		return hil_fail(cmd, -EEXIST, "the listener and its QP need different names");
 	for (i = 0; i < KV_MAX_OBJS && !l; i++)
 		if (!kv.listeners[i].in_use)
 			l = &kv.listeners[i];
 	if (!l)
-		return kv_fail(cmd, -ENOSPC, "too many listeners");
+		return hil_fail(cmd, -ENOSPC, "too many listeners");
 	strscpy(l->name, name, sizeof(l->name));
 	l->cm.kind = KV_CM_LISTEN;
 	l->cm.name = l->name;
@@ -180,28 +162,28 @@ int kv_op_listen(struct kv_cmd *cmd)
 	l->addr = sin.sin_addr.s_addr;
 	id = rdma_create_id(&init_net, kv_cm_handler, &l->cm, RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(id))
-		return kv_fail(cmd, PTR_ERR(id), "rdma_create_id failed");
+		return hil_fail(cmd, PTR_ERR(id), "rdma_create_id failed");
 	l->id = id;
 	rc = rdma_bind_addr(id, (struct sockaddr *)&sin);
 	if (rc) {
-		kv_fail(cmd, rc, "rdma_bind_addr failed");
+		hil_fail(cmd, rc, "rdma_bind_addr failed");
 		goto err;
 	}
 	if (id->device != kv.dev) {
-		rc = kv_fail(cmd, -EXDEV, "%s is not on device %s", kv_arg(cmd, "addr"),
-			     dev_name(&kv.dev->dev));
+		rc = hil_fail(cmd, -EXDEV, "%s is not on device %s", hil_arg(cmd, "addr"),
+			      dev_name(&kv.dev->dev));
 		goto err;
 	}
 	rc = rdma_listen(id, 4);
 	if (rc) {
-		kv_fail(cmd, rc, "rdma_listen failed");
+		hil_fail(cmd, rc, "rdma_listen failed");
 		goto err;
 	}
 	l->in_use = true;
 	kv_rec_begin(&r, "create");
 	kv_rec_str(&r, "kind", "listen");
 	kv_rec_str(&r, "name", name);
-	kv_rec_str(&r, "addr", kv_arg(cmd, "addr"));
+	kv_rec_str(&r, "addr", hil_arg(cmd, "addr"));
 	kv_rec_uint(&r, "port", port);
 	kv_rec_str(&r, "qp", p.name);
 	kv_rec_commit(&r);
@@ -257,7 +239,7 @@ static bool has_pending(struct kv_listener *l)
 }
 
 /* The worker's half of the passive side: a QP on the request's id, then rdma_accept. */
-static int accept_request(struct kv_cmd *cmd, struct kv_listener *l, u32 ms, struct kv_qp **out)
+static int accept_request(struct hil_cmd *cmd, struct kv_listener *l, u32 ms, struct kv_qp **out)
 {
 	struct rdma_conn_param param;
 	struct ib_qp_init_attr attr;
@@ -271,10 +253,10 @@ static int accept_request(struct kv_cmd *cmd, struct kv_listener *l, u32 ms, str
 	l->pending = NULL;
 	spin_unlock(&l->lock);
 	if (!nid)
-		return kv_fail(cmd, -ETIMEDOUT, "no connection request reached listener %s", l->name);
+		return hil_fail(cmd, -ETIMEDOUT, "no connection request reached listener %s", l->name);
 	if (kv_name_taken(l->qp.name)) {
 		rdma_destroy_id(nid);
-		return kv_fail(cmd, -EEXIST, "listener %s: QP name %s is taken", l->name, l->qp.name);
+		return hil_fail(cmd, -EEXIST, "listener %s: QP name %s is taken", l->name, l->qp.name);
 	}
 	s = kv_qp_alloc(cmd, &l->qp, &attr);
 	if (!s) {
@@ -285,7 +267,7 @@ static int accept_request(struct kv_cmd *cmd, struct kv_listener *l, u32 ms, str
 	if (rc) {
 		kv_qp_abandon(s);
 		rdma_destroy_id(nid);
-		return kv_fail(cmd, rc, "rdma_create_qp on the accepted id failed");
+		return hil_fail(cmd, rc, "rdma_create_qp on the accepted id failed");
 	}
 	kv_qp_created(s, nid->qp, nid, &attr, cmd->id);
 	conn_param(&param);
@@ -295,13 +277,13 @@ static int accept_request(struct kv_cmd *cmd, struct kv_listener *l, u32 ms, str
 	rdma_unlock_handler(nid);
 	if (rc) {
 		kv_qp_destroy(s, "accept failed");
-		return kv_fail(cmd, rc, "rdma_accept failed");
+		return hil_fail(cmd, rc, "rdma_accept failed");
 	}
 	*out = s;
 	return 0;
 }
 
-int kv_op_connect(struct kv_cmd *cmd)
+int kv_op_connect(struct hil_cmd *cmd)
 {
 	struct sockaddr_in dst, src;
 	struct rdma_conn_param param;
@@ -314,10 +296,10 @@ int kv_op_connect(struct kv_cmd *cmd)
 	int rc;
 
 	rc = kv_qp_params_parse(cmd, &p) ?: parse_port(cmd, &port) ?:
-	     parse_sin(cmd, "addr", port, &dst) ?: kv_arg_u32(cmd, "timeout", 5000, &ms);
+	     parse_sin(cmd, "addr", port, &dst) ?: hil_arg_u32(cmd, "timeout", 5000, &ms);
 	if (rc)
 		return rc;
-	if (kv_arg(cmd, "src")) {
+	if (hil_arg(cmd, "src")) {
 		rc = parse_sin(cmd, "src", 0, &src);
 		if (rc)
 			return rc;
@@ -328,38 +310,38 @@ int kv_op_connect(struct kv_cmd *cmd)
 	id = rdma_create_id(&init_net, kv_cm_handler, &q->cm, RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(id)) {
 		kv_qp_abandon(q);
-		return kv_fail(cmd, PTR_ERR(id), "rdma_create_id failed");
+		return hil_fail(cmd, PTR_ERR(id), "rdma_create_id failed");
 	}
-	rc = rdma_resolve_addr(id, kv_arg(cmd, "src") ? (struct sockaddr *)&src : NULL,
+	rc = rdma_resolve_addr(id, hil_arg(cmd, "src") ? (struct sockaddr *)&src : NULL,
 			       (struct sockaddr *)&dst, ms);
 	if (rc) {
-		kv_fail(cmd, rc, "rdma_resolve_addr failed");
+		hil_fail(cmd, rc, "rdma_resolve_addr failed");
 		goto err_id;
 	}
 	rc = cm_wait(&q->cm, RDMA_CM_EVENT_ADDR_RESOLVED, ms);
 	if (rc) {
-		kv_fail(cmd, rc, "address resolution failed");
+		hil_fail(cmd, rc, "address resolution failed");
 		goto err_id;
 	}
 	rc = rdma_resolve_route(id, ms);
 	if (rc) {
-		kv_fail(cmd, rc, "rdma_resolve_route failed");
+		hil_fail(cmd, rc, "rdma_resolve_route failed");
 		goto err_id;
 	}
 	rc = cm_wait(&q->cm, RDMA_CM_EVENT_ROUTE_RESOLVED, ms);
 	if (rc) {
-		kv_fail(cmd, rc, "route resolution failed");
+		hil_fail(cmd, rc, "route resolution failed");
 		goto err_id;
 	}
 	if (id->device != kv.dev) {
-		rc = kv_fail(cmd, -EXDEV, "the route goes through %s, not %s",
-			     id->device ? dev_name(&id->device->dev) : "no device",
-			     dev_name(&kv.dev->dev));
+		rc = hil_fail(cmd, -EXDEV, "the route goes through %s, not %s",
+			      id->device ? dev_name(&id->device->dev) : "no device",
+			      dev_name(&kv.dev->dev));
 		goto err_id;
 	}
 	rc = rdma_create_qp(id, p.pd->pd, &attr);
 	if (rc) {
-		kv_fail(cmd, rc, "rdma_create_qp failed");
+		hil_fail(cmd, rc, "rdma_create_qp failed");
 		goto err_id;
 	}
 	kv_qp_created(q, id->qp, id, &attr, cmd->id);
@@ -368,7 +350,7 @@ int kv_op_connect(struct kv_cmd *cmd)
 	l = local_listener(&dst);
 	rc = rdma_connect(id, &param);
 	if (rc) {
-		kv_fail(cmd, rc, "rdma_connect failed");
+		hil_fail(cmd, rc, "rdma_connect failed");
 		goto err_qp;
 	}
 	if (l) {
@@ -378,13 +360,13 @@ int kv_op_connect(struct kv_cmd *cmd)
 	}
 	rc = cm_wait(&q->cm, RDMA_CM_EVENT_ESTABLISHED, ms);
 	if (rc) {
-		kv_fail(cmd, rc, "%s was not established", q->name);
+		hil_fail(cmd, rc, "%s was not established", q->name);
 		goto err_qp;
 	}
 	if (s) {
 		rc = cm_wait(&s->cm, RDMA_CM_EVENT_ESTABLISHED, ms);
 		if (rc) {
-			kv_fail(cmd, rc, "%s was not established", s->name);
+			hil_fail(cmd, rc, "%s was not established", s->name);
 			goto err_qp;
 		}
 		q->peer = s;
@@ -403,16 +385,16 @@ err_id:
 	return rc;
 }
 
-int kv_op_disconnect(struct kv_cmd *cmd)
+int kv_op_disconnect(struct hil_cmd *cmd)
 {
-	struct kv_qp *q = kv_find_qp(kv_arg(cmd, "qp"));
+	struct kv_qp *q = kv_find_qp(hil_arg(cmd, "qp"));
 	struct kv_rec r;
 	int rc;
 
 	if (!q)
-		return kv_fail(cmd, -ENOENT, "no QP %s", kv_arg(cmd, "qp"));
+		return hil_fail(cmd, -ENOENT, "no QP %s", hil_arg(cmd, "qp"));
 	if (!q->id)
-		return kv_fail(cmd, -EINVAL, "QP %s has no rdma_cm id", q->name);
+		return hil_fail(cmd, -EINVAL, "QP %s has no rdma_cm id", q->name);
 	rc = rdma_disconnect(q->id);
 	kv_rec_begin(&r, "disconnect");
 	kv_rec_str(&r, "qp", q->name);

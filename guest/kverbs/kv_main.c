@@ -4,7 +4,7 @@
  * ib_drain_qp() and the driver's kernel paths are what runs. Driven from userspace through
  * debugfs, /sys/kernel/debug/hil_kverbs/:
  *
- *   ctl      (write) commands, one a line (see kv_cmd.c for the list); a write is checked and
+ *   ctl      (write) commands, one a line (guest/common/commands.def); a write is checked and
  *            queued at once, and fails with EINVAL if any of its lines is malformed (an
  *            {"ev":"reject"} record says why). The worker thread runs the queue in order.
  *   trace    (read)  the JSON-lines trace from the given offset (kv_trace.c)
@@ -40,11 +40,17 @@ MODULE_PARM_DESC(max_wrs, "work requests a QP may post over its lifetime (defaul
 
 struct kv_state kv;
 
+/* A command accepted by a write of ctl, waiting for the worker or running. */
+struct kv_queued {
+	struct list_head node;
+	struct hil_cmd cmd;
+};
+
 static struct {
 	spinlock_t lock;
 	struct list_head queue;
 	unsigned int queued;
-	struct kv_cmd *busy;
+	struct kv_queued *busy;
 	u64 busy_since;
 	u64 next_id;
 	u64 last_done;
@@ -147,7 +153,7 @@ static struct ib_client kv_client = {
 
 /* ---- the worker ---- */
 
-static void kv_execute(struct kv_cmd *cmd)
+static void kv_execute(struct hil_cmd *cmd)
 {
 	struct kv_rec r;
 	u64 t0 = ktime_get_ns();
@@ -159,7 +165,7 @@ static void kv_execute(struct kv_cmd *cmd)
 	kv_rec_str(&r, "line", cmd->line);
 	kv_rec_commit(&r);
 
-	rc = cmd->op->run(cmd);
+	rc = kv_run(cmd);
 
 	kv_rec_begin(&r, "done");
 	kv_rec_uint(&r, "id", cmd->id);
@@ -185,31 +191,31 @@ static bool kv_has_work(void)
 static int kv_worker(void *unused)
 {
 	for (;;) {
-		struct kv_cmd *cmd = NULL;
+		struct kv_queued *q = NULL;
 
 		/* TASK_IDLE: an idle worker is not a hung task */
 		wait_event_idle(wk.cmd_wq, kv_has_work());
 		spin_lock(&wk.lock);
 		if (!list_empty(&wk.queue)) {
-			cmd = list_first_entry(&wk.queue, struct kv_cmd, node);
-			list_del(&cmd->node);
+			q = list_first_entry(&wk.queue, struct kv_queued, node);
+			list_del(&q->node);
 			wk.queued--;
-			wk.busy = cmd;
+			wk.busy = q;
 			wk.busy_since = ktime_get_ns();
 		}
 		spin_unlock(&wk.lock);
-		if (!cmd) {
+		if (!q) {
 			if (kthread_should_stop())
 				break;
 			continue;
 		}
-		kv_execute(cmd);
+		kv_execute(&q->cmd);
 		spin_lock(&wk.lock);
 		wk.busy = NULL;
-		wk.last_done = cmd->id;
+		wk.last_done = q->cmd.id;
 		spin_unlock(&wk.lock);
 		wake_up_all(&wk.done_wq);
-		kfree(cmd);
+		kfree(q);
 		module_put(THIS_MODULE);
 	}
 	return 0;
@@ -235,7 +241,7 @@ static int kv_status_json(char *buf, size_t size)
 		      list_empty(&wk.queue) && !wk.busy ? "true" : "false", wk.queued, wk.last_done);
 	if (wk.busy)
 		n += scnprintf(buf + n, size - n, "\"busy\":{\"id\":%llu,\"op\":\"%s\",\"ms\":%llu},",
-			       wk.busy->id, wk.busy->op->name,
+			       wk.busy->cmd.id, wk.busy->cmd.op->name,
 			       (ktime_get_ns() - wk.busy_since) / NSEC_PER_MSEC);
 	else
 		n += scnprintf(buf + n, size - n, "\"busy\":null,");
@@ -260,7 +266,7 @@ static void kv_reject(const char *line, const char *why)
 static ssize_t ctl_write(struct file *file, const char __user *ubuf, size_t count, loff_t *ppos)
 {
 	LIST_HEAD(batch);
-	struct kv_cmd *cmd, *tmp;
+	struct kv_queued *q, *tmp;
 	char *text, *p;
 	int rc = 0, n = 0;
 
@@ -283,29 +289,29 @@ static ssize_t ctl_write(struct file *file, const char __user *ubuf, size_t coun
 		}
 		if (!len || *line == '#')
 			continue;
-		cmd = kzalloc(sizeof(*cmd), GFP_KERNEL);
-		if (!cmd) {
+		q = kzalloc(sizeof(*q), GFP_KERNEL);
+		if (!q) {
 			rc = -ENOMEM;
 			break;
 		}
-		rc = kv_parse(line, len, cmd, &why);
+		rc = hil_parse(line, len, &q->cmd, NULL, &why);
 		if (rc) {
 			kv_reject(line, why);
-			kfree(cmd);
+			kfree(q);
 			break;
 		}
-		list_add_tail(&cmd->node, &batch);
+		list_add_tail(&q->node, &batch);
 		n++;
 	}
 	kfree(text);
 	if (rc) {
-		list_for_each_entry_safe(cmd, tmp, &batch, node)
-			kfree(cmd);
+		list_for_each_entry_safe(q, tmp, &batch, node)
+			kfree(q);
 		return rc;
 	}
 	spin_lock(&wk.lock);
-	list_for_each_entry(cmd, &batch, node) {
-		cmd->id = ++wk.next_id;
+	list_for_each_entry(q, &batch, node) {
+		q->cmd.id = ++wk.next_id;
 		/* rmmod is refused while a command waits or runs */
 		__module_get(THIS_MODULE);
 	}

@@ -74,87 +74,35 @@ bool kv_name_taken(const char *name)
 	return kv_find_pd(name) || kv_find_cq(name) || kv_find_qp(name) || kv_find_listener(name);
 }
 
-int kv_check_name(struct kv_cmd *cmd, const char *name)
+int kv_check_name(struct hil_cmd *cmd, const char *name)
 {
-	if (strlen(name) >= KV_NAME_LEN)
-		return kv_fail(cmd, -ENAMETOOLONG, "name %s is longer than %d", name, KV_NAME_LEN - 1);
-	if (kv_name_taken(name))
-		return kv_fail(cmd, -EEXIST, "name %s is taken", name);
-	return 0;
+	return hil_check_name(cmd, name, kv_name_taken(name));
 }
 
-static int need_device(struct kv_cmd *cmd)
+static int need_device(struct hil_cmd *cmd)
 {
 	if (!kv.dev)
-		return kv_fail(cmd, -ENODEV, "no device: run \"device name=...\" first");
+		return hil_fail(cmd, -ENODEV, "no device: run \"device name=...\" first");
 	return 0;
-}
-
-static const char *const qp_state_names[] = {
-	[IB_QPS_RESET] = "RESET", [IB_QPS_INIT] = "INIT", [IB_QPS_RTR] = "RTR",
-	[IB_QPS_RTS] = "RTS",     [IB_QPS_SQD] = "SQD",   [IB_QPS_SQE] = "SQE",
-	[IB_QPS_ERR] = "ERR",
-};
-
-const char *kv_qp_state_name(enum ib_qp_state s)
-{
-	if ((unsigned int)s < ARRAY_SIZE(qp_state_names) && qp_state_names[s])
-		return qp_state_names[s];
-	return "UNKNOWN";
-}
-
-int kv_qp_state_parse(const char *s, enum ib_qp_state *out)
-{
-	unsigned int i;
-
-	for (i = 0; i < ARRAY_SIZE(qp_state_names); i++) {
-		if (qp_state_names[i] && !strcasecmp(qp_state_names[i], s)) {
-			*out = i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-/* ---- data patterns: byte j of a WR's payload is (seed + 7 j) & 0xff, seed = wr_id & 0xff ---- */
-
-void kv_fill_pattern(u8 *p, size_t n, u64 seed)
-{
-	size_t j;
-
-	for (j = 0; j < n; j++)
-		p[j] = (u8)((seed & 0xff) + j * 7);
-}
-
-u32 kv_fnv1a(const u8 *p, size_t n)
-{
-	u32 h = 0x811c9dc5;
-	size_t j;
-
-	for (j = 0; j < n; j++) {
-		h ^= p[j];
-		h *= 0x01000193;
-	}
-	return h;
 }
 
 /* ---- device ---- */
 
-int kv_op_device(struct kv_cmd *cmd)
+int kv_op_device(struct hil_cmd *cmd)
 {
-	const char *name = kv_arg(cmd, "name");
-	const char *addr = kv_arg(cmd, "addr");
+	const char *name = hil_arg(cmd, "name");
+	const char *addr = hil_arg(cmd, "addr");
 	struct ib_device *dev = NULL;
 	struct kv_rec r;
 
 	if (!!name == !!addr)
-		return kv_fail(cmd, -EINVAL, "give name= or addr=");
+		return hil_fail(cmd, -EINVAL, "give name= or addr=");
 	if (kv.dev)
-		return kv_fail(cmd, -EBUSY, "a device is in use: reset first");
+		return hil_fail(cmd, -EBUSY, "a device is in use: reset first");
 	if (name) {
 		dev = kv_device_by_name(name);
 		if (!dev)
-			return kv_fail(cmd, -ENODEV, "no RDMA device %s", name);
+			return hil_fail(cmd, -ENODEV, "no RDMA device %s", name);
 	} else {
 		static struct kv_cmctx probe = { .kind = KV_CM_PROBE, .name = "probe" };
 		struct sockaddr_in sin = { .sin_family = AF_INET };
@@ -162,18 +110,18 @@ int kv_op_device(struct kv_cmd *cmd)
 		int rc;
 
 		if (!in4_pton(addr, -1, (u8 *)&sin.sin_addr.s_addr, -1, NULL))
-			return kv_fail(cmd, -EINVAL, "addr=%s is not an IPv4 address", addr);
+			return hil_fail(cmd, -EINVAL, "addr=%s is not an IPv4 address", addr);
 		id = rdma_create_id(&init_net, kv_cm_handler, &probe, RDMA_PS_TCP, IB_QPT_RC);
 		if (IS_ERR(id))
-			return kv_fail(cmd, PTR_ERR(id), "rdma_create_id failed");
+			return hil_fail(cmd, PTR_ERR(id), "rdma_create_id failed");
 		rc = rdma_bind_addr(id, (struct sockaddr *)&sin);
 		if (!rc)
 			dev = id->device;
 		rdma_destroy_id(id);
 		if (rc)
-			return kv_fail(cmd, rc, "rdma_bind_addr(%s) failed", addr);
+			return hil_fail(cmd, rc, "rdma_bind_addr(%s) failed", addr);
 		if (!dev || !kv_device_known(dev))
-			return kv_fail(cmd, -ENODEV, "%s is not the address of an RDMA device", addr);
+			return hil_fail(cmd, -ENODEV, "%s is not the address of an RDMA device", addr);
 	}
 	kv.dev = dev;
 	kv_rec_begin(&r, "device");
@@ -192,10 +140,10 @@ int kv_op_device(struct kv_cmd *cmd)
 
 /* ---- PD ---- */
 
-int kv_op_pd(struct kv_cmd *cmd)
+int kv_op_pd(struct hil_cmd *cmd)
 {
-	const char *name = kv_arg(cmd, "name");
-	const char *rkey = kv_arg(cmd, "rkey");
+	const char *name = hil_arg(cmd, "name");
+	const char *rkey = hil_arg(cmd, "rkey");
 	struct kv_pd *pd = NULL;
 	struct ib_pd *ibpd;
 	struct kv_rec r;
@@ -205,15 +153,15 @@ int kv_op_pd(struct kv_cmd *cmd)
 	if (rc)
 		return rc;
 	if (rkey && strcmp(rkey, "global"))
-		return kv_fail(cmd, -EINVAL, "rkey=%s: only rkey=global is known", rkey);
+		return hil_fail(cmd, -EINVAL, "rkey=%s: only rkey=global is known", rkey);
 	for (i = 0; i < KV_MAX_OBJS && !pd; i++)
 		if (!kv.pds[i].in_use)
 			pd = &kv.pds[i];
 	if (!pd)
-		return kv_fail(cmd, -ENOSPC, "too many PDs");
+		return hil_fail(cmd, -ENOSPC, "too many PDs");
 	ibpd = ib_alloc_pd(kv.dev, rkey ? IB_PD_UNSAFE_GLOBAL_RKEY : 0);
 	if (IS_ERR(ibpd))
-		return kv_fail(cmd, PTR_ERR(ibpd), "ib_alloc_pd failed");
+		return hil_fail(cmd, PTR_ERR(ibpd), "ib_alloc_pd failed");
 	memset(pd, 0, sizeof(*pd));
 	pd->in_use = true;
 	strscpy(pd->name, name, sizeof(pd->name));
@@ -238,10 +186,10 @@ static const char *const poll_names[] = {
 	[IB_POLL_DIRECT] = "direct",
 };
 
-int kv_op_cq(struct kv_cmd *cmd)
+int kv_op_cq(struct hil_cmd *cmd)
 {
-	const char *name = kv_arg(cmd, "name");
-	const char *poll = kv_arg(cmd, "poll") ?: "direct";
+	const char *name = hil_arg(cmd, "name");
+	const char *poll = hil_arg(cmd, "poll") ?: "direct";
 	enum ib_poll_context ctx = IB_POLL_DIRECT;
 	struct kv_cq *cq = NULL;
 	struct ib_cq *ibcq;
@@ -251,7 +199,7 @@ int kv_op_cq(struct kv_cmd *cmd)
 	int rc;
 
 	rc = need_device(cmd) ?: kv_check_name(cmd, name) ?:
-	     kv_arg_u32(cmd, "depth", 256, &depth) ?: kv_arg_u32(cmd, "vector", 0, &vector);
+	     hil_arg_u32(cmd, "depth", 256, &depth) ?: hil_arg_u32(cmd, "vector", 0, &vector);
 	if (rc)
 		return rc;
 	for (i = 0; i < ARRAY_SIZE(poll_names); i++) {
@@ -261,17 +209,17 @@ int kv_op_cq(struct kv_cmd *cmd)
 		}
 	}
 	if (i == ARRAY_SIZE(poll_names))
-		return kv_fail(cmd, -EINVAL, "poll=%s: direct, softirq, workqueue or unbound", poll);
+		return hil_fail(cmd, -EINVAL, "poll=%s: direct, softirq, workqueue or unbound", poll);
 	if (!depth)
-		return kv_fail(cmd, -EINVAL, "depth=0");
+		return hil_fail(cmd, -EINVAL, "depth=0");
 	for (i = 0; i < KV_MAX_OBJS && !cq; i++)
 		if (!kv.cqs[i].in_use)
 			cq = &kv.cqs[i];
 	if (!cq)
-		return kv_fail(cmd, -ENOSPC, "too many CQs");
+		return hil_fail(cmd, -ENOSPC, "too many CQs");
 	ibcq = ib_alloc_cq(kv.dev, cq, depth, vector, ctx);
 	if (IS_ERR(ibcq))
-		return kv_fail(cmd, PTR_ERR(ibcq), "ib_alloc_cq failed");
+		return hil_fail(cmd, PTR_ERR(ibcq), "ib_alloc_cq failed");
 	cq->in_use = true;
 	strscpy(cq->name, name, sizeof(cq->name));
 	cq->cq = ibcq;
@@ -398,38 +346,38 @@ static void graveyard_flush(bool force)
 
 /* ---- QPs ---- */
 
-int kv_qp_params_parse(struct kv_cmd *cmd, struct kv_qp_params *p)
+int kv_qp_params_parse(struct hil_cmd *cmd, struct kv_qp_params *p)
 {
-	const char *name = kv_arg(cmd, kv_arg(cmd, "qp") ? "qp" : "name");
-	const char *sig = kv_arg(cmd, "sig") ?: "req";
+	const char *name = hil_arg(cmd, hil_arg(cmd, "qp") ? "qp" : "name");
+	const char *sig = hil_arg(cmd, "sig") ?: "req";
 	int rc;
 
 	memset(p, 0, sizeof(*p));
 	rc = need_device(cmd) ?: kv_check_name(cmd, name) ?:
-	     kv_arg_u32(cmd, "sq", 64, &p->sq) ?: kv_arg_u32(cmd, "rq", 64, &p->rq) ?:
-	     kv_arg_u32(cmd, "sge", 1, &p->sge) ?: kv_arg_u32(cmd, "inline", 0, &p->inline_len) ?:
-	     kv_arg_u32(cmd, "buf", 4096, &p->slot_len) ?:
-	     kv_arg_u32(cmd, "max_wrs", kv.max_wrs, &p->max_wrs);
+	     hil_arg_u32(cmd, "sq", 64, &p->sq) ?: hil_arg_u32(cmd, "rq", 64, &p->rq) ?:
+	     hil_arg_u32(cmd, "sge", 1, &p->sge) ?: hil_arg_u32(cmd, "inline", 0, &p->inline_len) ?:
+	     hil_arg_u32(cmd, "buf", 4096, &p->slot_len) ?:
+	     hil_arg_u32(cmd, "max_wrs", kv.max_wrs, &p->max_wrs);
 	if (rc)
 		return rc;
 	strscpy(p->name, name, sizeof(p->name));
-	p->pd = kv_find_pd(kv_arg(cmd, "pd"));
-	p->scq = kv_find_cq(kv_arg(cmd, "scq"));
-	p->rcq = kv_find_cq(kv_arg(cmd, "rcq"));
+	p->pd = kv_find_pd(hil_arg(cmd, "pd"));
+	p->scq = kv_find_cq(hil_arg(cmd, "scq"));
+	p->rcq = kv_find_cq(hil_arg(cmd, "rcq"));
 	if (!p->pd)
-		return kv_fail(cmd, -ENOENT, "no PD %s", kv_arg(cmd, "pd"));
+		return hil_fail(cmd, -ENOENT, "no PD %s", hil_arg(cmd, "pd"));
 	if (!p->scq || !p->rcq)
-		return kv_fail(cmd, -ENOENT, "no CQ %s", kv_arg(cmd, p->scq ? "rcq" : "scq"));
+		return hil_fail(cmd, -ENOENT, "no CQ %s", hil_arg(cmd, p->scq ? "rcq" : "scq"));
 	if (!strcmp(sig, "all"))
 		p->sig_all = true;
 	else if (strcmp(sig, "req"))
-		return kv_fail(cmd, -EINVAL, "sig=%s: all or req", sig);
+		return hil_fail(cmd, -EINVAL, "sig=%s: all or req", sig);
 	if (p->sq > KV_MAX_SLOTS || p->rq > KV_MAX_SLOTS)
-		return kv_fail(cmd, -EINVAL, "sq and rq are at most %d", KV_MAX_SLOTS);
+		return hil_fail(cmd, -EINVAL, "sq and rq are at most %d", KV_MAX_SLOTS);
 	if (!p->slot_len || p->slot_len > KV_MAX_SLOT_LEN)
-		return kv_fail(cmd, -EINVAL, "buf is 1..%u bytes", KV_MAX_SLOT_LEN);
+		return hil_fail(cmd, -EINVAL, "buf is 1..%u bytes", KV_MAX_SLOT_LEN);
 	if (!p->max_wrs)
-		return kv_fail(cmd, -EINVAL, "max_wrs=0");
+		return hil_fail(cmd, -EINVAL, "max_wrs=0");
 	return 0;
 }
 
@@ -437,7 +385,7 @@ int kv_qp_params_parse(struct kv_cmd *cmd, struct kv_qp_params *p)
  * Takes a QP slot and makes its pool; fills `attr` for ib_create_qp/rdma_create_qp. The QP is
  * not in use until kv_qp_created(); kv_qp_abandon() gives the slot back if creation fails.
  */
-struct kv_qp *kv_qp_alloc(struct kv_cmd *cmd, const struct kv_qp_params *p,
+struct kv_qp *kv_qp_alloc(struct hil_cmd *cmd, const struct kv_qp_params *p,
 			  struct ib_qp_init_attr *attr)
 {
 	struct kv_qp *q = NULL;
@@ -447,13 +395,13 @@ struct kv_qp *kv_qp_alloc(struct kv_cmd *cmd, const struct kv_qp_params *p,
 		if (!kv.qps[i].in_use && !kv.qps[i].pool)
 			q = &kv.qps[i];
 	if (!q) {
-		kv_fail(cmd, -ENOSPC, "too many QPs");
+		hil_fail(cmd, -ENOSPC, "too many QPs");
 		return NULL;
 	}
 	q->pool = pool_alloc(p);
 	if (!q->pool) {
-		kv_fail(cmd, -ENOMEM, "cannot allocate buffers for %u+%u slots of %u bytes", p->sq,
-			p->rq, p->slot_len);
+		hil_fail(cmd, -ENOMEM, "cannot allocate buffers for %u+%u slots of %u bytes", p->sq,
+			 p->rq, p->slot_len);
 		return NULL;
 	}
 	q->cm.kind = KV_CM_QP;
@@ -521,7 +469,7 @@ void kv_qp_created(struct kv_qp *q, struct ib_qp *ibqp, struct rdma_cm_id *id,
 	kv_rec_commit(&r);
 }
 
-int kv_op_qp(struct kv_cmd *cmd)
+int kv_op_qp(struct hil_cmd *cmd)
 {
 	struct ib_qp_init_attr attr;
 	struct kv_qp_params p;
@@ -538,7 +486,7 @@ int kv_op_qp(struct kv_cmd *cmd)
 	ibqp = ib_create_qp(p.pd->pd, &attr);
 	if (IS_ERR(ibqp)) {
 		kv_qp_abandon(q);
-		return kv_fail(cmd, PTR_ERR(ibqp), "ib_create_qp failed");
+		return hil_fail(cmd, PTR_ERR(ibqp), "ib_create_qp failed");
 	}
 	kv_qp_created(q, ibqp, NULL, &attr, cmd->id);
 	return 0;
@@ -627,51 +575,51 @@ static void pd_destroy(struct kv_pd *pd, const char *why)
 	trace_destroy("pd", pd->name, why);
 }
 
-int kv_op_destroy(struct kv_cmd *cmd)
+int kv_op_destroy(struct hil_cmd *cmd)
 {
 	const char *name;
 	int i;
 
 	if (cmd->nargs != 1)
-		return kv_fail(cmd, -EINVAL, "destroy one of qp=, cq=, pd=, listen=");
+		return hil_fail(cmd, -EINVAL, "destroy one of qp=, cq=, pd=, listen=");
 	name = cmd->val[0];
 	if (!strcmp(cmd->key[0], "qp")) {
 		struct kv_qp *q = kv_find_qp(name);
 
 		if (!q)
-			return kv_fail(cmd, -ENOENT, "no QP %s", name);
+			return hil_fail(cmd, -ENOENT, "no QP %s", name);
 		kv_qp_destroy(q, "command");
 	} else if (!strcmp(cmd->key[0], "listen")) {
 		struct kv_listener *l = kv_find_listener(name);
 
 		if (!l)
-			return kv_fail(cmd, -ENOENT, "no listener %s", name);
+			return hil_fail(cmd, -ENOENT, "no listener %s", name);
 		kv_listener_destroy(l);
 	} else if (!strcmp(cmd->key[0], "cq")) {
 		struct kv_cq *cq = kv_find_cq(name);
 
 		if (!cq)
-			return kv_fail(cmd, -ENOENT, "no CQ %s", name);
+			return hil_fail(cmd, -ENOENT, "no CQ %s", name);
 		for (i = 0; i < KV_MAX_OBJS; i++) {
 			if (kv.qps[i].in_use && (kv.qps[i].scq == cq || kv.qps[i].rcq == cq))
-				return kv_fail(cmd, -EBUSY, "QP %s uses CQ %s", kv.qps[i].name, name);
+				return hil_fail(cmd, -EBUSY, "QP %s uses CQ %s", kv.qps[i].name, name);
 			if (kv.listeners[i].in_use &&
 			    (kv.listeners[i].qp.scq == cq || kv.listeners[i].qp.rcq == cq))
-				return kv_fail(cmd, -EBUSY, "listener %s uses CQ %s",
-					       kv.listeners[i].name, name);
+				return hil_fail(cmd, -EBUSY, "listener %s uses CQ %s",
+						kv.listeners[i].name, name);
 		}
 		cq_destroy(cq, "command");
 	} else {
 		struct kv_pd *pd = kv_find_pd(name);
 
 		if (!pd)
-			return kv_fail(cmd, -ENOENT, "no PD %s", name);
+			return hil_fail(cmd, -ENOENT, "no PD %s", name);
 		for (i = 0; i < KV_MAX_OBJS; i++) {
 			if (kv.qps[i].in_use && kv.qps[i].pd == pd)
-				return kv_fail(cmd, -EBUSY, "QP %s uses PD %s", kv.qps[i].name, name);
+				return hil_fail(cmd, -EBUSY, "QP %s uses PD %s", kv.qps[i].name, name);
 			if (kv.listeners[i].in_use && kv.listeners[i].qp.pd == pd)
-				return kv_fail(cmd, -EBUSY, "listener %s uses PD %s",
-					       kv.listeners[i].name, name);
+				return hil_fail(cmd, -EBUSY, "listener %s uses PD %s",
+						kv.listeners[i].name, name);
 		}
 		pd_destroy(pd, "command");
 	}
@@ -702,7 +650,7 @@ void kv_teardown_all(const char *why)
 	}
 }
 
-int kv_op_reset(struct kv_cmd *cmd)
+int kv_op_reset(struct hil_cmd *cmd)
 {
 	kv_teardown_all("reset");
 	return 0;

@@ -8,7 +8,7 @@
  *             [imm=<u32>] [mr=0] [access=local_write,remote_read,remote_write] [bad=<i>]
  *       count WRs with wr_ids first, first+1, ...; `batch` of them chained per ib_post_send;
  *       signal=last signals the last WR of each call, <n> every n-th WR of the command.
- *       SEND payloads are the pattern of kv_fill_pattern(wr_id); WRITE goes to the peer's
+ *       SEND payloads are the pattern of hil_fill_pattern(wr_id); WRITE goes to the peer's
  *       receive buffer of the same index, READ reads the peer's send buffer (pd rkey=global).
  *       reg_mr: IB_WR_REG_MR of the QP's MR mr+i (ib_alloc_mr(IB_MR_TYPE_MEM_REG) on first
  *       use) mapped with ib_map_mr_sg over `len` bytes (default: all) of SQ slot mr+i, its key
@@ -30,34 +30,11 @@
 #include <linux/slab.h>
 
 #include "kv.h"
+#include "names.h"
+#include "payload.h"
 
-#define KV_MAX_BATCH 1024
+#define HIL_MAX_BATCH 1024
 #define KV_QPS_UNSET ((enum ib_qp_state)0x7f)
-
-static const char *const wc_status_names[] = {
-	[IB_WC_SUCCESS] = "SUCCESS",
-	[IB_WC_LOC_LEN_ERR] = "LOC_LEN_ERR",
-	[IB_WC_LOC_QP_OP_ERR] = "LOC_QP_OP_ERR",
-	[IB_WC_LOC_EEC_OP_ERR] = "LOC_EEC_OP_ERR",
-	[IB_WC_LOC_PROT_ERR] = "LOC_PROT_ERR",
-	[IB_WC_WR_FLUSH_ERR] = "WR_FLUSH_ERR",
-	[IB_WC_MW_BIND_ERR] = "MW_BIND_ERR",
-	[IB_WC_BAD_RESP_ERR] = "BAD_RESP_ERR",
-	[IB_WC_LOC_ACCESS_ERR] = "LOC_ACCESS_ERR",
-	[IB_WC_REM_INV_REQ_ERR] = "REM_INV_REQ_ERR",
-	[IB_WC_REM_ACCESS_ERR] = "REM_ACCESS_ERR",
-	[IB_WC_REM_OP_ERR] = "REM_OP_ERR",
-	[IB_WC_RETRY_EXC_ERR] = "RETRY_EXC_ERR",
-	[IB_WC_RNR_RETRY_EXC_ERR] = "RNR_RETRY_EXC_ERR",
-	[IB_WC_LOC_RDD_VIOL_ERR] = "LOC_RDD_VIOL_ERR",
-	[IB_WC_REM_INV_RD_REQ_ERR] = "REM_INV_RD_REQ_ERR",
-	[IB_WC_REM_ABORT_ERR] = "REM_ABORT_ERR",
-	[IB_WC_INV_EECN_ERR] = "INV_EECN_ERR",
-	[IB_WC_INV_EEC_STATE_ERR] = "INV_EEC_STATE_ERR",
-	[IB_WC_FATAL_ERR] = "FATAL_ERR",
-	[IB_WC_RESP_TIMEOUT_ERR] = "RESP_TIMEOUT_ERR",
-	[IB_WC_GENERAL_ERR] = "GENERAL_ERR",
-};
 
 static const char *wc_opcode_name(enum ib_wc_opcode op)
 {
@@ -132,11 +109,7 @@ void kv_done(struct ib_cq *cq, struct ib_wc *wc)
 	kv_rec_str(&r, "queue", c->queue == KV_SQ ? "sq" : "rq");
 	kv_rec_uint(&r, "wr_id", c->wr_id);
 	kv_rec_uint(&r, "status", wc->status);
-	if ((unsigned int)wc->status < ARRAY_SIZE(wc_status_names) &&
-	    wc_status_names[wc->status])
-		kv_rec_str(&r, "status_name", wc_status_names[wc->status]);
-	else
-		kv_rec_str(&r, "status_name", "UNKNOWN");
+	kv_rec_str(&r, "status_name", hil_wc_status_name(wc->status));
 	kv_rec_uint(&r, "opcode", wc->opcode);
 	kv_rec_str(&r, "opcode_name", wc_opcode_name(wc->opcode));
 	kv_rec_uint(&r, "qp_num", wc->qp ? wc->qp->qp_num : 0);
@@ -154,7 +127,7 @@ void kv_done(struct ib_cq *cq, struct ib_wc *wc)
 		u32 len = min(wc->byte_len, pool->slot_len);
 
 		ib_dma_sync_single_for_cpu(pool->dev, s->dma, pool->slot_len, DMA_BIDIRECTIONAL);
-		kv_rec_uint(&r, "sum", kv_fnv1a(s->va, len));
+		kv_rec_uint(&r, "sum", hil_fnv1a(s->va, len));
 	}
 	kv_rec_commit(&r);
 	atomic_inc(&kcq->ncqe);
@@ -173,78 +146,17 @@ void kv_qp_event(struct ib_event *ev, void *context)
 	kv_rec_commit(&r);
 }
 
-static struct kv_qp *need_qp(struct kv_cmd *cmd)
+static struct kv_qp *need_qp(struct hil_cmd *cmd)
 {
-	struct kv_qp *q = kv_find_qp(kv_arg(cmd, "qp"));
+	struct kv_qp *q = kv_find_qp(hil_arg(cmd, "qp"));
 
 	if (!q)
-		kv_fail(cmd, -ENOENT, "no QP %s", kv_arg(cmd, "qp"));
+		hil_fail(cmd, -ENOENT, "no QP %s", hil_arg(cmd, "qp"));
 	return q;
 }
 
-enum kv_signal { SIG_ALL, SIG_NONE, SIG_LAST, SIG_EVERY };
-
-struct kv_post_args {
-	u64 wr_id;
-	u32 count;
-	u32 len;
-	u32 batch;
-	u32 every;
-	enum kv_signal signal;
-	const char *signal_text;
-};
-
-static int post_args(struct kv_cmd *cmd, struct kv_qp *q, u32 def_len, struct kv_post_args *a)
-{
-	const char *sig = kv_arg(cmd, "signal") ?: "all";
-	int rc;
-
-	rc = kv_arg_u64(cmd, "wr_id", 0, &a->wr_id) ?: kv_arg_u32(cmd, "count", 1, &a->count) ?:
-	     kv_arg_u32(cmd, "len", def_len, &a->len);
-	if (rc)
-		return rc;
-	rc = kv_arg_u32(cmd, "batch", a->count, &a->batch);
-	if (rc)
-		return rc;
-	if (!a->count)
-		return kv_fail(cmd, -EINVAL, "count=0");
-	if (!a->batch || a->batch > KV_MAX_BATCH)
-		return kv_fail(cmd, -EINVAL, "batch is 1..%d (give batch= for larger counts)",
-			       KV_MAX_BATCH);
-	if (a->len > q->pool->slot_len)
-		return kv_fail(cmd, -EINVAL, "len=%u is more than the QP's buf=%u", a->len,
-			       q->pool->slot_len);
-	a->signal_text = sig;
-	if (!strcmp(sig, "all")) {
-		a->signal = SIG_ALL;
-	} else if (!strcmp(sig, "none")) {
-		a->signal = SIG_NONE;
-	} else if (!strcmp(sig, "last")) {
-		a->signal = SIG_LAST;
-	} else {
-		a->signal = SIG_EVERY;
-		if (kstrtou32(sig, 0, &a->every) || !a->every)
-			return kv_fail(cmd, -EINVAL, "signal=%s: all, none, last or a number", sig);
-	}
-	return 0;
-}
-
-static bool signaled(const struct kv_post_args *a, u32 index, bool last_of_call)
-{
-	switch (a->signal) {
-	case SIG_ALL:
-		return true;
-	case SIG_NONE:
-		return false;
-	case SIG_LAST:
-		return last_of_call;
-	default:
-		return (index + 1) % a->every == 0;
-	}
-}
-
 static void trace_post(u64 call, struct kv_qp *q, const char *queue, const char *op,
-		       const struct kv_post_args *a, u64 first, u32 index, u32 n, s64 mr,
+		       const struct hil_post_args *a, u64 first, u32 index, u32 n, s64 mr,
 		       const char *access, int invalid)
 {
 	struct kv_rec r;
@@ -318,7 +230,7 @@ static void trace_mr(struct kv_qp *q, u32 idx, const char *action, struct ib_mr 
 }
 
 /* MR `idx` of the QP, allocated with ib_alloc_mr(IB_MR_TYPE_MEM_REG) on first use. */
-static struct ib_mr *qp_mr(struct kv_cmd *cmd, struct kv_qp *q, u32 idx)
+static struct ib_mr *qp_mr(struct hil_cmd *cmd, struct kv_qp *q, u32 idx)
 {
 	u32 max_sg = DIV_ROUND_UP(q->pool->slot_len, PAGE_SIZE) + 1;
 	struct ib_mr *mr;
@@ -328,20 +240,20 @@ static struct ib_mr *qp_mr(struct kv_cmd *cmd, struct kv_qp *q, u32 idx)
 		q->mrs = kcalloc(q->nmrs, sizeof(*q->mrs), GFP_KERNEL);
 		if (!q->mrs) {
 			q->nmrs = 0;
-			kv_fail(cmd, -ENOMEM, "no memory for the MR table of %s", q->name);
+			hil_fail(cmd, -ENOMEM, "no memory for the MR table of %s", q->name);
 			return NULL;
 		}
 	}
 	if (idx >= q->nmrs) {
-		kv_fail(cmd, -EINVAL, "mr=%u: QP %s has MRs 0..%u (one per SQ slot)", idx, q->name,
-			q->nmrs - 1);
+		hil_fail(cmd, -EINVAL, "mr=%u: QP %s has MRs 0..%u (one per SQ slot)", idx, q->name,
+			 q->nmrs - 1);
 		return NULL;
 	}
 	if (q->mrs[idx])
 		return q->mrs[idx];
 	mr = ib_alloc_mr(q->pd->pd, IB_MR_TYPE_MEM_REG, max_sg);
 	if (IS_ERR(mr)) {
-		kv_fail(cmd, PTR_ERR(mr), "ib_alloc_mr(MEM_REG, %u) failed", max_sg);
+		hil_fail(cmd, PTR_ERR(mr), "ib_alloc_mr(MEM_REG, %u) failed", max_sg);
 		return NULL;
 	}
 	q->mrs[idx] = mr;
@@ -373,14 +285,14 @@ void kv_qp_mrs_free(struct kv_qp *q)
 }
 
 /* access=local_write,remote_read,remote_write|none (a comma-separated list) */
-static int parse_access(struct kv_cmd *cmd, const char *text, int *out)
+static int parse_access(struct hil_cmd *cmd, const char *text, int *out)
 {
 	char buf[64];
 	char *p = buf, *tok;
 
 	*out = 0;
 	if (strscpy(buf, text, sizeof(buf)) < 0)
-		return kv_fail(cmd, -EINVAL, "access= is too long");
+		return hil_fail(cmd, -EINVAL, "access= is too long");
 	while ((tok = strsep(&p, ","))) {
 		if (!strcmp(tok, "local_write"))
 			*out |= IB_ACCESS_LOCAL_WRITE;
@@ -389,15 +301,15 @@ static int parse_access(struct kv_cmd *cmd, const char *text, int *out)
 		else if (!strcmp(tok, "remote_write"))
 			*out |= IB_ACCESS_REMOTE_WRITE;
 		else if (strcmp(tok, "none"))
-			return kv_fail(cmd, -EINVAL,
-				       "access=%s: a list of local_write, remote_read, remote_write or none",
-				       text);
+			return hil_fail(cmd, -EINVAL,
+					"access=%s: a list of local_write, remote_read, remote_write or none",
+					text);
 	}
 	return 0;
 }
 
 /* Maps MR `mr` over `len` bytes of SQ slot `idx` and gives it a fresh key: the REG_MR WR. */
-static int prepare_reg(struct kv_cmd *cmd, struct kv_qp *q, struct ib_mr *mr, u32 idx, u32 len,
+static int prepare_reg(struct hil_cmd *cmd, struct kv_qp *q, struct ib_mr *mr, u32 idx, u32 len,
 		       int access, struct ib_reg_wr *wr)
 {
 	struct kv_slot *s = &q->pool->slots[KV_SQ][idx];
@@ -410,8 +322,8 @@ static int prepare_reg(struct kv_cmd *cmd, struct kv_qp *q, struct ib_mr *mr, u3
 	sg_dma_len(&sg) = len;
 	n = ib_map_mr_sg(mr, &sg, 1, NULL, PAGE_SIZE);
 	if (n != 1)
-		return kv_fail(cmd, n < 0 ? n : -EINVAL, "ib_map_mr_sg of slot %u (%u bytes): %d",
-			       idx, len, n);
+		return hil_fail(cmd, n < 0 ? n : -EINVAL, "ib_map_mr_sg of slot %u (%u bytes): %d",
+				idx, len, n);
 	ib_update_fast_reg_key(mr, (u8)ib_inc_rkey(mr->rkey));
 	wr->mr = mr;
 	wr->key = mr->rkey;
@@ -429,7 +341,7 @@ union kv_send_wr {
 
 struct kv_send_req {
 	const struct kv_send_op *op;
-	struct kv_post_args a;
+	struct hil_post_args a;
 	u32 inl;
 	u32 fill;
 	u32 imm;
@@ -444,7 +356,7 @@ struct kv_send_req {
 };
 
 /* Fills WR i of a call: the QP's slot for its payload, the peer's slot, or an MR. */
-static int fill_send_wr(struct kv_cmd *cmd, struct kv_qp *q, struct kv_send_req *s, u32 i,
+static int fill_send_wr(struct hil_cmd *cmd, struct kv_qp *q, struct kv_send_req *s, u32 i,
 			u32 index)
 {
 	const struct kv_send_op *op = s->op;
@@ -463,7 +375,7 @@ static int fill_send_wr(struct kv_cmd *cmd, struct kv_qp *q, struct kv_send_req 
 		struct kv_slot *sl = &pool->slots[KV_SQ][c->slot];
 
 		if (s->fill && op->opcode != IB_WR_RDMA_READ) {
-			kv_fill_pattern(sl->va, s->a.len, c->wr_id);
+			hil_fill_pattern(sl->va, s->a.len, c->wr_id);
 			ib_dma_sync_single_for_device(pool->dev, sl->dma, pool->slot_len,
 						      DMA_BIDIRECTIONAL);
 		}
@@ -528,9 +440,9 @@ static void make_invalid(struct ib_sge *bad_sges, u32 nbad, const struct ib_sge 
 	*num_sge = nbad;
 }
 
-static int send_request(struct kv_cmd *cmd, struct kv_qp *q, struct kv_send_req *s)
+static int send_request(struct hil_cmd *cmd, struct kv_qp *q, struct kv_send_req *s)
 {
-	const char *opname = kv_arg(cmd, "op") ?: "send";
+	const char *opname = hil_arg(cmd, "op") ?: "send";
 	struct kv_pool *pool = q->pool;
 	u32 def_len, i;
 	int rc;
@@ -540,40 +452,40 @@ static int send_request(struct kv_cmd *cmd, struct kv_qp *q, struct kv_send_req 
 		if (!strcmp(send_ops[i].name, opname))
 			s->op = &send_ops[i];
 	if (!s->op)
-		return kv_fail(cmd, -EINVAL,
-			       "op=%s: send, send_imm, write, write_imm, read, reg_mr, local_inv or send_inv",
-			       opname);
+		return hil_fail(cmd, -EINVAL,
+				"op=%s: send, send_imm, write, write_imm, read, reg_mr, local_inv or send_inv",
+				opname);
 	/* reg_mr maps the whole slot unless len= says otherwise */
 	def_len = s->op->kind == KV_SK_REG ? pool->slot_len : min_t(u32, 64, pool->slot_len);
-	rc = post_args(cmd, q, def_len, &s->a) ?: kv_arg_u32(cmd, "inline", 0, &s->inl) ?:
-	     kv_arg_u32(cmd, "fill", 1, &s->fill) ?: kv_arg_u32(cmd, "imm", 0, &s->imm) ?:
-	     kv_arg_u32(cmd, "mr", 0, &s->mr);
+	rc = hil_post_args(cmd, pool->slot_len, def_len, &s->a) ?:
+	     hil_arg_u32(cmd, "inline", 0, &s->inl) ?: hil_arg_u32(cmd, "fill", 1, &s->fill) ?:
+	     hil_arg_u32(cmd, "imm", 0, &s->imm) ?: hil_arg_u32(cmd, "mr", 0, &s->mr);
 	if (rc)
 		return rc;
-	s->imm_given = kv_arg(cmd, "imm");
+	s->imm_given = hil_arg(cmd, "imm");
 	s->access_text = NULL;
-	if (kv_arg(cmd, "access") && s->op->kind != KV_SK_REG)
-		return kv_fail(cmd, -EINVAL, "access= is for op=reg_mr");
-	if (kv_arg(cmd, "mr") && s->op->kind != KV_SK_REG && s->op->kind != KV_SK_LINV &&
+	if (hil_arg(cmd, "access") && s->op->kind != KV_SK_REG)
+		return hil_fail(cmd, -EINVAL, "access= is for op=reg_mr");
+	if (hil_arg(cmd, "mr") && s->op->kind != KV_SK_REG && s->op->kind != KV_SK_LINV &&
 	    s->op->kind != KV_SK_SINV)
-		return kv_fail(cmd, -EINVAL, "mr= is for op=reg_mr, local_inv and send_inv");
+		return hil_fail(cmd, -EINVAL, "mr= is for op=reg_mr, local_inv and send_inv");
 	if (s->op->kind == KV_SK_REG) {
-		s->access_text = kv_arg(cmd, "access") ?: "local_write,remote_read,remote_write";
+		s->access_text = hil_arg(cmd, "access") ?: "local_write,remote_read,remote_write";
 		rc = parse_access(cmd, s->access_text, &s->access);
 		if (rc)
 			return rc;
 		if (!s->a.len)
-			return kv_fail(cmd, -EINVAL, "op=reg_mr needs len>0");
+			return hil_fail(cmd, -EINVAL, "op=reg_mr needs len>0");
 	}
 	if (s->op->kind == KV_SK_RDMA && (!q->peer || !q->pd->global_rkey || !q->peer->pd->global_rkey))
-		return kv_fail(cmd, -EINVAL, "op=%s needs a connected local peer and pd rkey=global",
-			       opname);
+		return hil_fail(cmd, -EINVAL, "op=%s needs a connected local peer and pd rkey=global",
+				opname);
 	if (s->op->kind == KV_SK_SINV && !q->peer)
-		return kv_fail(cmd, -EINVAL, "op=send_inv needs a connected local peer (its MR mr=)");
+		return hil_fail(cmd, -EINVAL, "op=send_inv needs a connected local peer (its MR mr=)");
 	return 0;
 }
 
-int kv_op_post_send(struct kv_cmd *cmd)
+int kv_op_post_send(struct hil_cmd *cmd)
 {
 	struct kv_qp *q = need_qp(cmd);
 	struct kv_send_req s = {};
@@ -584,7 +496,7 @@ int kv_op_post_send(struct kv_cmd *cmd)
 	if (!q)
 		return -ENOENT;
 	pool = q->pool;
-	rc = send_request(cmd, q, &s) ?: kv_arg_u32(cmd, "bad", U32_MAX, &bad_at);
+	rc = send_request(cmd, q, &s) ?: hil_arg_u32(cmd, "bad", U32_MAX, &bad_at);
 	if (rc)
 		return rc;
 	s.wrs = kcalloc(s.a.batch, sizeof(*s.wrs), GFP_KERNEL);
@@ -595,7 +507,7 @@ int kv_op_post_send(struct kv_cmd *cmd)
 		s.bad_sges = kcalloc(nbad, sizeof(*s.bad_sges), GFP_KERNEL);
 	}
 	if (!s.wrs || !s.sges || !s.ctxs || (nbad && !s.bad_sges)) {
-		rc = kv_fail(cmd, -ENOMEM, "no memory for %u WRs", s.a.batch);
+		rc = hil_fail(cmd, -ENOMEM, "no memory for %u WRs", s.a.batch);
 		goto out;
 	}
 	/* with bad= every call runs (each has its invalid WR); otherwise the first failure stops */
@@ -610,7 +522,7 @@ int kv_op_post_send(struct kv_cmd *cmd)
 			struct kv_ctx *c = kv_ctx_get(pool);
 
 			if (!c) {
-				rc = kv_fail(cmd, -ENOSPC, "QP %s has posted max_wrs WRs", q->name);
+				rc = hil_fail(cmd, -ENOSPC, "QP %s has posted max_wrs WRs", q->name);
 				unpost(s.ctxs, i);
 				goto out;
 			}
@@ -621,7 +533,7 @@ int kv_op_post_send(struct kv_cmd *cmd)
 			c->seq = pool->posted[KV_SQ]++;
 			c->slot = c->seq % pool->nslots[KV_SQ];
 			c->opcode = s.op->opcode;
-			c->signaled = signaled(&s.a, done + i, i == n - 1);
+			c->signaled = hil_signaled(&s.a, done + i, i == n - 1);
 			c->state = KV_CTX_POSTED;
 			rc = fill_send_wr(cmd, q, &s, i, done + i);
 			if (rc) {
@@ -647,7 +559,7 @@ int kv_op_post_send(struct kv_cmd *cmd)
 		}
 		post_ret(call, rc, bad_index, s.ctxs, n);
 		if (rc) {
-			kv_fail(cmd, rc, "ib_post_send failed");
+			hil_fail(cmd, rc, "ib_post_send failed");
 			if (!first_rc)
 				first_rc = rc;
 		}
@@ -661,10 +573,10 @@ out:
 	return rc;
 }
 
-int kv_op_post_recv(struct kv_cmd *cmd)
+int kv_op_post_recv(struct hil_cmd *cmd)
 {
 	struct kv_qp *q = need_qp(cmd);
-	struct kv_post_args a;
+	struct hil_post_args a;
 	struct ib_recv_wr *wrs = NULL;
 	struct ib_sge *sges = NULL, *bad_sges = NULL;
 	struct kv_ctx **ctxs = NULL;
@@ -675,7 +587,8 @@ int kv_op_post_recv(struct kv_cmd *cmd)
 	if (!q)
 		return -ENOENT;
 	pool = q->pool;
-	rc = post_args(cmd, q, pool->slot_len, &a) ?: kv_arg_u32(cmd, "bad", U32_MAX, &bad_at);
+	rc = hil_post_args(cmd, pool->slot_len, pool->slot_len, &a) ?:
+	     hil_arg_u32(cmd, "bad", U32_MAX, &bad_at);
 	if (rc)
 		return rc;
 	a.signal_text = NULL;
@@ -687,7 +600,7 @@ int kv_op_post_recv(struct kv_cmd *cmd)
 		bad_sges = kcalloc(nbad, sizeof(*bad_sges), GFP_KERNEL);
 	}
 	if (!wrs || !sges || !ctxs || (nbad && !bad_sges)) {
-		rc = kv_fail(cmd, -ENOMEM, "no memory for %u WRs", a.batch);
+		rc = hil_fail(cmd, -ENOMEM, "no memory for %u WRs", a.batch);
 		goto out;
 	}
 	for (done = 0; done < a.count && (!first_rc || nbad); done += a.batch) {
@@ -702,7 +615,7 @@ int kv_op_post_recv(struct kv_cmd *cmd)
 			struct kv_slot *s;
 
 			if (!c) {
-				rc = kv_fail(cmd, -ENOSPC, "QP %s has posted max_wrs WRs", q->name);
+				rc = hil_fail(cmd, -ENOSPC, "QP %s has posted max_wrs WRs", q->name);
 				unpost(ctxs, i);
 				goto out;
 			}
@@ -739,7 +652,7 @@ int kv_op_post_recv(struct kv_cmd *cmd)
 		}
 		post_ret(call, rc, bad_index, ctxs, n);
 		if (rc) {
-			kv_fail(cmd, rc, "ib_post_recv failed");
+			hil_fail(cmd, rc, "ib_post_recv failed");
 			if (!first_rc)
 				first_rc = rc;
 		}
@@ -753,18 +666,18 @@ out:
 	return rc;
 }
 
-int kv_op_poll(struct kv_cmd *cmd)
+int kv_op_poll(struct hil_cmd *cmd)
 {
-	struct kv_cq *cq = kv_find_cq(kv_arg(cmd, "cq"));
+	struct kv_cq *cq = kv_find_cq(hil_arg(cmd, "cq"));
 	u32 min, ms, budget;
 	unsigned long deadline;
 	struct kv_rec r;
 	int start, got, rc;
 
 	if (!cq)
-		return kv_fail(cmd, -ENOENT, "no CQ %s", kv_arg(cmd, "cq"));
-	rc = kv_arg_u32(cmd, "min", 0, &min) ?: kv_arg_u32(cmd, "timeout", 1000, &ms) ?:
-	     kv_arg_u32(cmd, "budget", 0, &budget);
+		return hil_fail(cmd, -ENOENT, "no CQ %s", hil_arg(cmd, "cq"));
+	rc = hil_arg_u32(cmd, "min", 0, &min) ?: hil_arg_u32(cmd, "timeout", 1000, &ms) ?:
+	     hil_arg_u32(cmd, "budget", 0, &budget);
 	if (rc)
 		return rc;
 	start = cq->polled;
@@ -793,29 +706,28 @@ int kv_op_poll(struct kv_cmd *cmd)
 	kv_rec_int(&r, "total", cq->polled);
 	kv_rec_commit(&r);
 	if (got < min)
-		return kv_fail(cmd, -ETIMEDOUT, "%d of %u completions in %u ms", got, min, ms);
+		return hil_fail(cmd, -ETIMEDOUT, "%d of %u completions in %u ms", got, min, ms);
 	return 0;
 }
 
-int kv_op_modify(struct kv_cmd *cmd)
+int kv_op_modify(struct hil_cmd *cmd)
 {
 	struct kv_qp *q = need_qp(cmd);
 	struct ib_qp_attr attr = {};
-	enum ib_qp_state state;
 	struct kv_rec r;
+	int rc, state;
 	u64 call;
-	int rc;
 
 	if (!q)
 		return -ENOENT;
-	if (kv_qp_state_parse(kv_arg(cmd, "state"), &state))
-		return kv_fail(cmd, -EINVAL, "state=%s", kv_arg(cmd, "state"));
+	if (hil_qp_state_parse(hil_arg(cmd, "state"), &state))
+		return hil_fail(cmd, -EINVAL, "state=%s", hil_arg(cmd, "state"));
 	attr.qp_state = state;
 	call = ++kv.calls;
 	kv_rec_begin(&r, "modify");
 	kv_rec_uint(&r, "call", call);
 	kv_rec_str(&r, "qp", q->name);
-	kv_rec_str(&r, "state", kv_qp_state_name(state));
+	kv_rec_str(&r, "state", hil_qp_state_name(state));
 	kv_rec_commit(&r);
 	rc = ib_modify_qp(q->qp, &attr, IB_QP_STATE);
 	kv_rec_begin(&r, "modify_ret");
@@ -823,11 +735,11 @@ int kv_op_modify(struct kv_cmd *cmd)
 	kv_rec_int(&r, "rc", rc);
 	kv_rec_commit(&r);
 	if (rc)
-		kv_fail(cmd, rc, "ib_modify_qp to %s failed", kv_qp_state_name(state));
+		hil_fail(cmd, rc, "ib_modify_qp to %s failed", hil_qp_state_name(state));
 	return rc;
 }
 
-int kv_op_query(struct kv_cmd *cmd)
+int kv_op_query(struct hil_cmd *cmd)
 {
 	struct kv_qp *q = need_qp(cmd);
 	struct ib_qp_init_attr init = {};
@@ -846,17 +758,17 @@ int kv_op_query(struct kv_cmd *cmd)
 	kv_rec_int(&r, "rc", rc);
 	if (!rc) {
 		kv_rec_str(&r, "state", attr.qp_state == KV_QPS_UNSET ? "UNSET" :
-					kv_qp_state_name(attr.qp_state));
+					hil_qp_state_name(attr.qp_state));
 		kv_rec_str(&r, "cur_state", attr.cur_qp_state == KV_QPS_UNSET ? "UNSET" :
-					kv_qp_state_name(attr.cur_qp_state));
+					hil_qp_state_name(attr.cur_qp_state));
 	}
 	kv_rec_commit(&r);
 	return rc;
 }
 
-int kv_op_drain(struct kv_cmd *cmd)
+int kv_op_drain(struct hil_cmd *cmd)
 {
-	const char *which = kv_arg(cmd, "which") ?: "qp";
+	const char *which = hil_arg(cmd, "which") ?: "qp";
 	struct kv_qp *q = need_qp(cmd);
 	struct kv_rec r;
 	u64 call, t0;
@@ -864,7 +776,7 @@ int kv_op_drain(struct kv_cmd *cmd)
 	if (!q)
 		return -ENOENT;
 	if (strcmp(which, "qp") && strcmp(which, "sq") && strcmp(which, "rq"))
-		return kv_fail(cmd, -EINVAL, "which=%s: qp, sq or rq", which);
+		return hil_fail(cmd, -EINVAL, "which=%s: qp, sq or rq", which);
 	call = ++kv.calls;
 	kv_rec_begin(&r, "drain");
 	kv_rec_uint(&r, "call", call);

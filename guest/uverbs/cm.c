@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "names.h"
 #include "uv.h"
 
 #define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
@@ -30,32 +31,13 @@
 	 BIT64(RDMA_CM_EVENT_REJECTED) | BIT64(RDMA_CM_EVENT_DISCONNECTED) |          \
 	 BIT64(RDMA_CM_EVENT_DEVICE_REMOVAL))
 
-static const char *const cm_event_names[] = {
-	[RDMA_CM_EVENT_ADDR_RESOLVED] = "ADDR_RESOLVED",
-	[RDMA_CM_EVENT_ADDR_ERROR] = "ADDR_ERROR",
-	[RDMA_CM_EVENT_ROUTE_RESOLVED] = "ROUTE_RESOLVED",
-	[RDMA_CM_EVENT_ROUTE_ERROR] = "ROUTE_ERROR",
-	[RDMA_CM_EVENT_CONNECT_REQUEST] = "CONNECT_REQUEST",
-	[RDMA_CM_EVENT_CONNECT_RESPONSE] = "CONNECT_RESPONSE",
-	[RDMA_CM_EVENT_CONNECT_ERROR] = "CONNECT_ERROR",
-	[RDMA_CM_EVENT_UNREACHABLE] = "UNREACHABLE",
-	[RDMA_CM_EVENT_REJECTED] = "REJECTED",
-	[RDMA_CM_EVENT_ESTABLISHED] = "ESTABLISHED",
-	[RDMA_CM_EVENT_DISCONNECTED] = "DISCONNECTED",
-	[RDMA_CM_EVENT_DEVICE_REMOVAL] = "DEVICE_REMOVAL",
-	[RDMA_CM_EVENT_MULTICAST_JOIN] = "MULTICAST_JOIN",
-	[RDMA_CM_EVENT_MULTICAST_ERROR] = "MULTICAST_ERROR",
-	[RDMA_CM_EVENT_ADDR_CHANGE] = "ADDR_CHANGE",
-	[RDMA_CM_EVENT_TIMEWAIT_EXIT] = "TIMEWAIT_EXIT",
-};
-
-static int need_channel(struct uv_cmd *cmd)
+static int need_channel(struct hil_cmd *cmd)
 {
 	if (uv.ch)
 		return 0;
 	uv.ch = rdma_create_event_channel();
 	if (!uv.ch)
-		return uv_fail(cmd, -errno, "rdma_create_event_channel failed");
+		return hil_fail(cmd, -errno, "rdma_create_event_channel failed");
 	return 0;
 }
 
@@ -78,8 +60,8 @@ static void trace_cm(const struct uv_cmctx *ctx, const struct rdma_cm_event *ev,
 	uv_rec_str(&r, "id", ctx->name);
 	if (child)
 		uv_rec_bool(&r, "child", true);
-	if (e < sizeof(cm_event_names) / sizeof(cm_event_names[0]) && cm_event_names[e])
-		uv_rec_str(&r, "event", cm_event_names[e]);
+	if (hil_cm_event_name(e))
+		uv_rec_str(&r, "event", hil_cm_event_name(e));
 	else
 		uv_rec_printf(&r, ",\"event\":\"EVENT_%u\"", e);
 	uv_rec_uint(&r, "code", e);
@@ -165,26 +147,26 @@ static int cm_wait(struct uv_cmctx *c, enum rdma_cm_event_type ok, uint32_t ms)
 	return c->status ? (c->status < 0 ? c->status : -c->status) : -ECONNABORTED;
 }
 
-static int parse_sin(struct uv_cmd *cmd, const char *key, uint32_t port, struct sockaddr_in *sin)
+static int parse_sin(struct hil_cmd *cmd, const char *key, uint32_t port, struct sockaddr_in *sin)
 {
-	const char *addr = uv_arg(cmd, key);
+	const char *addr = hil_arg(cmd, key);
 
 	memset(sin, 0, sizeof(*sin));
 	sin->sin_family = AF_INET;
 	sin->sin_port = htons((uint16_t)port);
 	if (inet_pton(AF_INET, addr, &sin->sin_addr) != 1)
-		return uv_fail(cmd, -EINVAL, "%s=%s is not an IPv4 address", key, addr);
+		return hil_fail(cmd, -EINVAL, "%s=%s is not an IPv4 address", key, addr);
 	return 0;
 }
 
-static int parse_port(struct uv_cmd *cmd, uint32_t *port)
+static int parse_port(struct hil_cmd *cmd, uint32_t *port)
 {
-	int rc = uv_arg_u32(cmd, "port", 0, port);
+	int rc = hil_arg_u32(cmd, "port", 0, port);
 
 	if (rc)
 		return rc;
 	if (!*port || *port > 65535)
-		return uv_fail(cmd, -EINVAL, "port=%u", *port);
+		return hil_fail(cmd, -EINVAL, "port=%u", *port);
 	return 0;
 }
 
@@ -203,23 +185,23 @@ static void conn_param(struct rdma_conn_param *param)
 	param->rnr_retry_count = 7;
 }
 
-static int bind_listener(struct uv_cmd *cmd, struct uv_listener *l, struct sockaddr_in *sin)
+static int bind_listener(struct hil_cmd *cmd, struct uv_listener *l, struct sockaddr_in *sin)
 {
 	if (rdma_create_id(uv.ch, &l->id, &l->cm, RDMA_PS_TCP))
-		return uv_fail(cmd, -errno, "rdma_create_id failed");
+		return hil_fail(cmd, -errno, "rdma_create_id failed");
 	if (rdma_bind_addr(l->id, (struct sockaddr *)sin))
-		return uv_fail(cmd, -errno, "rdma_bind_addr failed");
+		return hil_fail(cmd, -errno, "rdma_bind_addr failed");
 	if (l->id->verbs != uv.ctx)
-		return uv_fail(cmd, -EXDEV, "%s is not on device %s", uv_arg(cmd, "addr"),
-			       ibv_get_device_name(uv.ctx->device));
+		return hil_fail(cmd, -EXDEV, "%s is not on device %s", hil_arg(cmd, "addr"),
+				ibv_get_device_name(uv.ctx->device));
 	if (rdma_listen(l->id, 4))
-		return uv_fail(cmd, -errno, "rdma_listen failed");
+		return hil_fail(cmd, -errno, "rdma_listen failed");
 	return 0;
 }
 
-int uv_op_listen(struct uv_cmd *cmd)
+int uv_op_listen(struct hil_cmd *cmd)
 {
-	const char *name = uv_arg(cmd, "name");
+	const char *name = hil_arg(cmd, "name");
 	struct uv_listener *l = NULL;
 	struct uv_qp_params p;
 	struct sockaddr_in sin;
@@ -232,12 +214,12 @@ int uv_op_listen(struct uv_cmd *cmd)
 	if (rc)
 		return rc;
 	if (!strcmp(name, p.name))
-		return uv_fail(cmd, -EEXIST, "the listener and its QP need different names");
+		return hil_fail(cmd, -EEXIST, "the listener and its QP need different names");
 	for (int i = 0; i < UV_MAX_OBJS && !l; i++)
 		if (!uv.listeners[i].in_use)
 			l = &uv.listeners[i];
 	if (!l)
-		return uv_fail(cmd, -ENOSPC, "too many listeners");
+		return hil_fail(cmd, -ENOSPC, "too many listeners");
 	memset(l, 0, sizeof(*l));
 	snprintf(l->name, sizeof(l->name), "%s", name);
 	l->cm.kind = UV_CM_LISTEN;
@@ -256,7 +238,7 @@ int uv_op_listen(struct uv_cmd *cmd)
 	uv_rec_begin(&r, "create");
 	uv_rec_str(&r, "kind", "listen");
 	uv_rec_str(&r, "name", name);
-	uv_rec_str(&r, "addr", uv_arg(cmd, "addr"));
+	uv_rec_str(&r, "addr", hil_arg(cmd, "addr"));
 	uv_rec_uint(&r, "port", port);
 	uv_rec_str(&r, "qp", p.name);
 	uv_rec_commit(&r);
@@ -311,7 +293,7 @@ static struct rdma_cm_id *wait_request(struct uv_listener *l, uint32_t ms)
 }
 
 /* The passive side: a QP on the request's id, then rdma_accept. */
-static int accept_request(struct uv_cmd *cmd, struct uv_listener *l, uint32_t ms,
+static int accept_request(struct hil_cmd *cmd, struct uv_listener *l, uint32_t ms,
 			  struct uv_qp **out)
 {
 	struct rdma_conn_param param;
@@ -321,8 +303,8 @@ static int accept_request(struct uv_cmd *cmd, struct uv_listener *l, uint32_t ms
 	int rc;
 
 	if (!nid)
-		return uv_fail(cmd, -ETIMEDOUT, "no connection request reached listener %s",
-			       l->name);
+		return hil_fail(cmd, -ETIMEDOUT, "no connection request reached listener %s",
+				l->name);
 	rc = uv_check_name(cmd, l->qp.name);
 	if (rc) {
 		rdma_reject(nid, NULL, 0);
@@ -340,7 +322,7 @@ static int accept_request(struct uv_cmd *cmd, struct uv_listener *l, uint32_t ms
 		uv_qp_abandon(s);
 		rdma_reject(nid, NULL, 0);
 		rdma_destroy_id(nid);
-		return uv_fail(cmd, rc, "rdma_create_qp on the accepted id failed");
+		return hil_fail(cmd, rc, "rdma_create_qp on the accepted id failed");
 	}
 	uv_qp_created(s, nid->qp, nid, &attr, cmd->id);
 	nid->context = &s->cm;
@@ -348,37 +330,37 @@ static int accept_request(struct uv_cmd *cmd, struct uv_listener *l, uint32_t ms
 	if (rdma_accept(nid, &param)) {
 		rc = -errno;
 		uv_qp_destroy(s, "accept failed");
-		return uv_fail(cmd, rc, "rdma_accept failed");
+		return hil_fail(cmd, rc, "rdma_accept failed");
 	}
 	*out = s;
 	return 0;
 }
 
 /* Resolves address and route for a fresh id on the channel. */
-static int resolve(struct uv_cmd *cmd, struct uv_qp *q, struct rdma_cm_id *id,
+static int resolve(struct hil_cmd *cmd, struct uv_qp *q, struct rdma_cm_id *id,
 		   struct sockaddr_in *src, struct sockaddr_in *dst, uint32_t ms)
 {
 	int rc;
 
 	if (rdma_resolve_addr(id, (struct sockaddr *)src, (struct sockaddr *)dst, (int)ms))
-		return uv_fail(cmd, -errno, "rdma_resolve_addr failed");
+		return hil_fail(cmd, -errno, "rdma_resolve_addr failed");
 	rc = cm_wait(&q->cm, RDMA_CM_EVENT_ADDR_RESOLVED, ms);
 	if (rc)
-		return uv_fail(cmd, rc, "address resolution failed");
+		return hil_fail(cmd, rc, "address resolution failed");
 	if (rdma_resolve_route(id, (int)ms))
-		return uv_fail(cmd, -errno, "rdma_resolve_route failed");
+		return hil_fail(cmd, -errno, "rdma_resolve_route failed");
 	rc = cm_wait(&q->cm, RDMA_CM_EVENT_ROUTE_RESOLVED, ms);
 	if (rc)
-		return uv_fail(cmd, rc, "route resolution failed");
+		return hil_fail(cmd, rc, "route resolution failed");
 	if (id->verbs != uv.ctx)
-		return uv_fail(cmd, -EXDEV, "the route goes through %s, not %s",
-			       id->verbs ? ibv_get_device_name(id->verbs->device) : "no device",
-			       ibv_get_device_name(uv.ctx->device));
+		return hil_fail(cmd, -EXDEV, "the route goes through %s, not %s",
+				id->verbs ? ibv_get_device_name(id->verbs->device) : "no device",
+				ibv_get_device_name(uv.ctx->device));
 	return 0;
 }
 
 /* rdma_connect, the local listener's accept, and both ESTABLISHED. */
-static int establish(struct uv_cmd *cmd, struct uv_qp *q, struct sockaddr_in *dst, uint32_t ms,
+static int establish(struct hil_cmd *cmd, struct uv_qp *q, struct sockaddr_in *dst, uint32_t ms,
 		     struct uv_qp **passive)
 {
 	struct uv_listener *l = local_listener(dst);
@@ -387,7 +369,7 @@ static int establish(struct uv_cmd *cmd, struct uv_qp *q, struct sockaddr_in *ds
 
 	conn_param(&param);
 	if (rdma_connect(q->id, &param))
-		return uv_fail(cmd, -errno, "rdma_connect failed");
+		return hil_fail(cmd, -errno, "rdma_connect failed");
 	if (l) {
 		rc = accept_request(cmd, l, ms, passive);
 		if (rc)
@@ -395,30 +377,30 @@ static int establish(struct uv_cmd *cmd, struct uv_qp *q, struct sockaddr_in *ds
 	}
 	rc = cm_wait(&q->cm, RDMA_CM_EVENT_ESTABLISHED, ms);
 	if (rc)
-		return uv_fail(cmd, rc, "%s was not established", q->name);
+		return hil_fail(cmd, rc, "%s was not established", q->name);
 	if (*passive) {
 		rc = cm_wait(&(*passive)->cm, RDMA_CM_EVENT_ESTABLISHED, ms);
 		if (rc)
-			return uv_fail(cmd, rc, "%s was not established", (*passive)->name);
+			return hil_fail(cmd, rc, "%s was not established", (*passive)->name);
 		q->peer = *passive;
 		(*passive)->peer = q;
 	}
 	return 0;
 }
 
-int uv_op_connect(struct uv_cmd *cmd)
+int uv_op_connect(struct hil_cmd *cmd)
 {
 	struct sockaddr_in dst, src;
 	struct ibv_qp_init_attr attr;
 	struct uv_qp_params p;
 	struct uv_qp *q, *s = NULL;
 	struct rdma_cm_id *id;
-	bool has_src = uv_arg(cmd, "src") != NULL;
+	bool has_src = hil_arg(cmd, "src") != NULL;
 	uint32_t port, ms;
 	int rc;
 
 	rc = uv_qp_params_parse(cmd, &p) ?: parse_port(cmd, &port) ?:
-	     parse_sin(cmd, "addr", port, &dst) ?: uv_arg_u32(cmd, "timeout", 5000, &ms) ?:
+	     parse_sin(cmd, "addr", port, &dst) ?: hil_arg_u32(cmd, "timeout", 5000, &ms) ?:
 	     (has_src ? parse_sin(cmd, "src", 0, &src) : 0) ?: need_channel(cmd);
 	if (rc)
 		return rc;
@@ -428,11 +410,11 @@ int uv_op_connect(struct uv_cmd *cmd)
 	if (rdma_create_id(uv.ch, &id, &q->cm, RDMA_PS_TCP)) {
 		rc = -errno;
 		uv_qp_abandon(q);
-		return uv_fail(cmd, rc, "rdma_create_id failed");
+		return hil_fail(cmd, rc, "rdma_create_id failed");
 	}
 	rc = resolve(cmd, q, id, has_src ? &src : NULL, &dst, ms);
 	if (!rc && rdma_create_qp(id, p.pd->pd, &attr))
-		rc = uv_fail(cmd, -errno, "rdma_create_qp failed");
+		rc = hil_fail(cmd, -errno, "rdma_create_qp failed");
 	if (rc) {
 		rdma_destroy_id(id);
 		uv_qp_abandon(q);
@@ -448,16 +430,16 @@ int uv_op_connect(struct uv_cmd *cmd)
 	return rc;
 }
 
-int uv_op_disconnect(struct uv_cmd *cmd)
+int uv_op_disconnect(struct hil_cmd *cmd)
 {
-	struct uv_qp *q = uv_find_qp(uv_arg(cmd, "qp"));
+	struct uv_qp *q = uv_find_qp(hil_arg(cmd, "qp"));
 	struct uv_rec r;
 	int rc;
 
 	if (!q)
-		return uv_fail(cmd, -ENOENT, "no QP %s", uv_arg(cmd, "qp"));
+		return hil_fail(cmd, -ENOENT, "no QP %s", hil_arg(cmd, "qp"));
 	if (!q->id)
-		return uv_fail(cmd, -EINVAL, "QP %s has no rdma_cm id", q->name);
+		return hil_fail(cmd, -EINVAL, "QP %s has no rdma_cm id", q->name);
 	rc = rdma_disconnect(q->id) ? -errno : 0;
 	uv_rec_begin(&r, "disconnect");
 	uv_rec_str(&r, "qp", q->name);

@@ -93,7 +93,7 @@ static int wait_marker(struct uv_cq *cq, const struct uv_marker *m, uint64_t t0)
 }
 
 /* One queue: ERR, marker, wait. */
-static int drain_queue(struct uv_cmd *cmd, struct uv_qp *q, const char *which, uint64_t call,
+static int drain_queue(struct hil_cmd *cmd, struct uv_qp *q, const char *which, uint64_t call,
 		       enum uv_queue queue)
 {
 	struct uv_cq *cq = queue == UV_SQ ? q->scq : q->rcq;
@@ -104,39 +104,39 @@ static int drain_queue(struct uv_cmd *cmd, struct uv_qp *q, const char *which, u
 
 	rc = uv_modify_state(q, IBV_QPS_ERR, &modify_call);
 	if (rc)
-		return uv_fail(cmd, rc, "drain %s: ibv_modify_qp to ERR failed", qname);
+		return hil_fail(cmd, rc, "drain %s: ibv_modify_qp to ERR failed", qname);
 	memset(m, 0, sizeof(*m));
 	m->call = call;
 	rc = post_marker(q, queue);
 	trace_marker(call, q, queue, rc);
 	if (rc)
-		return uv_fail(cmd, rc, "drain %s: posting the marker failed", qname);
+		return hil_fail(cmd, rc, "drain %s: posting the marker failed", qname);
 	m->posted = true;
 	t0 = uv_now_ns();
 	rc = wait_marker(cq, m, t0);
 	if (rc == -ETIMEDOUT) {
 		trace_hang(call, q, which, queue, cq, uv_now_ns() - t0);
 		uv.hung = true;
-		return uv_fail(cmd, rc, "drain %s: the marker did not complete in %u ms (a hang)",
-			       qname, uv.drain_timeout_ms);
+		return hil_fail(cmd, rc, "drain %s: the marker did not complete in %u ms (a hang)",
+				qname, uv.drain_timeout_ms);
 	}
 	if (rc)
-		return uv_fail(cmd, rc, "drain %s: ibv_poll_cq failed", qname);
+		return hil_fail(cmd, rc, "drain %s: ibv_poll_cq failed", qname);
 	return 0;
 }
 
-int uv_op_drain(struct uv_cmd *cmd)
+int uv_op_drain(struct hil_cmd *cmd)
 {
-	const char *which = uv_arg(cmd, "which") ?: "qp";
-	struct uv_qp *q = uv_find_qp(uv_arg(cmd, "qp"));
+	const char *which = hil_arg(cmd, "which") ?: "qp";
+	struct uv_qp *q = uv_find_qp(hil_arg(cmd, "qp"));
 	struct uv_rec r;
 	uint64_t call, t0;
 	int rc = 0;
 
 	if (!q)
-		return uv_fail(cmd, -ENOENT, "no QP %s", uv_arg(cmd, "qp"));
+		return hil_fail(cmd, -ENOENT, "no QP %s", hil_arg(cmd, "qp"));
 	if (strcmp(which, "qp") && strcmp(which, "sq") && strcmp(which, "rq"))
-		return uv_fail(cmd, -EINVAL, "which=%s: qp, sq or rq", which);
+		return hil_fail(cmd, -EINVAL, "which=%s: qp, sq or rq", which);
 	call = ++uv.calls;
 	uv_rec_begin(&r, "drain");
 	uv_rec_uint(&r, "call", call);

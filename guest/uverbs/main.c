@@ -30,7 +30,7 @@
 struct uv_state uv;
 
 struct uv_script {
-	struct uv_cmd *cmds;
+	struct hil_cmd *cmds;
 	unsigned int n;
 	unsigned int rejected;
 };
@@ -75,7 +75,7 @@ static char *read_all(FILE *in, size_t *len)
 
 static void trace_reject(const char *line, unsigned int lineno, const char *op, const char *why)
 {
-	char text[UV_ERR_LEN + 64];
+	char text[HIL_ERR_LEN + 64];
 	struct uv_rec r;
 
 	if (op)
@@ -112,7 +112,7 @@ static void trim(char **p, size_t *len)
  * One command (`len` bytes at `p`, trimmed, not skipped) into `cmd`; 0, or -1 when it is rejected
  * (traced). `full`: no room for another command.
  */
-static int parse_one(char *p, size_t len, unsigned int lineno, struct uv_cmd *cmd, bool full)
+static int parse_one(char *p, size_t len, unsigned int lineno, struct hil_cmd *cmd, bool full)
 {
 	const char *why = NULL;
 	char saved = p[len];
@@ -125,8 +125,6 @@ static int parse_one(char *p, size_t len, unsigned int lineno, struct uv_cmd *cm
 	} else if (uv_parse(p, len, cmd, &why)) {
 		trace_reject(p, lineno, cmd->op ? cmd->op->name : NULL, why);
 		rc = -1;
-	} else {
-		cmd->lineno = lineno;
 	}
 	p[len] = saved;
 	return rc;
@@ -149,7 +147,7 @@ static int parse_script(char *text, struct uv_script *s)
 
 		trim(&c, &clen);
 		if (!skipped(c, clen)) {
-			struct uv_cmd *cmd = &s->cmds[s->n < UV_MAX_LINES ? s->n : 0];
+			struct hil_cmd *cmd = &s->cmds[s->n < UV_MAX_LINES ? s->n : 0];
 
 			if (parse_one(c, clen, lineno, cmd, s->n == UV_MAX_LINES)) {
 				s->rejected++;
@@ -197,7 +195,7 @@ static void list_devices(void)
 	}
 }
 
-static int execute(struct uv_cmd *cmd)
+static int execute(struct hil_cmd *cmd)
 {
 	uint64_t t0 = uv_now_ns();
 	struct uv_rec r;
@@ -208,7 +206,7 @@ static int execute(struct uv_cmd *cmd)
 	uv_rec_str(&r, "line", cmd->line);
 	uv_rec_commit(&r);
 
-	rc = cmd->op->run(cmd);
+	rc = uv_run(cmd);
 
 	uv_rec_begin(&r, "done");
 	uv_rec_uint(&r, "id", cmd->id);
@@ -227,7 +225,7 @@ static int execute(struct uv_cmd *cmd)
  */
 static int run_stream(FILE *in)
 {
-	struct uv_cmd *cmd = calloc(1, sizeof(*cmd));
+	struct hil_cmd *cmd = calloc(1, sizeof(*cmd));
 	unsigned int lineno = 0;
 	uint64_t ids = 0;
 	size_t cap = 0;

@@ -62,66 +62,19 @@ struct uv_listener *uv_find_listener(const char *name)
 	return NULL;
 }
 
-int uv_check_name(struct uv_cmd *cmd, const char *name)
+int uv_check_name(struct hil_cmd *cmd, const char *name)
 {
-	if (strlen(name) >= UV_NAME_LEN)
-		return uv_fail(cmd, -ENAMETOOLONG, "name %s is longer than %d", name,
-			       UV_NAME_LEN - 1);
-	if (uv_find_pd(name) || uv_find_cq(name) || uv_find_qp(name) || uv_find_listener(name))
-		return uv_fail(cmd, -EEXIST, "name %s is taken", name);
-	return 0;
+	bool taken = uv_find_pd(name) || uv_find_cq(name) || uv_find_qp(name) ||
+		     uv_find_listener(name);
+
+	return hil_check_name(cmd, name, taken);
 }
 
-int uv_need_device(struct uv_cmd *cmd)
+int uv_need_device(struct hil_cmd *cmd)
 {
 	if (!uv.ctx)
-		return uv_fail(cmd, -ENODEV, "no device: run \"device name=...\" first");
+		return hil_fail(cmd, -ENODEV, "no device: run \"device name=...\" first");
 	return 0;
-}
-
-static const char *const qp_state_names[] = {
-	[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT", [IBV_QPS_RTR] = "RTR",
-	[IBV_QPS_RTS] = "RTS",	   [IBV_QPS_SQD] = "SQD",   [IBV_QPS_SQE] = "SQE",
-	[IBV_QPS_ERR] = "ERR",
-};
-
-#define N_QP_STATES (sizeof(qp_state_names) / sizeof(qp_state_names[0]))
-
-const char *uv_qp_state_name(int s)
-{
-	if (s >= 0 && (size_t)s < N_QP_STATES && qp_state_names[s])
-		return qp_state_names[s];
-	return "UNKNOWN";
-}
-
-int uv_qp_state_parse(const char *s, enum ibv_qp_state *out)
-{
-	for (size_t i = 0; i < N_QP_STATES; i++) {
-		if (qp_state_names[i] && !strcasecmp(qp_state_names[i], s)) {
-			*out = (enum ibv_qp_state)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-/* ---- data patterns: byte j of a WR's payload is (seed + 7 j) & 0xff, seed = wr_id & 0xff ---- */
-
-void uv_fill_pattern(uint8_t *p, size_t n, uint64_t seed)
-{
-	for (size_t j = 0; j < n; j++)
-		p[j] = (uint8_t)((seed & 0xff) + j * 7);
-}
-
-uint32_t uv_fnv1a(const uint8_t *p, size_t n)
-{
-	uint32_t h = 0x811c9dc5;
-
-	for (size_t j = 0; j < n; j++) {
-		h ^= p[j];
-		h *= 0x01000193;
-	}
-	return h;
 }
 
 /* ---- device ---- */
@@ -134,44 +87,44 @@ static struct ibv_context *device_by_name(const char *name)
 	return NULL;
 }
 
-static int device_by_addr(struct uv_cmd *cmd, const char *addr, struct ibv_context **out)
+static int device_by_addr(struct hil_cmd *cmd, const char *addr, struct ibv_context **out)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	struct rdma_cm_id *id;
 	int rc;
 
 	if (inet_pton(AF_INET, addr, &sin.sin_addr) != 1)
-		return uv_fail(cmd, -EINVAL, "addr=%s is not an IPv4 address", addr);
+		return hil_fail(cmd, -EINVAL, "addr=%s is not an IPv4 address", addr);
 	if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP))
-		return uv_fail(cmd, -errno, "rdma_create_id failed");
+		return hil_fail(cmd, -errno, "rdma_create_id failed");
 	rc = rdma_bind_addr(id, (struct sockaddr *)&sin) ? -errno : 0;
 	*out = id->verbs;
 	rdma_destroy_id(id);
 	if (rc)
-		return uv_fail(cmd, rc, "rdma_bind_addr(%s) failed", addr);
+		return hil_fail(cmd, rc, "rdma_bind_addr(%s) failed", addr);
 	for (int i = 0; uv.devs && uv.devs[i]; i++)
 		if (uv.devs[i] == *out)
 			return 0;
-	return uv_fail(cmd, -ENODEV, "%s is not the address of an RDMA device", addr);
+	return hil_fail(cmd, -ENODEV, "%s is not the address of an RDMA device", addr);
 }
 
-int uv_op_device(struct uv_cmd *cmd)
+int uv_op_device(struct hil_cmd *cmd)
 {
-	const char *name = uv_arg(cmd, "name");
-	const char *addr = uv_arg(cmd, "addr");
+	const char *name = hil_arg(cmd, "name");
+	const char *addr = hil_arg(cmd, "addr");
 	struct ibv_device_attr attr;
 	struct ibv_context *ctx = NULL;
 	struct uv_rec r;
 	int rc;
 
 	if (!!name == !!addr)
-		return uv_fail(cmd, -EINVAL, "give name= or addr=");
+		return hil_fail(cmd, -EINVAL, "give name= or addr=");
 	if (uv.ctx)
-		return uv_fail(cmd, -EBUSY, "a device is in use: reset first");
+		return hil_fail(cmd, -EBUSY, "a device is in use: reset first");
 	if (name) {
 		ctx = device_by_name(name);
 		if (!ctx)
-			return uv_fail(cmd, -ENODEV, "no RDMA device %s", name);
+			return hil_fail(cmd, -ENODEV, "no RDMA device %s", name);
 	} else {
 		rc = device_by_addr(cmd, addr, &ctx);
 		if (rc)
@@ -179,7 +132,7 @@ int uv_op_device(struct uv_cmd *cmd)
 	}
 	rc = ibv_query_device(ctx, &attr);
 	if (rc)
-		return uv_fail(cmd, -rc, "ibv_query_device failed");
+		return hil_fail(cmd, -rc, "ibv_query_device failed");
 	uv.ctx = ctx;
 	uv.max_sge = attr.max_sge > 0 ? (uint32_t)attr.max_sge : 0;
 	uv_rec_begin(&r, "device");
@@ -197,10 +150,10 @@ int uv_op_device(struct uv_cmd *cmd)
 
 /* ---- PD and CQ ---- */
 
-int uv_op_pd(struct uv_cmd *cmd)
+int uv_op_pd(struct hil_cmd *cmd)
 {
-	const char *name = uv_arg(cmd, "name");
-	const char *rkey = uv_arg(cmd, "rkey");
+	const char *name = hil_arg(cmd, "name");
+	const char *rkey = hil_arg(cmd, "rkey");
 	struct uv_pd *pd = NULL;
 	struct uv_rec r;
 	int rc;
@@ -209,15 +162,15 @@ int uv_op_pd(struct uv_cmd *cmd)
 	if (rc)
 		return rc;
 	if (rkey && strcmp(rkey, "global"))
-		return uv_fail(cmd, -EINVAL, "rkey=%s: only rkey=global is known", rkey);
+		return hil_fail(cmd, -EINVAL, "rkey=%s: only rkey=global is known", rkey);
 	for (int i = 0; i < UV_MAX_OBJS && !pd; i++)
 		if (!uv.pds[i].in_use)
 			pd = &uv.pds[i];
 	if (!pd)
-		return uv_fail(cmd, -ENOSPC, "too many PDs");
+		return hil_fail(cmd, -ENOSPC, "too many PDs");
 	pd->pd = ibv_alloc_pd(uv.ctx);
 	if (!pd->pd)
-		return uv_fail(cmd, errno ? -errno : -ENOMEM, "ibv_alloc_pd failed");
+		return hil_fail(cmd, errno ? -errno : -ENOMEM, "ibv_alloc_pd failed");
 	pd->in_use = true;
 	snprintf(pd->name, sizeof(pd->name), "%s", name);
 	pd->remote = rkey != NULL;
@@ -228,31 +181,31 @@ int uv_op_pd(struct uv_cmd *cmd)
 	return 0;
 }
 
-int uv_op_cq(struct uv_cmd *cmd)
+int uv_op_cq(struct hil_cmd *cmd)
 {
-	const char *name = uv_arg(cmd, "name");
+	const char *name = hil_arg(cmd, "name");
 	struct uv_cq *cq = NULL;
 	uint32_t depth, vector;
 	struct uv_rec r;
 	int rc;
 
 	rc = uv_need_device(cmd) ?: uv_check_name(cmd, name) ?:
-	     uv_arg_u32(cmd, "depth", 256, &depth) ?: uv_arg_u32(cmd, "vector", 0, &vector);
+	     hil_arg_u32(cmd, "depth", 256, &depth) ?: hil_arg_u32(cmd, "vector", 0, &vector);
 	if (rc)
 		return rc;
 	if (!depth || depth > INT32_MAX)
-		return uv_fail(cmd, -EINVAL, "depth=%u", depth);
+		return hil_fail(cmd, -EINVAL, "depth=%u", depth);
 	if (vector >= (uint32_t)uv.ctx->num_comp_vectors)
-		return uv_fail(cmd, -EINVAL, "vector=%u: the device has %d", vector,
-			       uv.ctx->num_comp_vectors);
+		return hil_fail(cmd, -EINVAL, "vector=%u: the device has %d", vector,
+				uv.ctx->num_comp_vectors);
 	for (int i = 0; i < UV_MAX_OBJS && !cq; i++)
 		if (!uv.cqs[i].in_use)
 			cq = &uv.cqs[i];
 	if (!cq)
-		return uv_fail(cmd, -ENOSPC, "too many CQs");
+		return hil_fail(cmd, -ENOSPC, "too many CQs");
 	cq->cq = ibv_create_cq(uv.ctx, (int)depth, NULL, NULL, (int)vector);
 	if (!cq->cq)
-		return uv_fail(cmd, errno ? -errno : -ENOMEM, "ibv_create_cq failed");
+		return hil_fail(cmd, errno ? -errno : -ENOMEM, "ibv_create_cq failed");
 	cq->in_use = true;
 	snprintf(cq->name, sizeof(cq->name), "%s", name);
 	cq->depth = depth;
@@ -369,38 +322,38 @@ static void graveyard_flush(bool force)
 
 /* ---- QPs ---- */
 
-int uv_qp_params_parse(struct uv_cmd *cmd, struct uv_qp_params *p)
+int uv_qp_params_parse(struct hil_cmd *cmd, struct uv_qp_params *p)
 {
-	const char *name = uv_arg(cmd, uv_arg(cmd, "qp") ? "qp" : "name");
-	const char *sig = uv_arg(cmd, "sig") ?: "req";
+	const char *name = hil_arg(cmd, hil_arg(cmd, "qp") ? "qp" : "name");
+	const char *sig = hil_arg(cmd, "sig") ?: "req";
 	int rc;
 
 	memset(p, 0, sizeof(*p));
 	rc = uv_need_device(cmd) ?: uv_check_name(cmd, name) ?:
-	     uv_arg_u32(cmd, "sq", 64, &p->sq) ?: uv_arg_u32(cmd, "rq", 64, &p->rq) ?:
-	     uv_arg_u32(cmd, "sge", 1, &p->sge) ?: uv_arg_u32(cmd, "inline", 0, &p->inline_len) ?:
-	     uv_arg_u32(cmd, "buf", 4096, &p->slot_len) ?:
-	     uv_arg_u32(cmd, "max_wrs", uv.max_wrs, &p->max_wrs);
+	     hil_arg_u32(cmd, "sq", 64, &p->sq) ?: hil_arg_u32(cmd, "rq", 64, &p->rq) ?:
+	     hil_arg_u32(cmd, "sge", 1, &p->sge) ?: hil_arg_u32(cmd, "inline", 0, &p->inline_len) ?:
+	     hil_arg_u32(cmd, "buf", 4096, &p->slot_len) ?:
+	     hil_arg_u32(cmd, "max_wrs", uv.max_wrs, &p->max_wrs);
 	if (rc)
 		return rc;
 	snprintf(p->name, sizeof(p->name), "%s", name);
-	p->pd = uv_find_pd(uv_arg(cmd, "pd"));
-	p->scq = uv_find_cq(uv_arg(cmd, "scq"));
-	p->rcq = uv_find_cq(uv_arg(cmd, "rcq"));
+	p->pd = uv_find_pd(hil_arg(cmd, "pd"));
+	p->scq = uv_find_cq(hil_arg(cmd, "scq"));
+	p->rcq = uv_find_cq(hil_arg(cmd, "rcq"));
 	if (!p->pd)
-		return uv_fail(cmd, -ENOENT, "no PD %s", uv_arg(cmd, "pd"));
+		return hil_fail(cmd, -ENOENT, "no PD %s", hil_arg(cmd, "pd"));
 	if (!p->scq || !p->rcq)
-		return uv_fail(cmd, -ENOENT, "no CQ %s", uv_arg(cmd, p->scq ? "rcq" : "scq"));
+		return hil_fail(cmd, -ENOENT, "no CQ %s", hil_arg(cmd, p->scq ? "rcq" : "scq"));
 	if (!strcmp(sig, "all"))
 		p->sig_all = true;
 	else if (strcmp(sig, "req"))
-		return uv_fail(cmd, -EINVAL, "sig=%s: all or req", sig);
+		return hil_fail(cmd, -EINVAL, "sig=%s: all or req", sig);
 	if (p->sq > UV_MAX_SLOTS || p->rq > UV_MAX_SLOTS)
-		return uv_fail(cmd, -EINVAL, "sq and rq are at most %d", UV_MAX_SLOTS);
+		return hil_fail(cmd, -EINVAL, "sq and rq are at most %d", UV_MAX_SLOTS);
 	if (!p->slot_len || p->slot_len > UV_MAX_SLOT_LEN)
-		return uv_fail(cmd, -EINVAL, "buf is 1..%u bytes", UV_MAX_SLOT_LEN);
+		return hil_fail(cmd, -EINVAL, "buf is 1..%u bytes", UV_MAX_SLOT_LEN);
 	if (!p->max_wrs)
-		return uv_fail(cmd, -EINVAL, "max_wrs=0");
+		return hil_fail(cmd, -EINVAL, "max_wrs=0");
 	return 0;
 }
 
@@ -408,7 +361,7 @@ int uv_qp_params_parse(struct uv_cmd *cmd, struct uv_qp_params *p)
  * Takes a QP slot and makes its pool; fills `attr` for ibv_create_qp/rdma_create_qp. The QP is
  * not in use until uv_qp_created(); uv_qp_abandon() gives the slot back if creation fails.
  */
-struct uv_qp *uv_qp_alloc(struct uv_cmd *cmd, const struct uv_qp_params *p,
+struct uv_qp *uv_qp_alloc(struct hil_cmd *cmd, const struct uv_qp_params *p,
 			  struct ibv_qp_init_attr *attr)
 {
 	struct uv_qp *q = NULL;
@@ -417,14 +370,14 @@ struct uv_qp *uv_qp_alloc(struct uv_cmd *cmd, const struct uv_qp_params *p,
 		if (!uv.qps[i].in_use && !uv.qps[i].pool)
 			q = &uv.qps[i];
 	if (!q) {
-		uv_fail(cmd, -ENOSPC, "too many QPs");
+		hil_fail(cmd, -ENOSPC, "too many QPs");
 		return NULL;
 	}
 	memset(q, 0, sizeof(*q));
 	q->pool = pool_alloc(p);
 	if (!q->pool) {
-		uv_fail(cmd, -ENOMEM, "cannot allocate and register %u+%u slots of %u bytes", p->sq,
-			p->rq, p->slot_len);
+		hil_fail(cmd, -ENOMEM, "cannot allocate and register %u+%u slots of %u bytes", p->sq,
+			 p->rq, p->slot_len);
 		return NULL;
 	}
 	q->cm.kind = UV_CM_QP;
@@ -481,7 +434,7 @@ void uv_qp_created(struct uv_qp *q, struct ibv_qp *ibqp, struct rdma_cm_id *id,
 	uv_rec_commit(&r);
 }
 
-int uv_op_qp(struct uv_cmd *cmd)
+int uv_op_qp(struct hil_cmd *cmd)
 {
 	struct ibv_qp_init_attr attr;
 	struct uv_qp_params p;
@@ -499,7 +452,7 @@ int uv_op_qp(struct uv_cmd *cmd)
 	if (!ibqp) {
 		rc = errno ? -errno : -EINVAL;
 		uv_qp_abandon(q);
-		return uv_fail(cmd, rc, "ibv_create_qp failed");
+		return hil_fail(cmd, rc, "ibv_create_qp failed");
 	}
 	uv_qp_created(q, ibqp, NULL, &attr, cmd->id);
 	return 0;
@@ -595,54 +548,54 @@ static void pd_destroy(struct uv_pd *pd, const char *why)
 	trace_destroy("pd", pd->name, why, rc);
 }
 
-static int destroy_cq_cmd(struct uv_cmd *cmd, const char *name)
+static int destroy_cq_cmd(struct hil_cmd *cmd, const char *name)
 {
 	struct uv_cq *cq = uv_find_cq(name);
 
 	if (!cq)
-		return uv_fail(cmd, -ENOENT, "no CQ %s", name);
+		return hil_fail(cmd, -ENOENT, "no CQ %s", name);
 	for (int i = 0; i < UV_MAX_OBJS; i++) {
 		if (uv.qps[i].in_use && (uv.qps[i].scq == cq || uv.qps[i].rcq == cq))
-			return uv_fail(cmd, -EBUSY, "QP %s uses CQ %s", uv.qps[i].name, name);
+			return hil_fail(cmd, -EBUSY, "QP %s uses CQ %s", uv.qps[i].name, name);
 		if (uv.listeners[i].in_use &&
 		    (uv.listeners[i].qp.scq == cq || uv.listeners[i].qp.rcq == cq))
-			return uv_fail(cmd, -EBUSY, "listener %s uses CQ %s", uv.listeners[i].name,
-				       name);
+			return hil_fail(cmd, -EBUSY, "listener %s uses CQ %s", uv.listeners[i].name,
+					name);
 	}
 	cq_destroy(cq, "command");
 	return 0;
 }
 
-static int destroy_pd_cmd(struct uv_cmd *cmd, const char *name)
+static int destroy_pd_cmd(struct hil_cmd *cmd, const char *name)
 {
 	struct uv_pd *pd = uv_find_pd(name);
 
 	if (!pd)
-		return uv_fail(cmd, -ENOENT, "no PD %s", name);
+		return hil_fail(cmd, -ENOENT, "no PD %s", name);
 	for (int i = 0; i < UV_MAX_OBJS; i++) {
 		if (uv.qps[i].in_use && uv.qps[i].pd == pd)
-			return uv_fail(cmd, -EBUSY, "QP %s uses PD %s", uv.qps[i].name, name);
+			return hil_fail(cmd, -EBUSY, "QP %s uses PD %s", uv.qps[i].name, name);
 		if (uv.listeners[i].in_use && uv.listeners[i].qp.pd == pd)
-			return uv_fail(cmd, -EBUSY, "listener %s uses PD %s", uv.listeners[i].name,
-				       name);
+			return hil_fail(cmd, -EBUSY, "listener %s uses PD %s", uv.listeners[i].name,
+					name);
 	}
 	pd_destroy(pd, "command");
 	return 0;
 }
 
-int uv_op_destroy(struct uv_cmd *cmd)
+int uv_op_destroy(struct hil_cmd *cmd)
 {
 	const char *kind, *name;
 
 	if (cmd->nargs != 1)
-		return uv_fail(cmd, -EINVAL, "destroy one of qp=, cq=, pd=, listen=");
+		return hil_fail(cmd, -EINVAL, "destroy one of qp=, cq=, pd=, listen=");
 	kind = cmd->key[0];
 	name = cmd->val[0];
 	if (!strcmp(kind, "qp")) {
 		struct uv_qp *q = uv_find_qp(name);
 
 		if (!q)
-			return uv_fail(cmd, -ENOENT, "no QP %s", name);
+			return hil_fail(cmd, -ENOENT, "no QP %s", name);
 		uv_qp_destroy(q, "command");
 		return 0;
 	}
@@ -650,7 +603,7 @@ int uv_op_destroy(struct uv_cmd *cmd)
 		struct uv_listener *l = uv_find_listener(name);
 
 		if (!l)
-			return uv_fail(cmd, -ENOENT, "no listener %s", name);
+			return hil_fail(cmd, -ENOENT, "no listener %s", name);
 		uv_listener_destroy(l);
 		return 0;
 	}
@@ -688,7 +641,7 @@ void uv_teardown_all(const char *why)
 	}
 }
 
-int uv_op_reset(struct uv_cmd *cmd)
+int uv_op_reset(struct hil_cmd *cmd)
 {
 	(void)cmd;
 	uv_teardown_all("reset");

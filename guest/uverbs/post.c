@@ -8,7 +8,7 @@
  *             [imm=<u32>] [bad=<i>]
  *       count WRs with wr_ids first, first+1, ...; `batch` of them chained per ibv_post_send;
  *       signal=last signals the last WR of each call, <n> every n-th WR of the command.
- *       SEND payloads are the pattern of uv_fill_pattern(wr_id); WRITE goes to the peer's
+ *       SEND payloads are the pattern of hil_fill_pattern(wr_id); WRITE goes to the peer's
  *       receive buffer of the same index, READ reads the peer's send buffer (both PDs
  *       rkey=global, the peer's MR rkey)
  *       send_inv: IBV_WR_SEND_WITH_INV of the peer QP's buffer MR (reg_mr and local_inv are
@@ -29,44 +29,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "names.h"
+#include "payload.h"
 #include "uv.h"
 
-#define UV_MAX_BATCH 1024
+#define HIL_MAX_BATCH 1024
 #define UV_REAP_CHUNK 16
 #define UV_QPS_UNSET 0x7f
-
-static const char *const wc_status_names[] = {
-	[IBV_WC_SUCCESS] = "SUCCESS",
-	[IBV_WC_LOC_LEN_ERR] = "LOC_LEN_ERR",
-	[IBV_WC_LOC_QP_OP_ERR] = "LOC_QP_OP_ERR",
-	[IBV_WC_LOC_EEC_OP_ERR] = "LOC_EEC_OP_ERR",
-	[IBV_WC_LOC_PROT_ERR] = "LOC_PROT_ERR",
-	[IBV_WC_WR_FLUSH_ERR] = "WR_FLUSH_ERR",
-	[IBV_WC_MW_BIND_ERR] = "MW_BIND_ERR",
-	[IBV_WC_BAD_RESP_ERR] = "BAD_RESP_ERR",
-	[IBV_WC_LOC_ACCESS_ERR] = "LOC_ACCESS_ERR",
-	[IBV_WC_REM_INV_REQ_ERR] = "REM_INV_REQ_ERR",
-	[IBV_WC_REM_ACCESS_ERR] = "REM_ACCESS_ERR",
-	[IBV_WC_REM_OP_ERR] = "REM_OP_ERR",
-	[IBV_WC_RETRY_EXC_ERR] = "RETRY_EXC_ERR",
-	[IBV_WC_RNR_RETRY_EXC_ERR] = "RNR_RETRY_EXC_ERR",
-	[IBV_WC_LOC_RDD_VIOL_ERR] = "LOC_RDD_VIOL_ERR",
-	[IBV_WC_REM_INV_RD_REQ_ERR] = "REM_INV_RD_REQ_ERR",
-	[IBV_WC_REM_ABORT_ERR] = "REM_ABORT_ERR",
-	[IBV_WC_INV_EECN_ERR] = "INV_EECN_ERR",
-	[IBV_WC_INV_EEC_STATE_ERR] = "INV_EEC_STATE_ERR",
-	[IBV_WC_FATAL_ERR] = "FATAL_ERR",
-	[IBV_WC_RESP_TIMEOUT_ERR] = "RESP_TIMEOUT_ERR",
-	[IBV_WC_GENERAL_ERR] = "GENERAL_ERR",
-};
-
-static const char *wc_status_name(enum ibv_wc_status s)
-{
-	if ((unsigned int)s < sizeof(wc_status_names) / sizeof(wc_status_names[0]) &&
-	    wc_status_names[s])
-		return wc_status_names[s];
-	return "UNKNOWN";
-}
 
 static const char *wc_opcode_name(enum ibv_wc_opcode op)
 {
@@ -107,7 +76,7 @@ void uv_sleep_us(unsigned int us)
 static void rec_wc(struct uv_rec *r, const struct ibv_wc *wc)
 {
 	uv_rec_uint(r, "status", wc->status);
-	uv_rec_str(r, "status_name", wc_status_name(wc->status));
+	uv_rec_str(r, "status_name", hil_wc_status_name(wc->status));
 	uv_rec_uint(r, "opcode", wc->opcode);
 	uv_rec_str(r, "opcode_name", wc_opcode_name(wc->opcode));
 	uv_rec_uint(r, "qp_num", wc->qp_num);
@@ -188,7 +157,7 @@ static void handle_wc(struct uv_cq *cq, const struct ibv_wc *wc)
 	    pool->buf) {
 		uint32_t len = wc->byte_len < pool->slot_len ? wc->byte_len : pool->slot_len;
 
-		uv_rec_uint(&r, "sum", uv_fnv1a(uv_slot(pool, UV_RQ, c->slot), len));
+		uv_rec_uint(&r, "sum", hil_fnv1a(uv_slot(pool, UV_RQ, c->slot), len));
 	}
 	uv_rec_commit(&r);
 	cq->ncqe++;
@@ -221,89 +190,17 @@ int uv_cq_reap(struct uv_cq *cq, int budget)
 
 /* ---- posting ---- */
 
-static struct uv_qp *need_qp(struct uv_cmd *cmd)
+static struct uv_qp *need_qp(struct hil_cmd *cmd)
 {
-	struct uv_qp *q = uv_find_qp(uv_arg(cmd, "qp"));
+	struct uv_qp *q = uv_find_qp(hil_arg(cmd, "qp"));
 
 	if (!q)
-		uv_fail(cmd, -ENOENT, "no QP %s", uv_arg(cmd, "qp"));
+		hil_fail(cmd, -ENOENT, "no QP %s", hil_arg(cmd, "qp"));
 	return q;
 }
 
-enum uv_signal { SIG_ALL, SIG_NONE, SIG_LAST, SIG_EVERY };
-
-struct uv_post_args {
-	uint64_t wr_id;
-	uint32_t count;
-	uint32_t len;
-	uint32_t batch;
-	uint32_t every;
-	enum uv_signal signal;
-	const char *signal_text;
-};
-
-static int parse_signal(struct uv_cmd *cmd, struct uv_post_args *a)
-{
-	const char *sig = uv_arg(cmd, "signal") ?: "all";
-	char *end;
-
-	a->signal_text = sig;
-	if (!strcmp(sig, "all")) {
-		a->signal = SIG_ALL;
-	} else if (!strcmp(sig, "none")) {
-		a->signal = SIG_NONE;
-	} else if (!strcmp(sig, "last")) {
-		a->signal = SIG_LAST;
-	} else {
-		unsigned long n = strtoul(sig, &end, 0);
-
-		a->signal = SIG_EVERY;
-		if (*end || end == sig || *sig == '-' || !n || n > UINT32_MAX)
-			return uv_fail(cmd, -EINVAL, "signal=%s: all, none, last or a number", sig);
-		a->every = (uint32_t)n;
-	}
-	return 0;
-}
-
-static int post_args(struct uv_cmd *cmd, struct uv_qp *q, uint32_t def_len,
-		     struct uv_post_args *a)
-{
-	int rc;
-
-	rc = uv_arg_u64(cmd, "wr_id", 0, &a->wr_id) ?: uv_arg_u32(cmd, "count", 1, &a->count) ?:
-	     uv_arg_u32(cmd, "len", def_len, &a->len);
-	if (rc)
-		return rc;
-	rc = uv_arg_u32(cmd, "batch", a->count, &a->batch);
-	if (rc)
-		return rc;
-	if (!a->count)
-		return uv_fail(cmd, -EINVAL, "count=0");
-	if (!a->batch || a->batch > UV_MAX_BATCH)
-		return uv_fail(cmd, -EINVAL, "batch is 1..%d (give batch= for larger counts)",
-			       UV_MAX_BATCH);
-	if (a->len > q->pool->slot_len)
-		return uv_fail(cmd, -EINVAL, "len=%u is more than the QP's buf=%u", a->len,
-			       q->pool->slot_len);
-	return parse_signal(cmd, a);
-}
-
-static bool signaled(const struct uv_post_args *a, uint32_t index, bool last_of_call)
-{
-	switch (a->signal) {
-	case SIG_ALL:
-		return true;
-	case SIG_NONE:
-		return false;
-	case SIG_LAST:
-		return last_of_call;
-	default:
-		return (index + 1) % a->every == 0;
-	}
-}
-
 static void trace_post(uint64_t call, struct uv_qp *q, const char *queue, const char *op,
-		       const struct uv_post_args *a, uint64_t first, uint32_t index, uint32_t n,
+		       const struct hil_post_args *a, uint64_t first, uint32_t index, uint32_t n,
 		       uint32_t invalid)
 {
 	struct uv_rec r;
@@ -385,15 +282,15 @@ static const struct uv_send_op send_ops[] = {
 #define UV_BAD_SGES 64
 
 struct uv_send_batch {
-	struct ibv_send_wr wrs[UV_MAX_BATCH];
-	struct ibv_sge sges[UV_MAX_BATCH];
-	struct uv_ctx *ctxs[UV_MAX_BATCH];
+	struct ibv_send_wr wrs[HIL_MAX_BATCH];
+	struct ibv_sge sges[HIL_MAX_BATCH];
+	struct uv_ctx *ctxs[HIL_MAX_BATCH];
 	struct ibv_sge bad_sges[UV_BAD_SGES];
 };
 
 struct uv_send_req {
 	const struct uv_send_op *op;
-	struct uv_post_args a;
+	struct hil_post_args a;
 	uint32_t inl;
 	uint32_t fill;
 	uint32_t imm;
@@ -421,7 +318,7 @@ static void fill_send_wr(struct uv_qp *q, const struct uv_send_req *s, struct uv
 	uint8_t *slot = uv_slot(pool, UV_SQ, c->slot);
 
 	if (s->fill && s->op->opcode != IBV_WR_RDMA_READ)
-		uv_fill_pattern(slot, s->a.len, c->wr_id);
+		hil_fill_pattern(slot, s->a.len, c->wr_id);
 	sge->addr = (uintptr_t)slot;
 	sge->length = s->a.len;
 	sge->lkey = pool->mr->lkey;
@@ -444,7 +341,7 @@ static void fill_send_wr(struct uv_qp *q, const struct uv_send_req *s, struct uv
 }
 
 /* One ibv_post_send of n WRs from `done` on. */
-static int send_call(struct uv_cmd *cmd, struct uv_qp *q, const struct uv_send_req *s,
+static int send_call(struct hil_cmd *cmd, struct uv_qp *q, const struct uv_send_req *s,
 		     struct uv_send_batch *b, uint32_t done, uint32_t n)
 {
 	struct ibv_send_wr *bad = NULL;
@@ -459,10 +356,10 @@ static int send_call(struct uv_cmd *cmd, struct uv_qp *q, const struct uv_send_r
 		if (!c) {
 			for (uint32_t j = 0; j < i; j++)
 				b->ctxs[j]->state = UV_CTX_FAILED;
-			return uv_fail(cmd, -ENOSPC, "QP %s has posted max_wrs WRs", q->name);
+			return hil_fail(cmd, -ENOSPC, "QP %s has posted max_wrs WRs", q->name);
 		}
 		b->ctxs[i] = c;
-		c->signaled = signaled(&s->a, done + i, i == n - 1);
+		c->signaled = hil_signaled(&s->a, done + i, i == n - 1);
 		fill_send_wr(q, s, c, index, &b->wrs[i], &b->sges[i]);
 		if (i == s->bad_at)
 			make_invalid(b->bad_sges, &b->sges[i], &b->wrs[i].num_sge, &b->wrs[i].sg_list);
@@ -476,25 +373,25 @@ static int send_call(struct uv_cmd *cmd, struct uv_qp *q, const struct uv_send_r
 			bad_index = (int)i;
 	post_ret(call, rc, bad_index, b->ctxs, n);
 	if (rc)
-		uv_fail(cmd, rc, "ibv_post_send failed");
+		hil_fail(cmd, rc, "ibv_post_send failed");
 	return rc;
 }
 
-static int bad_arg(struct uv_cmd *cmd, uint32_t *bad_at)
+static int bad_arg(struct hil_cmd *cmd, uint32_t *bad_at)
 {
-	int rc = uv_arg_u32(cmd, "bad", UINT32_MAX, bad_at);
+	int rc = hil_arg_u32(cmd, "bad", UINT32_MAX, bad_at);
 
 	if (rc)
 		return rc;
 	if (*bad_at != UINT32_MAX && uv.max_sge + 1 > UV_BAD_SGES)
-		return uv_fail(cmd, -EINVAL, "bad=: the device's max_sge %u is more than %d",
-			       uv.max_sge, UV_BAD_SGES - 1);
+		return hil_fail(cmd, -EINVAL, "bad=: the device's max_sge %u is more than %d",
+				uv.max_sge, UV_BAD_SGES - 1);
 	return 0;
 }
 
-static int send_request(struct uv_cmd *cmd, struct uv_qp *q, struct uv_send_req *s)
+static int send_request(struct hil_cmd *cmd, struct uv_qp *q, struct uv_send_req *s)
 {
-	const char *opname = uv_arg(cmd, "op") ?: "send";
+	const char *opname = hil_arg(cmd, "op") ?: "send";
 	uint32_t def_len = q->pool->slot_len < 64 ? q->pool->slot_len : 64;
 
 	s->op = NULL;
@@ -502,15 +399,15 @@ static int send_request(struct uv_cmd *cmd, struct uv_qp *q, struct uv_send_req 
 		if (!strcmp(send_ops[i].name, opname))
 			s->op = &send_ops[i];
 	if (!s->op)
-		return uv_fail(cmd, -EINVAL,
-			       "op=%s: send, send_imm, write, write_imm, read or send_inv", opname);
-	s->imm_given = uv_arg(cmd, "imm") != NULL;
-	return post_args(cmd, q, def_len, &s->a) ?: uv_arg_u32(cmd, "inline", 0, &s->inl) ?:
-	       uv_arg_u32(cmd, "fill", 1, &s->fill) ?: uv_arg_u32(cmd, "imm", 0, &s->imm) ?:
-	       bad_arg(cmd, &s->bad_at);
+		return hil_fail(cmd, -EINVAL,
+				"op=%s: send, send_imm, write, write_imm, read or send_inv", opname);
+	s->imm_given = hil_arg(cmd, "imm") != NULL;
+	return hil_post_args(cmd, q->pool->slot_len, def_len, &s->a) ?:
+	       hil_arg_u32(cmd, "inline", 0, &s->inl) ?: hil_arg_u32(cmd, "fill", 1, &s->fill) ?:
+	       hil_arg_u32(cmd, "imm", 0, &s->imm) ?: bad_arg(cmd, &s->bad_at);
 }
 
-int uv_op_post_send(struct uv_cmd *cmd)
+int uv_op_post_send(struct hil_cmd *cmd)
 {
 	struct uv_qp *q = need_qp(cmd);
 	struct uv_send_batch *b;
@@ -523,13 +420,13 @@ int uv_op_post_send(struct uv_cmd *cmd)
 	if (rc)
 		return rc;
 	if (s.op->rdma && (!q->peer || !q->pd->remote || !q->peer->pd->remote))
-		return uv_fail(cmd, -EINVAL, "op=%s needs a connected local peer and pd rkey=global",
-			       s.op->name);
+		return hil_fail(cmd, -EINVAL, "op=%s needs a connected local peer and pd rkey=global",
+				s.op->name);
 	if (s.op->inv && !q->peer)
-		return uv_fail(cmd, -EINVAL, "op=send_inv needs a connected local peer (its MR)");
+		return hil_fail(cmd, -EINVAL, "op=send_inv needs a connected local peer (its MR)");
 	b = malloc(sizeof(*b));
 	if (!b)
-		return uv_fail(cmd, -ENOMEM, "no memory for %u WRs", s.a.batch);
+		return hil_fail(cmd, -ENOMEM, "no memory for %u WRs", s.a.batch);
 	/* with bad= every call runs (each has its invalid WR); otherwise the first failure stops */
 	for (uint32_t done = 0; done < s.a.count && (!rc || s.bad_at != UINT32_MAX);
 	     done += s.a.batch) {
@@ -546,13 +443,13 @@ int uv_op_post_send(struct uv_cmd *cmd)
 }
 
 struct uv_recv_batch {
-	struct ibv_recv_wr wrs[UV_MAX_BATCH];
-	struct ibv_sge sges[UV_MAX_BATCH];
-	struct uv_ctx *ctxs[UV_MAX_BATCH];
+	struct ibv_recv_wr wrs[HIL_MAX_BATCH];
+	struct ibv_sge sges[HIL_MAX_BATCH];
+	struct uv_ctx *ctxs[HIL_MAX_BATCH];
 	struct ibv_sge bad_sges[UV_BAD_SGES];
 };
 
-static int recv_call(struct uv_cmd *cmd, struct uv_qp *q, const struct uv_post_args *a,
+static int recv_call(struct hil_cmd *cmd, struct uv_qp *q, const struct hil_post_args *a,
 		     struct uv_recv_batch *b, uint32_t done, uint32_t n, uint32_t bad_at)
 {
 	struct ibv_recv_wr *bad = NULL;
@@ -567,7 +464,7 @@ static int recv_call(struct uv_cmd *cmd, struct uv_qp *q, const struct uv_post_a
 		if (!c) {
 			for (uint32_t j = 0; j < i; j++)
 				b->ctxs[j]->state = UV_CTX_FAILED;
-			return uv_fail(cmd, -ENOSPC, "QP %s has posted max_wrs WRs", q->name);
+			return hil_fail(cmd, -ENOSPC, "QP %s has posted max_wrs WRs", q->name);
 		}
 		b->ctxs[i] = c;
 		b->sges[i].addr = (uintptr_t)uv_slot(q->pool, UV_RQ, c->slot);
@@ -588,27 +485,27 @@ static int recv_call(struct uv_cmd *cmd, struct uv_qp *q, const struct uv_post_a
 			bad_index = (int)i;
 	post_ret(call, rc, bad_index, b->ctxs, n);
 	if (rc)
-		uv_fail(cmd, rc, "ibv_post_recv failed");
+		hil_fail(cmd, rc, "ibv_post_recv failed");
 	return rc;
 }
 
-int uv_op_post_recv(struct uv_cmd *cmd)
+int uv_op_post_recv(struct hil_cmd *cmd)
 {
 	struct uv_qp *q = need_qp(cmd);
 	struct uv_recv_batch *b;
-	struct uv_post_args a;
+	struct hil_post_args a;
 	uint32_t bad_at;
 	int rc;
 
 	if (!q)
 		return -ENOENT;
-	rc = post_args(cmd, q, q->pool->slot_len, &a) ?: bad_arg(cmd, &bad_at);
+	rc = hil_post_args(cmd, q->pool->slot_len, q->pool->slot_len, &a) ?: bad_arg(cmd, &bad_at);
 	if (rc)
 		return rc;
 	a.signal_text = NULL;
 	b = malloc(sizeof(*b));
 	if (!b)
-		return uv_fail(cmd, -ENOMEM, "no memory for %u WRs", a.batch);
+		return hil_fail(cmd, -ENOMEM, "no memory for %u WRs", a.batch);
 	for (uint32_t done = 0; done < a.count && (!rc || bad_at != UINT32_MAX); done += a.batch) {
 		uint32_t n = a.count - done < a.batch ? a.count - done : a.batch;
 		int call_rc = recv_call(cmd, q, &a, b, done, n, bad_at);
@@ -624,22 +521,22 @@ int uv_op_post_recv(struct uv_cmd *cmd)
 
 /* ---- poll, modify, query ---- */
 
-int uv_op_poll(struct uv_cmd *cmd)
+int uv_op_poll(struct hil_cmd *cmd)
 {
-	struct uv_cq *cq = uv_find_cq(uv_arg(cmd, "cq"));
+	struct uv_cq *cq = uv_find_cq(hil_arg(cmd, "cq"));
 	uint32_t min, ms, budget;
 	uint64_t start, deadline, got;
 	struct uv_rec r;
 	int rc, n = 0;
 
 	if (!cq)
-		return uv_fail(cmd, -ENOENT, "no CQ %s", uv_arg(cmd, "cq"));
-	rc = uv_arg_u32(cmd, "min", 0, &min) ?: uv_arg_u32(cmd, "timeout", 1000, &ms) ?:
-	     uv_arg_u32(cmd, "budget", 0, &budget);
+		return hil_fail(cmd, -ENOENT, "no CQ %s", hil_arg(cmd, "cq"));
+	rc = hil_arg_u32(cmd, "min", 0, &min) ?: hil_arg_u32(cmd, "timeout", 1000, &ms) ?:
+	     hil_arg_u32(cmd, "budget", 0, &budget);
 	if (rc)
 		return rc;
 	if (budget > INT32_MAX)
-		return uv_fail(cmd, -EINVAL, "budget=%u", budget);
+		return hil_fail(cmd, -EINVAL, "budget=%u", budget);
 	start = cq->polled;
 	deadline = uv_now_ns() + (uint64_t)ms * 1000000;
 	for (;;) {
@@ -658,10 +555,10 @@ int uv_op_poll(struct uv_cmd *cmd)
 	uv_rec_int(&r, "total", (int64_t)cq->polled);
 	uv_rec_commit(&r);
 	if (n < 0)
-		return uv_fail(cmd, n, "ibv_poll_cq failed");
+		return hil_fail(cmd, n, "ibv_poll_cq failed");
 	if (got < min)
-		return uv_fail(cmd, -ETIMEDOUT, "%llu of %u completions in %u ms",
-			       (unsigned long long)got, min, ms);
+		return hil_fail(cmd, -ETIMEDOUT, "%llu of %u completions in %u ms",
+				(unsigned long long)got, min, ms);
 	return 0;
 }
 
@@ -692,30 +589,29 @@ int uv_modify_state(struct uv_qp *q, enum ibv_qp_state state, uint64_t *call)
 	int rc;
 
 	*call = ++uv.calls;
-	uv_trace_modify(*call, q->name, uv_qp_state_name(state));
+	uv_trace_modify(*call, q->name, hil_qp_state_name(state));
 	rc = -ibv_modify_qp(q->qp, &attr, IBV_QP_STATE);
 	uv_trace_modify_ret(*call, rc);
 	return rc;
 }
 
-int uv_op_modify(struct uv_cmd *cmd)
+int uv_op_modify(struct hil_cmd *cmd)
 {
 	struct uv_qp *q = need_qp(cmd);
-	enum ibv_qp_state state;
 	uint64_t call;
-	int rc;
+	int rc, state;
 
 	if (!q)
 		return -ENOENT;
-	if (uv_qp_state_parse(uv_arg(cmd, "state"), &state))
-		return uv_fail(cmd, -EINVAL, "state=%s", uv_arg(cmd, "state"));
-	rc = uv_modify_state(q, state, &call);
+	if (hil_qp_state_parse(hil_arg(cmd, "state"), &state))
+		return hil_fail(cmd, -EINVAL, "state=%s", hil_arg(cmd, "state"));
+	rc = uv_modify_state(q, (enum ibv_qp_state)state, &call);
 	if (rc)
-		uv_fail(cmd, rc, "ibv_modify_qp to %s failed", uv_qp_state_name(state));
+		hil_fail(cmd, rc, "ibv_modify_qp to %s failed", hil_qp_state_name(state));
 	return rc;
 }
 
-int uv_op_query(struct uv_cmd *cmd)
+int uv_op_query(struct hil_cmd *cmd)
 {
 	struct uv_qp *q = need_qp(cmd);
 	struct ibv_qp_init_attr init;
@@ -736,13 +632,13 @@ int uv_op_query(struct uv_cmd *cmd)
 	if (!rc) {
 		uv_rec_str(&r, "state", attr.qp_state == UV_QPS_UNSET ?
 						"UNSET" :
-						uv_qp_state_name(attr.qp_state));
+						hil_qp_state_name(attr.qp_state));
 		uv_rec_str(&r, "cur_state", attr.cur_qp_state == UV_QPS_UNSET ?
 						    "UNSET" :
-						    uv_qp_state_name(attr.cur_qp_state));
+						    hil_qp_state_name(attr.cur_qp_state));
 	}
 	uv_rec_commit(&r);
 	if (rc)
-		uv_fail(cmd, rc, "ibv_query_qp failed");
+		hil_fail(cmd, rc, "ibv_query_qp failed");
 	return rc;
 }

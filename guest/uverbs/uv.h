@@ -5,7 +5,8 @@
  * so user QPs go through the device's rdma-core provider. Its parts:
  *   main.c    options, reading and checking the whole input (or, with -s, a line at a time as
  *             it comes), running it, exit status
- *   cmd.c     the command language: parsing, the operation table, argument helpers
+ *   cmd.c     the operation table built from the command language (guest/common), what this
+ *             executor refuses of it, sleep
  *   trace.c   JSON records on stdout, one a line, flushed as written
  *   obj.c     device, PD, CQ, QP (with buffers, MR and work request contexts), teardown
  *   cm.c      rdma_cm: the event channel, listen, connect (loopback pairs), disconnect
@@ -22,47 +23,19 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "cmdlang.h"
+
 #define UV_VERSION 1
-#define UV_NAME_LEN 16
 #define UV_MAX_OBJS 8
-#define UV_MAX_ARGS 16
-#define UV_LINE_LEN 200
-#define UV_ERR_LEN 160
 #define UV_REC_LEN 2048
 #define UV_MAX_LINES 4096
 
-/* ---- commands (cmd.c) ---- */
+/* ---- commands (cmd.c; the language is guest/common/commands.def and cmdlang.c) ---- */
 
-struct uv_cmd;
-
-struct uv_op {
-	const char *name;
-	int (*run)(struct uv_cmd *cmd);
-	/* space-separated keys the command accepts; a leading '!' marks a required one */
-	const char *keys;
-	/* non-NULL: an operation of the kernel executor this one refuses, and why */
-	const char *kernel_only;
-};
-
-struct uv_cmd {
-	uint64_t id;
-	unsigned int lineno;
-	const struct uv_op *op;
-	int nargs;
-	char *key[UV_MAX_ARGS];
-	char *val[UV_MAX_ARGS];
-	char line[UV_LINE_LEN + 1];
-	/* the tokens point into this copy of the line */
-	char buf[UV_LINE_LEN + 1];
-	char err[UV_ERR_LEN];
-};
-
-int uv_parse(const char *line, size_t len, struct uv_cmd *cmd, const char **why);
-const char *uv_arg(const struct uv_cmd *cmd, const char *key);
-int uv_arg_u32(struct uv_cmd *cmd, const char *key, uint32_t def, uint32_t *out);
-int uv_arg_u64(struct uv_cmd *cmd, const char *key, uint64_t def, uint64_t *out);
-int uv_fail(struct uv_cmd *cmd, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+/* checks a line as hil_parse does, then what this executor refuses (uv_refused and values) */
+int uv_parse(const char *line, size_t len, struct hil_cmd *cmd, const char **why);
+/* runs an accepted command's operation */
+int uv_run(struct hil_cmd *cmd);
 
 /* ---- trace (trace.c) ---- */
 
@@ -117,7 +90,7 @@ struct uv_marker {
  */
 struct uv_pool {
 	struct uv_pool *next_dead;
-	char name[UV_NAME_LEN];
+	char name[HIL_NAME_LEN];
 	uint32_t qp_num;
 	uint32_t slot_len;
 	uint32_t nslots[2];
@@ -136,7 +109,7 @@ struct uv_pool {
 
 struct uv_pd {
 	bool in_use;
-	char name[UV_NAME_LEN];
+	char name[HIL_NAME_LEN];
 	struct ibv_pd *pd;
 	/* rkey=global: the QPs' buffers are registered for remote write and read */
 	bool remote;
@@ -144,7 +117,7 @@ struct uv_pd {
 
 struct uv_cq {
 	bool in_use;
-	char name[UV_NAME_LEN];
+	char name[HIL_NAME_LEN];
 	struct ibv_cq *cq;
 	uint32_t depth;
 	/* completions traced on this CQ, and that count when the last poll command returned */
@@ -163,7 +136,7 @@ struct uv_cmctx {
 };
 
 struct uv_qp_params {
-	char name[UV_NAME_LEN];
+	char name[HIL_NAME_LEN];
 	struct uv_pd *pd;
 	struct uv_cq *scq;
 	struct uv_cq *rcq;
@@ -179,7 +152,7 @@ struct uv_qp_params {
 struct uv_qp {
 	struct uv_cmctx cm;
 	bool in_use;
-	char name[UV_NAME_LEN];
+	char name[HIL_NAME_LEN];
 	struct ibv_qp *qp;
 	/* NULL for a QP made with ibv_create_qp (no connection manager) */
 	struct rdma_cm_id *id;
@@ -194,7 +167,7 @@ struct uv_qp {
 struct uv_listener {
 	struct uv_cmctx cm;
 	bool in_use;
-	char name[UV_NAME_LEN];
+	char name[HIL_NAME_LEN];
 	struct rdma_cm_id *id;
 	uint16_t port;
 	uint32_t addr;
@@ -228,11 +201,11 @@ struct uv_pd *uv_find_pd(const char *name);
 struct uv_cq *uv_find_cq(const char *name);
 struct uv_qp *uv_find_qp(const char *name);
 struct uv_listener *uv_find_listener(const char *name);
-int uv_check_name(struct uv_cmd *cmd, const char *name);
-int uv_need_device(struct uv_cmd *cmd);
+int uv_check_name(struct hil_cmd *cmd, const char *name);
+int uv_need_device(struct hil_cmd *cmd);
 
-int uv_qp_params_parse(struct uv_cmd *cmd, struct uv_qp_params *p);
-struct uv_qp *uv_qp_alloc(struct uv_cmd *cmd, const struct uv_qp_params *p,
+int uv_qp_params_parse(struct hil_cmd *cmd, struct uv_qp_params *p);
+struct uv_qp *uv_qp_alloc(struct hil_cmd *cmd, const struct uv_qp_params *p,
 			  struct ibv_qp_init_attr *attr);
 void uv_qp_created(struct uv_qp *q, struct ibv_qp *ibqp, struct rdma_cm_id *id,
 		   const struct ibv_qp_init_attr *attr, uint64_t cmd_id);
@@ -244,11 +217,6 @@ void uv_teardown_all(const char *why);
 struct uv_ctx *uv_ctx_get(struct uv_pool *pool, uint32_t *index);
 uint8_t *uv_slot(struct uv_pool *pool, enum uv_queue q, uint32_t slot);
 struct uv_pool *uv_pool_by_qpn(uint32_t qp_num);
-uint32_t uv_fnv1a(const uint8_t *p, size_t n);
-void uv_fill_pattern(uint8_t *p, size_t n, uint64_t seed);
-
-const char *uv_qp_state_name(int s);
-int uv_qp_state_parse(const char *s, enum ibv_qp_state *out);
 
 /* ---- completions (post.c) ---- */
 
@@ -262,22 +230,13 @@ void uv_trace_modify_ret(uint64_t call, int rc);
 int uv_modify_state(struct uv_qp *q, enum ibv_qp_state state, uint64_t *call);
 void uv_sleep_us(unsigned int us);
 
-/* ---- operations ---- */
-int uv_op_device(struct uv_cmd *cmd);
-int uv_op_pd(struct uv_cmd *cmd);
-int uv_op_cq(struct uv_cmd *cmd);
-int uv_op_qp(struct uv_cmd *cmd);
-int uv_op_destroy(struct uv_cmd *cmd);
-int uv_op_reset(struct uv_cmd *cmd);
-int uv_op_listen(struct uv_cmd *cmd);
-int uv_op_connect(struct uv_cmd *cmd);
-int uv_op_disconnect(struct uv_cmd *cmd);
-int uv_op_post_send(struct uv_cmd *cmd);
-int uv_op_post_recv(struct uv_cmd *cmd);
-int uv_op_poll(struct uv_cmd *cmd);
-int uv_op_modify(struct uv_cmd *cmd);
-int uv_op_query(struct uv_cmd *cmd);
-int uv_op_drain(struct uv_cmd *cmd);
+/*
+ * ---- operations: uv_op_<name> for each entry of guest/common/commands.def (those this executor
+ * refuses, uv_refused in cmd.c, are declared and never defined) ----
+ */
+#define HIL_COMMAND(name, keys, about) int uv_op_##name(struct hil_cmd *cmd);
+#include "commands.def"
+#undef HIL_COMMAND
 
 /* cm.c: closes the event channel once no id is left */
 void uv_cm_release(void);

@@ -4,7 +4,7 @@
  * initramfs layer with the binaries in /usr/bin. Cached by the sources, the compiler and the
  * -dev packages' versions.
  */
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureHostPackages } from "../../util/apt.ts";
@@ -31,14 +31,20 @@ interface Tool {
   headers?: readonly string[];
   /** compiler flags beyond the common ones */
   cflags?: readonly string[];
+  /** include directories (relative to guest/tools): -I, and every file in them part of the cache key */
+  includeDirs?: readonly string[];
 }
 
 /** The userspace verbs executor (guest/uverbs): the kernel executor's command language on libibverbs/librdmacm. */
 const UVERBS_TOOL: Tool = {
   binary: "hil-uverbs",
   source: "../uverbs/main.c",
-  moreSources: ["cmd.c", "trace.c", "obj.c", "cm.c", "post.c", "drain.c"].map((f) => `../uverbs/${f}`),
+  moreSources: [
+    ...["cmd.c", "trace.c", "obj.c", "cm.c", "post.c", "drain.c"].map((f) => `../uverbs/${f}`),
+    ...["cmdlang.c", "names.c"].map((f) => `../common/${f}`),
+  ],
   headers: ["../uverbs/uv.h"],
+  includeDirs: ["../common"],
   libs: ["ibverbs", "rdmacm"],
   cflags: ["-Wextra"],
 };
@@ -56,9 +62,12 @@ export function guestToolPath(binary: string): string {
   return `/usr/bin/${binary}`;
 }
 
-/** Every file of a tool that goes into its cache key: sources, then headers. */
-function toolFiles(t: Tool): string[] {
-  return [t.source, ...(t.moreSources ?? []), ...(t.headers ?? [])];
+/** Every file of a tool that goes into its cache key: sources, headers, the include directories' files. */
+async function toolFiles(t: Tool): Promise<string[]> {
+  const included: string[] = [];
+  for (const d of t.includeDirs ?? [])
+    included.push(...(await readdir(join(TOOLS_DIR, d))).sort().map((f) => join(d, f)));
+  return [...new Set([t.source, ...(t.moreSources ?? []), ...(t.headers ?? []), ...included])];
 }
 
 async function compileTool(t: Tool, output: string): Promise<void> {
@@ -67,6 +76,7 @@ async function compileTool(t: Tool, output: string): Promise<void> {
     "-g",
     "-Wall",
     ...(t.cflags ?? []),
+    ...(t.includeDirs ?? []).map((d) => `-I${join(TOOLS_DIR, d)}`),
     "-Werror",
     "-std=gnu11",
     "-o",
@@ -102,7 +112,7 @@ export async function buildGuestToolsLayer(): Promise<ImageLayer> {
   const parts: (string | Uint8Array)[] = [RECIPE, ...(await toolchainFingerprint())];
   for (const t of GUEST_TOOLS) {
     parts.push(t.binary, t.libs.join(","), (t.cflags ?? []).join(" "));
-    for (const f of toolFiles(t)) parts.push(f, await readFile(join(TOOLS_DIR, f)));
+    for (const f of await toolFiles(t)) parts.push(f, await readFile(join(TOOLS_DIR, f)));
   }
   const key = hashParts(parts);
   const { dir } = await ensureEntry("image/guest-tools", key, { what: "guest tools" }, async (work) => {

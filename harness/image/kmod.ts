@@ -1,12 +1,12 @@
 /**
  * Out-of-tree guest kernel modules: built against a kernel's O= build tree
  * (make -C <srcDir> O=<buildDir> M=<copy of the sources>), cached by (kernel key, hash of the
- * source files), and put into the guest either as an initramfs layer (/lib/modules/<release>/extra)
- * or copied in and loaded over SSH.
+ * source files, and of the directories it shares sources with), and put into the guest either as
+ * an initramfs layer (/lib/modules/<release>/extra) or copied in and loaded over SSH.
  */
 import type { Dirent } from "node:fs";
 import { copyFile, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { dirname, join, relative } from "node:path";
+import { basename, dirname, join, relative } from "node:path";
 import { ensureEntry } from "../../util/cache.ts";
 import { HilError, isHilError } from "../../util/errors.ts";
 import { run } from "../../util/exec.ts";
@@ -17,7 +17,7 @@ import { type CpioEntry, writeCpioGz } from "./cpio.ts";
 import type { ImageLayer } from "./userspace.ts";
 
 /** Bump when the build steps change in a way that changes the artifact. */
-const RECIPE = "guest-kmod-1";
+const RECIPE = "guest-kmod-2";
 const CACHE_KIND = "kmod";
 const LAYER_KIND = "image/kmod";
 const LAYER_ARCHIVE = "kmod.cpio.gz";
@@ -28,6 +28,12 @@ export interface GuestModuleOptions {
   name: string;
   /** more make arguments, e.g. ["W=1"] (part of the cache key) */
   makeArgs?: readonly string[];
+  /**
+   * directories of sources the module shares with other programs: each is copied beside the
+   * module's directory under its own name, where the Kbuild finds it as $(src)/../<name>, and its
+   * files are part of the cache key
+   */
+  sharedDirs?: readonly string[];
 }
 
 export interface BuiltGuestModule {
@@ -51,15 +57,15 @@ function isBuildOutput(name: string): boolean {
   );
 }
 
-/** The module's source files (relative paths, sorted), everything but build outputs. */
-export async function moduleSources(sourceDir: string): Promise<string[]> {
+/** The source files below `sourceDir` (relative paths, sorted), everything but build outputs. */
+async function sourceFiles(sourceDir: string): Promise<string[]> {
   const out: string[] = [];
   async function walk(dir: string): Promise<void> {
     let entries: Dirent[];
     try {
       entries = await readdir(dir, { withFileTypes: true });
     } catch (err) {
-      throw new HilError("the module source directory cannot be read", {
+      throw new HilError("a source directory of the module cannot be read", {
         where: sourceDir,
         cause: err,
         detail: (err as Error).message,
@@ -73,7 +79,12 @@ export async function moduleSources(sourceDir: string): Promise<string[]> {
     }
   }
   await walk(sourceDir);
-  out.sort();
+  return out.sort();
+}
+
+/** The module's source files (relative paths, sorted), everything but build outputs. */
+export async function moduleSources(sourceDir: string): Promise<string[]> {
+  const out = await sourceFiles(sourceDir);
   if (!out.some((f) => f === "Kbuild" || f === "Makefile"))
     throw new HilError("the module source directory has no Kbuild or Makefile", { where: sourceDir });
   return out;
@@ -86,7 +97,25 @@ export async function guestModuleKey(
 ): Promise<string> {
   const parts: (string | Uint8Array)[] = [RECIPE, kernel.key, opts.name, ...(opts.makeArgs ?? [])];
   for (const file of await moduleSources(sourceDir)) parts.push(file, await readFile(join(sourceDir, file)));
+  for (const dir of opts.sharedDirs ?? []) {
+    parts.push("shared", basename(dir));
+    for (const file of await sourceFiles(dir)) parts.push(file, await readFile(join(dir, file)));
+  }
   return hashParts(parts);
+}
+
+/** The module's directory and the shared ones, by the name each has beside the others in the build. */
+function buildDirs(sourceDir: string, opts: GuestModuleOptions): Map<string, string> {
+  const dirs = new Map<string, string>([[basename(sourceDir), sourceDir]]);
+  for (const dir of opts.sharedDirs ?? []) {
+    const name = basename(dir);
+    if (dirs.has(name))
+      throw new HilError(`the shared source directory ${dir} has the name of another (${dirs.get(name)})`, {
+        where: sourceDir,
+      });
+    dirs.set(name, dir);
+  }
+  return dirs;
 }
 
 /** Compiler diagnostics worth showing: "file:line:col: error: ...", modpost's ERROR lines. */
@@ -118,8 +147,8 @@ export async function buildGuestModule(
   if (!/^[A-Za-z0-9_-]+$/.test(opts.name))
     throw new HilError(`"${opts.name}" is not a module name`, { where: sourceDir });
   const file = `${opts.name}.ko`;
+  const dirs = buildDirs(sourceDir, opts);
   const key = await guestModuleKey(kernel, sourceDir, opts);
-  const sources = await moduleSources(sourceDir);
   const { dir, built } = await ensureEntry(
     `${CACHE_KIND}/${opts.name}`,
     key,
@@ -127,19 +156,29 @@ export async function buildGuestModule(
     async (work) => {
       const step = progress.step(`[kmod] building ${file} for Linux ${kernel.release}`);
       const src = join(work, "src");
+      const moduleDir = join(src, basename(sourceDir));
       const output: string[] = [];
       try {
-        for (const f of sources) {
-          await mkdir(dirname(join(src, f)), { recursive: true });
-          await copyFile(join(sourceDir, f), join(src, f));
+        for (const [name, dir] of dirs) {
+          for (const f of await sourceFiles(dir)) {
+            await mkdir(dirname(join(src, name, f)), { recursive: true });
+            await copyFile(join(dir, f), join(src, name, f));
+          }
         }
         await run(
           `building ${file}`,
           "make",
-          ["-C", kernel.srcDir, `O=${kernel.buildDir}`, `M=${src}`, ...(opts.makeArgs ?? []), "modules"],
+          [
+            "-C",
+            kernel.srcDir,
+            `O=${kernel.buildDir}`,
+            `M=${moduleDir}`,
+            ...(opts.makeArgs ?? []),
+            "modules",
+          ],
           { onLine: (l) => output.push(l), tailLines: 40 },
         );
-        await copyFile(join(src, file), join(work, file));
+        await copyFile(join(moduleDir, file), join(work, file));
         await writeFile(join(work, WARNINGS_FILE), warningLines(output).join("\n"));
         await rm(src, { recursive: true, force: true });
         step.succeed();
@@ -149,7 +188,10 @@ export async function buildGuestModule(
         const errors = errorLines(output);
         throw new HilError(`building ${file} for Linux ${kernel.release} failed`, {
           where: sourceDir,
-          detail: (errors.length ? errors : output.slice(-30)).join("\n").replaceAll(`${src}/`, ""),
+          detail: (errors.length ? errors : output.slice(-30))
+            .join("\n")
+            .replaceAll(`${moduleDir}/`, "")
+            .replaceAll(`${src}/`, ""),
           cause: err,
         });
       }

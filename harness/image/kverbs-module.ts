@@ -4,10 +4,12 @@ import type { KernelArtifact } from "../kernel/types.ts";
 import { type BuiltGuestModule, buildGuestModule } from "./kmod.ts";
 
 export const KVERBS_SOURCE_DIR = fileURLToPath(new URL("../../guest/kverbs/", import.meta.url));
+/** The command language both executors share (its Kbuild includes it as $(src)/../common). */
+export const GUEST_COMMON_DIR = fileURLToPath(new URL("../../guest/common/", import.meta.url));
 export const KVERBS_MODULE = "hil_kverbs";
 /** In-tree modules hil_kverbs needs loaded first. */
 export const KVERBS_DEPS = ["ib_core", "rdma_cm"] as const;
 
 export function buildKverbsModule(kernel: KernelArtifact): Promise<BuiltGuestModule> {
-  return buildGuestModule(kernel, KVERBS_SOURCE_DIR, { name: KVERBS_MODULE });
+  return buildGuestModule(kernel, KVERBS_SOURCE_DIR, { name: KVERBS_MODULE, sharedDirs: [GUEST_COMMON_DIR] });
 }

@@ -2,14 +2,19 @@
 // is built once and then found in the cache; a module that does not compile fails with the
 // compiler's error lines (relative to the module's own directory) and leaves nothing in the
 // cache; warnings are kept with the module; the initramfs layer holds the .ko where the guest
-// looks for it.
+// looks for it; sources shared with other programs are copied beside the module and keyed.
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import t from "tap";
 import { listCpio } from "../../harness/image/cpio.ts";
-import { buildGuestModule, buildGuestModulesLayer, guestModulePath } from "../../harness/image/kmod.ts";
+import {
+  buildGuestModule,
+  buildGuestModulesLayer,
+  guestModuleKey,
+  guestModulePath,
+} from "../../harness/image/kmod.ts";
 import { buildTestdevModule } from "../../harness/image/testdev-module.ts";
 import { buildKernel } from "../../harness/kernel/build.ts";
 import { cacheRoot } from "../../util/cache.ts";
@@ -78,6 +83,36 @@ t.test("warnings are kept with the module, also when it comes from the cache", a
     listing.some((e) => `/${e.path}` === guestModulePath(kernel.release, name) && e.size > 0),
     `the layer has ${guestModulePath(kernel.release, name)}`,
   );
+});
+
+t.test("a shared source directory: beside the module for its Kbuild, part of the key", async (t) => {
+  const name = "hil_kmod_shared";
+  const dir = moduleDir(
+    name,
+    `${HEADER}#include "answer.h"\nstatic int __init s_init(void)\n{\n\treturn ANSWER - 42;\n}\nmodule_init(s_init);\n`,
+  );
+  writeFileSync(join(dir, "Kbuild"), `obj-m := ${name}.o\nccflags-y := -I$(src)/../shared\n`);
+  const shared = join(scratch, "shared");
+  mkdirSync(shared, { recursive: true });
+  writeFileSync(join(shared, "answer.h"), "#define ANSWER 42\n");
+  const built = await buildGuestModule(kernel, dir, { name, sharedDirs: [shared] });
+  t.ok(statSync(built.path).size > 0, "the module built with the shared header");
+  t.same(built.warnings, []);
+
+  writeFileSync(join(shared, "answer.h"), "#define ANSWER 43\n");
+  t.not(
+    await guestModuleKey(kernel, dir, { name, sharedDirs: [shared] }),
+    built.key,
+    "a shared file is keyed",
+  );
+  writeFileSync(join(shared, "answer.h"), "#define ANSWER nosuch\n");
+  await t.rejects(buildGuestModule(kernel, dir, { name, sharedDirs: [shared] }), {
+    message: /failed/,
+    detail: /shared\/answer\.h:1:\d+: error: .nosuch. undeclared/,
+  });
+  await t.rejects(buildGuestModule(kernel, dir, { name, sharedDirs: [join(scratch, "x", name)] }), {
+    message: /has the name of another/,
+  });
 });
 
 t.test("a directory without Kbuild or Makefile is refused", async (t) => {

@@ -428,6 +428,10 @@ for (const base of KERNELS) {
     await t.test("bad commands are refused with the reason", async (t) => {
       await t.rejects(kv.run(["post_send qp=a bogus=1"]), { message: /refused/, detail: /unknown key/ });
       await t.rejects(kv.run(["frobnicate"]), { message: /refused/, detail: /unknown operation/ });
+      await t.rejects(kv.run(["post_send qp=a count=2"]), {
+        message: /refused/,
+        detail: /post_send qp=a count=2: a required key is missing: wr_id=$/,
+      });
       await t.rejects(kv.run(["post_send qp=nosuch wr_id=1"]), { message: /failed/, detail: /no QP nosuch/ });
     });
 
