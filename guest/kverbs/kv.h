@@ -10,6 +10,7 @@
  *   kv_cm.c       rdma_cm: listen, connect (loopback pairs), disconnect, the event handler
  *   kv_post.c     posting, completions, poll, modify, query, drain
  *   kv_bench.c    throughput/latency loops
+ *   kv_tap.c      what a drain does inside (its ERR transition, marker post and completion)
  */
 #ifndef HIL_KV_H
 #define HIL_KV_H
@@ -240,6 +241,11 @@ void kv_qp_mrs_free(struct kv_qp *q);
 
 /* the completion handler of every WR the executor posts */
 void kv_done(struct ib_cq *cq, struct ib_wc *wc);
+const char *kv_wc_opcode_name(enum ib_wc_opcode op);
+
+/* the device's ops wrapped while a drain of q runs (kv_tap.c) */
+void kv_tap_begin(const struct kv_qp *q, u64 call);
+void kv_tap_end(void);
 void kv_bench_done(struct kv_ctx *c, struct kv_cq *kcq, struct ib_wc *wc);
 void kv_qp_event(struct ib_event *ev, void *context);
 int kv_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * This executor's side of the command language (guest/common/commands.def, checked by
- * guest/common/cmdlang.c when ctl is written): its operation table, clear and sleep.
+ * guest/common/cmdlang.c when ctl is written): its operation table, clear, sleep and mark.
  */
 #include <linux/delay.h>
 #include <linux/kernel.h>
@@ -34,6 +34,18 @@ int kv_op_sleep(struct hil_cmd *cmd)
 		return rc;
 	if (ms > 600000)
 		return hil_fail(cmd, -EINVAL, "ms=%u is more than 600000", ms);
-	msleep(ms);
+	/* interruptible: a long sleep step is the scenario's wait, not a task the hung-task detector should report */
+	msleep_interruptible(ms);
+	return 0;
+}
+
+int kv_op_mark(struct hil_cmd *cmd)
+{
+	u32 id;
+	int rc = hil_arg_u32(cmd, "id", 0, &id);
+
+	if (rc)
+		return rc;
+	pr_info("hil-mark %u\n", id);
 	return 0;
 }

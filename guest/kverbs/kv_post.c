@@ -36,7 +36,7 @@
 #define HIL_MAX_BATCH 1024
 #define KV_QPS_UNSET ((enum ib_qp_state)0x7f)
 
-static const char *wc_opcode_name(enum ib_wc_opcode op)
+const char *kv_wc_opcode_name(enum ib_wc_opcode op)
 {
 	switch (op) {
 	case IB_WC_SEND:
@@ -111,7 +111,7 @@ void kv_done(struct ib_cq *cq, struct ib_wc *wc)
 	kv_rec_uint(&r, "status", wc->status);
 	kv_rec_str(&r, "status_name", hil_wc_status_name(wc->status));
 	kv_rec_uint(&r, "opcode", wc->opcode);
-	kv_rec_str(&r, "opcode_name", wc_opcode_name(wc->opcode));
+	kv_rec_str(&r, "opcode_name", kv_wc_opcode_name(wc->opcode));
 	kv_rec_uint(&r, "qp_num", wc->qp ? wc->qp->qp_num : 0);
 	kv_rec_uint(&r, "vendor_err", wc->vendor_err);
 	kv_rec_uint(&r, "byte_len", wc->byte_len);
@@ -770,8 +770,11 @@ int kv_op_drain(struct hil_cmd *cmd)
 {
 	const char *which = hil_arg(cmd, "which") ?: "qp";
 	struct kv_qp *q = need_qp(cmd);
+	struct ib_qp_init_attr init = {};
+	struct ib_qp_attr attr = {};
 	struct kv_rec r;
-	u64 call, t0;
+	u64 call, t0, us;
+	int qrc;
 
 	if (!q)
 		return -ENOENT;
@@ -784,15 +787,24 @@ int kv_op_drain(struct hil_cmd *cmd)
 	kv_rec_str(&r, "which", which);
 	kv_rec_commit(&r);
 	t0 = ktime_get_ns();
+	kv_tap_begin(q, call);
 	if (!strcmp(which, "qp"))
 		ib_drain_qp(q->qp);
 	else if (!strcmp(which, "sq"))
 		ib_drain_sq(q->qp);
 	else
 		ib_drain_rq(q->qp);
+	kv_tap_end();
+	us = (ktime_get_ns() - t0) / 1000;
+	/* the state the drain left, as the driver reports it (not assumed) */
+	attr.qp_state = KV_QPS_UNSET;
+	qrc = ib_query_qp(q->qp, &attr, IB_QP_STATE, &init);
 	kv_rec_begin(&r, "drain_ret");
 	kv_rec_uint(&r, "call", call);
-	kv_rec_uint(&r, "us", (ktime_get_ns() - t0) / 1000);
+	kv_rec_uint(&r, "us", us);
+	if (!qrc)
+		kv_rec_str(&r, "state", attr.qp_state == KV_QPS_UNSET ? "UNSET" :
+					hil_qp_state_name(attr.qp_state));
 	kv_rec_commit(&r);
 	return 0;
 }

@@ -2,10 +2,13 @@
 /*
  * This executor's side of the command language (guest/common/commands.def, checked by
  * guest/common/cmdlang.c): its operation table, the kernel executor's operations and values it
- * refuses when the input is checked, before anything runs, and sleep.
+ * refuses when the input is checked, before anything runs, sleep and mark.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "uv.h"
 
@@ -38,6 +41,25 @@ int uv_op_sleep(struct hil_cmd *cmd)
 	if (ms > 600000)
 		return hil_fail(cmd, -EINVAL, "ms=%u is more than 600000", ms);
 	uv_sleep_us(ms * 1000U);
+	return 0;
+}
+
+int uv_op_mark(struct hil_cmd *cmd)
+{
+	char line[48];
+	uint32_t id;
+	int rc = hil_arg_u32(cmd, "id", 0, &id), fd, n;
+
+	if (rc)
+		return rc;
+	fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return hil_fail(cmd, -errno, "cannot open /dev/kmsg");
+	n = snprintf(line, sizeof(line), "hil-mark %u\n", id);
+	rc = write(fd, line, n) == n ? 0 : -errno;
+	close(fd);
+	if (rc)
+		return hil_fail(cmd, rc, "cannot write to /dev/kmsg");
 	return 0;
 }
 

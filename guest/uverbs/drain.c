@@ -9,15 +9,16 @@
  * other completion met on the way. The kernel waits for the marker forever; this waits the
  * drain timeout (-w), then writes a "hang" record and the run ends.
  *
- * Records: drain {call qp which}; per queue modify/modify_ret (the ERR transition),
- * drain_marker {call qp queue how:"user" wr_id rc} (its post), drain_marker_cqe (its completion,
- * in poll order, from post.c) or hang {call qp op which queue cq waited_ms}; drain_ret {call us}
- * once every marker completed. "how":"user" tells this drain from the kernel's ib_drain_*, whose
- * markers are not traced.
+ * Records: drain {call qp which}; per queue modify/modify_ret (the ERR transition, by:"drain"),
+ * drain_marker {call qp queue how:"user" wr_id rc signaled} (its post), drain_marker_cqe (its
+ * completion, in poll order, from post.c) or hang {call qp op which queue cq waited_ms};
+ * drain_ret {call us state} once every marker completed, with the QP state queried after it.
+ * "how":"user" tells this drain from the kernel's ib_drain_* (which hil_kverbs observes, "kernel").
  */
 #include <errno.h>
 #include <string.h>
 
+#include "names.h"
 #include "uv.h"
 
 static void trace_marker(uint64_t call, const struct uv_qp *q, enum uv_queue queue, int rc)
@@ -31,6 +32,7 @@ static void trace_marker(uint64_t call, const struct uv_qp *q, enum uv_queue que
 	uv_rec_str(&r, "how", "user");
 	uv_rec_uint(&r, "wr_id", UV_MARKER_WRID | queue);
 	uv_rec_int(&r, "rc", rc);
+	uv_rec_bool(&r, "signaled", true);
 	uv_rec_commit(&r);
 }
 
@@ -102,7 +104,7 @@ static int drain_queue(struct hil_cmd *cmd, struct uv_qp *q, const char *which, 
 	uint64_t modify_call, t0;
 	int rc;
 
-	rc = uv_modify_state(q, IBV_QPS_ERR, &modify_call);
+	rc = uv_modify_state(q, IBV_QPS_ERR, &modify_call, "drain");
 	if (rc)
 		return hil_fail(cmd, rc, "drain %s: ibv_modify_qp to ERR failed", qname);
 	memset(m, 0, sizeof(*m));
@@ -129,9 +131,11 @@ int uv_op_drain(struct hil_cmd *cmd)
 {
 	const char *which = hil_arg(cmd, "which") ?: "qp";
 	struct uv_qp *q = uv_find_qp(hil_arg(cmd, "qp"));
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
 	struct uv_rec r;
-	uint64_t call, t0;
-	int rc = 0;
+	uint64_t call, t0, us;
+	int rc = 0, qrc;
 
 	if (!q)
 		return hil_fail(cmd, -ENOENT, "no QP %s", hil_arg(cmd, "qp"));
@@ -154,9 +158,17 @@ int uv_op_drain(struct hil_cmd *cmd)
 	}
 	if (uv.hung)
 		return rc;
+	us = (uv_now_ns() - t0) / 1000;
+	/* the state the drain left, as the provider reports it (not assumed) */
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = (enum ibv_qp_state)UV_QPS_UNSET;
+	qrc = ibv_query_qp(q->qp, &attr, IBV_QP_STATE, &init);
 	uv_rec_begin(&r, "drain_ret");
 	uv_rec_uint(&r, "call", call);
-	uv_rec_uint(&r, "us", (uv_now_ns() - t0) / 1000);
+	uv_rec_uint(&r, "us", us);
+	if (!qrc)
+		uv_rec_str(&r, "state", (int)attr.qp_state == UV_QPS_UNSET ? "UNSET" :
+					 hil_qp_state_name(attr.qp_state));
 	uv_rec_commit(&r);
 	return rc;
 }

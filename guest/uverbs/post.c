@@ -35,7 +35,6 @@
 
 #define HIL_MAX_BATCH 1024
 #define UV_REAP_CHUNK 16
-#define UV_QPS_UNSET 0x7f
 
 static const char *wc_opcode_name(enum ibv_wc_opcode op)
 {
@@ -562,7 +561,7 @@ int uv_op_poll(struct hil_cmd *cmd)
 	return 0;
 }
 
-void uv_trace_modify(uint64_t call, const char *qp, const char *state)
+void uv_trace_modify(uint64_t call, const char *qp, const char *state, const char *by)
 {
 	struct uv_rec r;
 
@@ -570,6 +569,8 @@ void uv_trace_modify(uint64_t call, const char *qp, const char *state)
 	uv_rec_uint(&r, "call", call);
 	uv_rec_str(&r, "qp", qp);
 	uv_rec_str(&r, "state", state);
+	if (by)
+		uv_rec_str(&r, "by", by);
 	uv_rec_commit(&r);
 }
 
@@ -583,13 +584,13 @@ void uv_trace_modify_ret(uint64_t call, int rc)
 	uv_rec_commit(&r);
 }
 
-int uv_modify_state(struct uv_qp *q, enum ibv_qp_state state, uint64_t *call)
+int uv_modify_state(struct uv_qp *q, enum ibv_qp_state state, uint64_t *call, const char *by)
 {
 	struct ibv_qp_attr attr = { .qp_state = state };
 	int rc;
 
 	*call = ++uv.calls;
-	uv_trace_modify(*call, q->name, hil_qp_state_name(state));
+	uv_trace_modify(*call, q->name, hil_qp_state_name(state), by);
 	rc = -ibv_modify_qp(q->qp, &attr, IBV_QP_STATE);
 	uv_trace_modify_ret(*call, rc);
 	return rc;
@@ -605,7 +606,7 @@ int uv_op_modify(struct hil_cmd *cmd)
 		return -ENOENT;
 	if (hil_qp_state_parse(hil_arg(cmd, "state"), &state))
 		return hil_fail(cmd, -EINVAL, "state=%s", hil_arg(cmd, "state"));
-	rc = uv_modify_state(q, (enum ibv_qp_state)state, &call);
+	rc = uv_modify_state(q, (enum ibv_qp_state)state, &call, NULL);
 	if (rc)
 		hil_fail(cmd, rc, "ibv_modify_qp to %s failed", hil_qp_state_name(state));
 	return rc;

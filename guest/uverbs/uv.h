@@ -225,9 +225,12 @@ struct uv_pool *uv_pool_by_qpn(uint32_t qp_num);
 
 /* polls up to `budget` completions (0: what is there) and traces them; <0 on a poll error */
 int uv_cq_reap(struct uv_cq *cq, int budget);
-void uv_trace_modify(uint64_t call, const char *qp, const char *state);
+/* by: "drain" for a drain's own ERR transition, else NULL */
+void uv_trace_modify(uint64_t call, const char *qp, const char *state, const char *by);
 void uv_trace_modify_ret(uint64_t call, int rc);
-int uv_modify_state(struct uv_qp *q, enum ibv_qp_state state, uint64_t *call);
+int uv_modify_state(struct uv_qp *q, enum ibv_qp_state state, uint64_t *call, const char *by);
+/* a QP state a provider that does not fill the field leaves behind (traced as "UNSET") */
+#define UV_QPS_UNSET 0x7f
 void uv_sleep_us(unsigned int us);
 
 /*

@@ -243,7 +243,7 @@ export class TraceModel {
               wrId: r.wr_id ?? -1,
               call: r.call,
               at,
-              signaled: true,
+              signaled: r.signaled ?? true,
               accepted: r.rc === 0,
               rc: r.rc,
               invalid: false,

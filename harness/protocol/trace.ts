@@ -245,6 +245,8 @@ const drainMarker = z.strictObject({
   wr_id: uint.optional(),
   /** the post's return: 0 or a negative errno */
   rc: int,
+  /** whether the marker asked for a completion (ib_drain_sq's RDMA WRITE does not; in ERR it gets one all the same) */
+  signaled: z.boolean().optional(),
 });
 /** The marker's completion, in completion order among the cqe records. */
 const drainMarkerCqe = z.strictObject({

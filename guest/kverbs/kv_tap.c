@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * What ib_drain_qp/ib_drain_sq/ib_drain_rq do inside, seen from the device's side: while a drain
+ * command runs, the device's modify_qp, post_send and post_recv (its ib_device_ops, through which
+ * the core's ib_modify_qp/ib_post_send/ib_post_recv call the driver) are wrapped. The drain's ERR
+ * transition is traced as modify/modify_ret (by "drain"); a WR whose ib_cqe is not one of this
+ * executor's is the drain's marker: its post is traced as drain_marker, and its ib_cqe's done
+ * callback is wrapped so that its completion is traced (drain_marker_cqe) in completion order,
+ * among the cqe records of the executor's own WRs, before the core's done runs. The ops are
+ * restored when the drain returns; a driver with its own drain_sq/drain_rq ops is not seen.
+ */
+#include <linux/kernel.h>
+
+#include "kv.h"
+#include "names.h"
+
+struct kv_tap_marker {
+	struct ib_cqe *cqe;
+	void (*done)(struct ib_cq *cq, struct ib_wc *wc);
+	u8 queue;
+};
+
+static struct {
+	struct ib_device *dev;
+	const struct kv_qp *q;
+	u64 call;
+	struct kv_tap_marker markers[2];
+	int (*modify_qp)(struct ib_qp *qp, struct ib_qp_attr *attr, int mask, struct ib_udata *udata);
+	int (*post_send)(struct ib_qp *qp, const struct ib_send_wr *wr, const struct ib_send_wr **bad);
+	int (*post_recv)(struct ib_qp *qp, const struct ib_recv_wr *wr, const struct ib_recv_wr **bad);
+} tap;
+
+static const char *cq_name(const struct ib_cq *cq)
+{
+	int i;
+
+	for (i = 0; i < KV_MAX_OBJS; i++)
+		if (kv.cqs[i].in_use && kv.cqs[i].cq == cq)
+			return kv.cqs[i].name;
+	return "?";
+}
+
+static bool drained_qp(const struct ib_qp *qp)
+{
+	return tap.q && tap.q->qp == qp;
+}
+
+static void marker_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct kv_tap_marker *m = NULL;
+	struct kv_rec r;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(tap.markers); i++)
+		if (tap.markers[i].cqe == wc->wr_cqe)
+			m = &tap.markers[i];
+	if (!m)
+		return;
+	kv_rec_begin(&r, "drain_marker_cqe");
+	kv_rec_uint(&r, "call", tap.call);
+	kv_rec_str(&r, "cq", cq_name(cq));
+	kv_rec_str(&r, "qp", tap.q ? tap.q->name : "?");
+	kv_rec_str(&r, "queue", m->queue == KV_SQ ? "sq" : "rq");
+	kv_rec_uint(&r, "status", wc->status);
+	kv_rec_str(&r, "status_name", hil_wc_status_name(wc->status));
+	kv_rec_uint(&r, "opcode", wc->opcode);
+	kv_rec_str(&r, "opcode_name", kv_wc_opcode_name(wc->opcode));
+	kv_rec_uint(&r, "qp_num", wc->qp ? wc->qp->qp_num : 0);
+	kv_rec_uint(&r, "vendor_err", wc->vendor_err);
+	kv_rec_commit(&r);
+	/* the core's done (ib_drain_qp_done) wakes the drain: nothing here may touch m after it */
+	m->done(cq, wc);
+}
+
+/* The marker's ib_cqe gets marker_done; returns false when it is one of this executor's WRs. */
+static bool take_marker(struct ib_cqe *cqe, enum kv_queue queue)
+{
+	struct kv_tap_marker *m = &tap.markers[queue];
+
+	if (!cqe || cqe->done == kv_done || cqe->done == marker_done)
+		return false;
+	m->cqe = cqe;
+	m->done = cqe->done;
+	m->queue = queue;
+	cqe->done = marker_done;
+	return true;
+}
+
+static void trace_marker(enum kv_queue queue, int rc, bool signaled)
+{
+	struct kv_rec r;
+
+	kv_rec_begin(&r, "drain_marker");
+	kv_rec_uint(&r, "call", tap.call);
+	kv_rec_str(&r, "qp", tap.q->name);
+	kv_rec_str(&r, "queue", queue == KV_SQ ? "sq" : "rq");
+	kv_rec_str(&r, "how", "kernel");
+	kv_rec_int(&r, "rc", rc);
+	kv_rec_bool(&r, "signaled", signaled);
+	kv_rec_commit(&r);
+}
+
+static int tap_modify_qp(struct ib_qp *qp, struct ib_qp_attr *attr, int mask, struct ib_udata *udata)
+{
+	struct kv_rec r;
+	u64 call;
+	int rc;
+
+	if (!drained_qp(qp) || !(mask & IB_QP_STATE))
+		return tap.modify_qp(qp, attr, mask, udata);
+	call = ++kv.calls;
+	kv_rec_begin(&r, "modify");
+	kv_rec_uint(&r, "call", call);
+	kv_rec_str(&r, "qp", tap.q->name);
+	kv_rec_str(&r, "state", hil_qp_state_name(attr->qp_state));
+	kv_rec_str(&r, "by", "drain");
+	kv_rec_commit(&r);
+	rc = tap.modify_qp(qp, attr, mask, udata);
+	kv_rec_begin(&r, "modify_ret");
+	kv_rec_uint(&r, "call", call);
+	kv_rec_int(&r, "rc", rc);
+	kv_rec_commit(&r);
+	return rc;
+}
+
+static int tap_post_send(struct ib_qp *qp, const struct ib_send_wr *wr, const struct ib_send_wr **bad)
+{
+	bool marker = drained_qp(qp) && wr && !wr->next && take_marker(wr->wr_cqe, KV_SQ);
+	int rc = tap.post_send(qp, wr, bad);
+
+	if (marker) {
+		if (rc)
+			wr->wr_cqe->done = tap.markers[KV_SQ].done;
+		trace_marker(KV_SQ, rc, wr->send_flags & IB_SEND_SIGNALED);
+	}
+	return rc;
+}
+
+static int tap_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr, const struct ib_recv_wr **bad)
+{
+	bool marker = drained_qp(qp) && wr && !wr->next && take_marker(wr->wr_cqe, KV_RQ);
+	int rc = tap.post_recv(qp, wr, bad);
+
+	if (marker) {
+		if (rc)
+			wr->wr_cqe->done = tap.markers[KV_RQ].done;
+		trace_marker(KV_RQ, rc, true);
+	}
+	return rc;
+}
+
+void kv_tap_begin(const struct kv_qp *q, u64 call)
+{
+	struct ib_device *dev = q->qp->device;
+
+	memset(&tap, 0, sizeof(tap));
+	tap.dev = dev;
+	tap.q = q;
+	tap.call = call;
+	tap.modify_qp = dev->ops.modify_qp;
+	tap.post_send = dev->ops.post_send;
+	tap.post_recv = dev->ops.post_recv;
+	if (tap.modify_qp)
+		WRITE_ONCE(dev->ops.modify_qp, tap_modify_qp);
+	if (tap.post_send)
+		WRITE_ONCE(dev->ops.post_send, tap_post_send);
+	if (tap.post_recv)
+		WRITE_ONCE(dev->ops.post_recv, tap_post_recv);
+}
+
+void kv_tap_end(void)
+{
+	struct ib_device *dev = tap.dev;
+
+	if (!dev)
+		return;
+	if (tap.modify_qp)
+		WRITE_ONCE(dev->ops.modify_qp, tap.modify_qp);
+	if (tap.post_send)
+		WRITE_ONCE(dev->ops.post_send, tap.post_send);
+	if (tap.post_recv)
+		WRITE_ONCE(dev->ops.post_recv, tap.post_recv);
+	tap.dev = NULL;
+	tap.q = NULL;
+}
