@@ -11,6 +11,7 @@ import { progress } from "../../util/progress.ts";
 import { RULES } from "../oracle/judge.ts";
 import { commandLine } from "../protocol/commands.ts";
 import { type CompiledScenario, type CompiledStep, compileScenario } from "../scenario/compile.ts";
+import { stepRules } from "../scenario/exercise.ts";
 import { loadScenarioFile } from "../scenario/load.ts";
 import { DRIVERS, EXECUTORS, type FaultStep, type Scenario } from "../scenario/schema.ts";
 import { SCENARIO_DIR, selectScenarioFiles } from "../scenario/select.ts";
@@ -249,8 +250,12 @@ export function renderShow(entries: readonly ScenarioEntry[]): string {
         `    ${t.driver}/${t.executor}: ${t.plan.run ? "runs" : `${t.plan.verdict}: ${t.plan.reason}`}`,
       );
     out.push(`  setup (watchdog ${c.setupTimeoutMs} ms):`, ...c.setup.map((l) => `    ${l}`));
+    const exercised = stepRules(c);
     for (const step of c.steps) {
-      const head = `  step ${step.index + 1}, line ${step.line}: ${step.kind}`;
+      const rules = exercised[step.index] ?? [];
+      const meant =
+        rules.length > 0 ? `, exercises rule${rules.length > 1 ? "s" : ""} ${rules.join(", ")}` : "";
+      const head = `  step ${step.index + 1}, line ${step.line}: ${step.kind}${meant}`;
       if (step.fault) {
         out.push(
           `${head} (armed on the device's control channel once the steps before it are done; no hil_kverbs command)`,
@@ -266,6 +271,8 @@ export function renderShow(entries: readonly ScenarioEntry[]): string {
       "  settle (kernel executor): a poll per CQ for the completions the trace says it still owes, then reset",
       ...c.cqs.map((cq) => `    ${commandLine("poll", { cq, min: "<owed>", timeout: "<wait>" })}`),
       "    reset",
+      "  console barrier: the console slice ends at the kernel log line of this mark",
+      "    mark id=<n>",
       "",
     );
   }

@@ -132,7 +132,23 @@ function markKnown(r: RuleVerdict, bugs: readonly KnownBug[]): RuleVerdict {
   };
 }
 
-/** The judgements with the recorded bugs' rules marked XFAIL/XPASS and each profile's verdict recombined. */
+/** A covered rule the bug keeps from being exercised (MISS) is a SKIP that names the record. */
+function markHidden(r: RuleVerdict, bugs: readonly KnownBug[]): RuleVerdict {
+  if (r.verdict !== "MISS") return r;
+  const bug = bugs.find((b) => b.hides?.some((x) => ruleIdOf(x) === r.rule));
+  if (!bug) return r;
+  return {
+    ...r,
+    verdict: "SKIP",
+    reason: `${r.reason}: a known bug keeps it from being exercised here (${bug.reference})`,
+    knownBug: { reference: bug.reference, note: bug.note },
+  };
+}
+
+/**
+ * The judgements with the recorded bugs' rules marked XFAIL/XPASS (under the oracle profiles each
+ * record names), the rules they hide SKIP (under every profile), each profile's verdict recombined.
+ */
 export function applyKnownBugs(
   judgements: readonly ProfileJudgement[],
   bugs: readonly KnownBug[],
@@ -142,9 +158,12 @@ export function applyKnownBugs(
     recombine(
       j,
       j.rules.map((r) =>
-        markKnown(
-          r,
-          bugs.filter((b) => !b.oracle_profiles || b.oracle_profiles.includes(j.profile)),
+        markHidden(
+          markKnown(
+            r,
+            bugs.filter((b) => !b.oracle_profiles || b.oracle_profiles.includes(j.profile)),
+          ),
+          bugs,
         ),
       ),
     ),

@@ -91,6 +91,9 @@ export const commandsRule: Rule = {
       }
       if (done.rc === 0 || sent.phase === "settle") return;
       if (sent.phase === "step" && sent.kind && JUDGED_BY_RULES.has(sent.kind)) return;
+      // completions a poll waited for from WRs a post call refused: the refusal is what rules 1-3 judge
+      if (sent.kind === "poll" && model.calls.some((c) => c.rc !== 0 && c.at < model.records.indexOf(done)))
+        return;
       problems.push(`${where(sent)}: "${sent.line}" failed: rc ${rcText(done)}`);
     });
     if (cmds.length < commands.length && !stuck) {

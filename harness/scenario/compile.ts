@@ -6,7 +6,15 @@
 
 import type { ExpectedRc } from "../oracle/run-commands.ts";
 import { commandLine } from "../protocol/commands.ts";
-import type { ExecutorKind, FaultStep, Scenario, Step, StepKind } from "./schema.ts";
+import {
+  countOn,
+  type DriverName,
+  type ExecutorKind,
+  type FaultStep,
+  type Scenario,
+  type Step,
+  type StepKind,
+} from "./schema.ts";
 
 /** The verbs object names the compiled commands use. */
 export const NAMES = {
@@ -27,6 +35,8 @@ export interface CompileOptions {
   port: number;
   /** the executor the lines are for (default kernel): the user executor polls every CQ directly */
   executor?: ExecutorKind;
+  /** the driver, for post steps with a count per driver (default: the scenario's first) */
+  driver?: DriverName;
 }
 
 /** Why a step cannot run: the executor lacks it, or it needs a device model's fault API. */
@@ -147,10 +157,11 @@ function compileStep(
   s: Scenario,
   step: Step,
   ids: WrIds,
+  driver: DriverName,
 ): { commands: string[]; waitMs?: number; unsupported?: Unsupported; fault?: FaultStep; posts?: StepPosts } {
   const cq = cqNames(s);
   if ("post_send" in step) {
-    const p = step.post_send;
+    const p = { ...step.post_send, count: countOn(step.post_send.count, driver) };
     const wrId = ids.take(p.on, "sq", p.wr_id, p.count);
     return {
       posts: {
@@ -175,7 +186,7 @@ function compileStep(
     };
   }
   if ("post_recv" in step) {
-    const p = step.post_recv;
+    const p = { ...step.post_recv, count: countOn(step.post_recv.count, driver) };
     const wrId = ids.take(p.on, "rq", p.wr_id, p.count);
     return {
       posts: { qp: NAMES[p.on], queue: "rq", wrId, count: p.count, signal: "all" },
@@ -210,7 +221,7 @@ function compileStep(
 export function compileScenario(s: Scenario, opts: CompileOptions): CompiledScenario {
   const ids = new WrIds();
   const steps = s.steps.map((step, index): CompiledStep => {
-    const c = compileStep(s, step, ids);
+    const c = compileStep(s, step, ids, opts.driver ?? (s.drivers[0] as DriverName));
     // a step's own timeout_ms is taken as written; the scenario's default leaves room for waits
     const timeoutMs =
       step.timeout_ms ??

@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
+import { globToRegExp } from "../../util/glob.ts";
 import { YamlSource } from "../../util/yaml-source.ts";
 import { DRIVERS, EXECUTORS, ORACLE_PROFILES } from "./axes.ts";
 
@@ -74,6 +75,12 @@ export const knownBugSchema = z.strictObject({
    * stays a FAIL
    */
   failure: pattern,
+  /**
+   * covered rules the bug keeps a scenario from exercising (a post it refuses leaves nothing for
+   * the rules about that post to judge): where the record applies, under every oracle profile,
+   * such a rule that judged nothing is a SKIP naming the record, not a MISS
+   */
+  hides: z.array(designRule).min(1).optional(),
   reference: z
     .string()
     .regex(
@@ -92,19 +99,40 @@ export const knownBugId = z
 
 const registrySchema = z.record(
   z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "lowercase letters, digits, dashes"),
-  knownBugSchema.omit({ id: true }),
+  knownBugSchema.omit({ id: true }).extend({
+    /**
+     * the scenarios (names or globs) the record applies to without being named in them: a bug of
+     * a driver or provider that every scenario meets where it runs
+     */
+    scenarios: z.array(z.string().min(1)).min(1).optional(),
+  }),
 );
 
-let registry: Map<string, KnownBug> | undefined;
+type SharedRecord = { bug: KnownBug; scenarios?: RegExp[] };
+let registry: Map<string, SharedRecord> | undefined;
 
-/** The shared records, read once (a bad file is one HilError naming file, line and field). */
-export function sharedKnownBugs(): Map<string, KnownBug> {
+function shared(): Map<string, SharedRecord> {
   if (!registry) {
     const src = YamlSource.parse(readFileSync(KNOWN_BUGS_FILE, "utf8"), KNOWN_BUGS_FILE);
     const data = src.check(registrySchema);
-    registry = new Map(Object.entries(data).map(([id, bug]) => [id, { id, ...bug }]));
+    registry = new Map(
+      Object.entries(data).map(([id, { scenarios, ...bug }]) => [
+        id,
+        { bug: { id, ...bug }, ...(scenarios ? { scenarios: scenarios.map(globToRegExp) } : {}) },
+      ]),
+    );
   }
   return registry;
+}
+
+/** The shared records, read once (a bad file is one HilError naming file, line and field). */
+export function sharedKnownBugs(): Map<string, KnownBug> {
+  return new Map([...shared()].map(([id, r]) => [id, r.bug]));
+}
+
+/** The shared records that apply to a scenario by its name (their `scenarios` globs). */
+export function sharedBugsOf(scenario: string): KnownBug[] {
+  return [...shared().values()].filter((r) => r.scenarios?.some((re) => re.test(scenario))).map((r) => r.bug);
 }
 
 /**

@@ -4,6 +4,7 @@
  */
 import { basename, extname } from "node:path";
 import { YamlSource } from "../../util/yaml-source.ts";
+import { sharedBugsOf } from "./known-bug.ts";
 import { type Scenario, scenarioSchema } from "./schema.ts";
 
 function scenarioOf(src: YamlSource): Scenario {
@@ -14,7 +15,10 @@ function scenarioOf(src: YamlSource): Scenario {
     src.reject([
       { line: 1, col: 1, field: "name", message: `"${name}": lowercase letters, digits and dashes` },
     ]);
-  return { ...data, name, file: src.file, stepLines };
+  const named = data.known_bugs ?? [];
+  const implied = sharedBugsOf(name).filter((b) => !named.some((x) => x.id === b.id));
+  const known_bugs = [...named, ...implied];
+  return { ...data, ...(known_bugs.length > 0 ? { known_bugs } : {}), name, file: src.file, stepLines };
 }
 
 /** Parses and checks scenario text; `file` names it in errors. */

@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import { DRAIN_TARGETS, POLL_CONTEXTS, QP_STATES, SEND_OPS } from "../protocol/commands.ts";
-import { DRIVERS, EXECUTORS, ORACLE_PROFILES } from "./axes.ts";
+import { DRIVERS, type DriverName, EXECUTORS, ORACLE_PROFILES } from "./axes.ts";
 import { designRule, type KnownBug, knownBugEntry, ruleRef } from "./known-bug.ts";
 
 export {
@@ -42,6 +42,24 @@ export const CQE_FAULTS: readonly FaultKindName[] = [
 
 const count = z.number().int().min(1).max(4096);
 /**
+ * How many WRs a post step posts: one number, or one per driver where their queues are counted
+ * differently (erdma counts its SQ in 32-byte blocks, siw in WRs): a chain meant to fill or
+ * overflow a queue is sized for each driver it runs on.
+ */
+const postCount = z.union([
+  count,
+  z
+    .partialRecord(z.enum(DRIVERS), count)
+    .refine((m) => Object.keys(m).length > 0, { message: "a count per driver names at least one driver" }),
+]);
+export type PostCount = z.infer<typeof postCount>;
+
+/** The count a post step has on a driver (a per-driver count without it: its largest). */
+export function countOn(c: PostCount, driver?: DriverName): number {
+  if (typeof c === "number") return c;
+  return (driver !== undefined ? c[driver] : undefined) ?? Math.max(...Object.values(c));
+}
+/**
  * What a step's command may return: a code (0 or a negative errno), any error, or anything. A
  * command that returns otherwise is an ERROR of the run (the step did not do what it meant).
  */
@@ -62,7 +80,7 @@ const postSend = z.strictObject({
   post_send: z.strictObject({
     on: side,
     op: z.enum(SEND_OPS).default("send"),
-    count: count.default(1),
+    count: postCount.default(1),
     wr_id: wrId.optional(),
     signal: signal.default("all"),
     /** WRs chained per ib_post_send call (default: all of them in one call) */
@@ -77,7 +95,7 @@ const postSend = z.strictObject({
 const postRecv = z.strictObject({
   post_recv: z.strictObject({
     on: side,
-    count: count.default(1),
+    count: postCount.default(1),
     wr_id: wrId.optional(),
     batch: count.optional(),
     len: z.number().int().min(0).max(65536).optional(),
@@ -269,7 +287,17 @@ export const scenarioSchema = z
         for (const p of faultProblems(step.fault))
           ctx.addIssue({ code: "custom", path: ["steps", i, "fault", p.field], message: p.message });
       const post = "post_send" in step ? step.post_send : "post_recv" in step ? step.post_recv : undefined;
-      if (post && post.count > 1024 && post.batch === undefined)
+      const key = "post_send" in step ? "post_send" : "post_recv";
+      if (post && typeof post.count !== "number")
+        for (const d of s.drivers)
+          if (post.count[d] === undefined)
+            ctx.addIssue({
+              code: "custom",
+              path: ["steps", i, key, "count"],
+              message: `no count for ${d}, a driver the scenario runs on (drivers: ${s.drivers.join(", ")})`,
+            });
+      const most = post ? countOn(post.count) : 0;
+      if (post && most > 1024 && post.batch === undefined)
         ctx.addIssue({
           code: "custom",
           path: ["steps", i, "post_send" in step ? "post_send" : "post_recv", "count"],
@@ -287,11 +315,16 @@ export const scenarioSchema = z
           path: ["steps", i, "post_send" in step ? "post_send" : "post_recv", "len"],
           message: `len ${post.len} is more than the QP's buf ${s.qp.buf}`,
         });
-      if (post?.bad !== undefined && post.bad >= (post.batch ?? post.count))
+      const fewest = post
+        ? typeof post.count === "number"
+          ? post.count
+          : Math.min(...Object.values(post.count))
+        : 0;
+      if (post?.bad !== undefined && post.bad >= (post.batch ?? fewest))
         ctx.addIssue({
           code: "custom",
           path: ["steps", i, "post_send" in step ? "post_send" : "post_recv", "bad"],
-          message: `bad ${post.bad} is past the end of each call (${post.batch ?? post.count} WRs a call): no WR would be invalid`,
+          message: `bad ${post.bad} is past the end of each call (${post.batch ?? fewest} WRs a call): no WR would be invalid`,
         });
       // (a sleep past its watchdog stays allowed: it is how the harness's own tests provoke one)
       const waits = "poll" in step ? step.poll.wait_ms : undefined;

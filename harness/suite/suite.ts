@@ -269,7 +269,12 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
     const s = r.scenario;
     const profiles = profilesFor(s, opts.profiles);
     const plan = planScenario(s, opts);
-    const compiled = compileScenario(s, { addr: GUEST_ADDR, port: r.port, executor: opts.executor });
+    const compiled = compileScenario(s, {
+      addr: GUEST_ADDR,
+      port: r.port,
+      executor: opts.executor,
+      driver: opts.driver,
+    });
     const steps = plan.run ? planSteps(compiled, opts) : plan;
     if (profiles.length === 0) report.scenarios.push(notRun(r, [], "SKIP", "no oracle profile selected"));
     else if (!plan.run) report.scenarios.push(notRun(r, profiles, plan.verdict, plan.reason));

@@ -153,7 +153,7 @@ t.test("--show: the command lines of each stage, the watchdogs, the wr_ids, wher
     "  a worked example",
     "  covers:",
     "    rule 1: a send posted in ERROR/SQE returns 0 and completes with a flush error",
-    "    rule 9: ib_drain_* returns, after every earlier WR of the drained queue completed, without a warning",
+    "    rule 9: ib_drain_* moves the QP to ERR, its marker is accepted and completes last on its queue, and it returns without a warning",
     "  oracle profiles: ib, iwarp-rdmac, linux",
     "  meant for: drivers siw, erdma; executors kernel; device profiles any",
     "  where it runs:",
@@ -171,19 +171,21 @@ t.test("--show: the command lines of each stage, the watchdogs, the wr_ids, wher
     "    post_recv qp=peer wr_id=4000 count=4",
     "  step 2, line 7: modify (watchdog 10000 ms)",
     "    modify qp=qp state=ERR",
-    "  step 3, line 8: post_send (watchdog 10000 ms) wr_ids 1000-1003 on qp sq, signal last",
+    "  step 3, line 8: post_send, exercises rules 1, 6 (watchdog 10000 ms) wr_ids 1000-1003 on qp sq, signal last",
     "    post_send qp=qp wr_id=1000 op=send count=4 signal=last",
-    "  step 4, line 9: poll (watchdog 13000 ms)",
+    "  step 4, line 9: poll, exercises rules 4, 5, 7 (watchdog 13000 ms)",
     "    poll cq=scq min=4 timeout=8000",
     "  step 5, line 10: fault (armed on the device's control channel once the steps before it are done; no hil_kverbs command)",
     "    device fault: kind=drop-cqe on=qp queue=sq wr_id=1003",
-    "  step 6, line 11: drain (watchdog 3000 ms)",
+    "  step 6, line 11: drain, exercises rules 1, 4, 5, 9 (watchdog 3000 ms)",
     "    drain qp=qp which=sq",
     "  settle (kernel executor): a poll per CQ for the completions the trace says it still owes, then reset",
     "    poll cq=scq min=<owed> timeout=<wait>",
     "    poll cq=rcq min=<owed> timeout=<wait>",
     "    poll cq=pcq min=<owed> timeout=<wait>",
     "    reset",
+    "  console barrier: the console slice ends at the kernel log line of this mark",
+    "    mark id=<n>",
   ];
   t.equal(text, `${expected.join("\n")}\n`);
   const c = entries[0]?.compiled;
@@ -249,7 +251,10 @@ t.test("the command's modes and exit status, in process", async (t) => {
   const json = JSON.parse((await inProcess("post-*", "--json")).stdout) as { name: string; ok: boolean }[];
   t.ok(json.length > 1 && json.every((e) => e.ok && e.name.startsWith("post-")));
   const show = await inProcess("drain-qp-idle", "--show");
-  t.match(show.stdout, /\n {2}step 1, line 4: drain \(watchdog 10000 ms\)\n {4}drain qp=qp which=qp\n/);
+  t.match(
+    show.stdout,
+    /\n {2}step 1, line 4: drain, exercises rules 1, 2, 4, 5, 9 \(watchdog 10000 ms\)\n {4}drain qp=qp which=qp\n/,
+  );
 });
 
 t.test("hil scenarios through bin/hil", async (t) => {

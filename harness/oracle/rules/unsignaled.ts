@@ -3,7 +3,7 @@
  * successfully produces no completion.
  */
 import { WC_SUCCESS } from "../../protocol/trace.ts";
-import { quote, ref } from "../model.ts";
+import { quote, ref, wrName } from "../model.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 
 export const rule6: Rule = {
@@ -29,7 +29,7 @@ export const rule6: Rule = {
         model.deadline(w) !== undefined
       )
         problems.push({
-          reason: `unsignaled WR ${w.wrId} posted to ${w.qp} in ${w.postedIn} got no error completion`,
+          reason: `unsignaled ${wrName(w)} posted to ${w.qp} in ${w.postedIn} got no error completion`,
           evidence: [quote(model.records, w.at)],
           wrs: [ref(w)],
         });
