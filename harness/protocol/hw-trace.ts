@@ -73,9 +73,15 @@ export function parseHwTrace(text: string, opts: HwTraceOptions = {}): HwTraceEv
   return out;
 }
 
-/** The events of a trace file from byte `fromByte` on, leniently: the device server may be mid-line. */
-export function readHwTrace(file: string, fromByte = 0): HwTraceEvent[] {
-  return parseHwTrace(readFileSync(file).subarray(fromByte).toString("utf8"), { lenient: true });
+/**
+ * The events of a trace file from byte `from` on (a line cut there is not an event). Strict unless
+ * `lenient`: give it for a file the device server may still be writing.
+ */
+export function readHwTrace(file: string, opts: { from?: number; lenient?: boolean } = {}): HwTraceEvent[] {
+  const text = readFileSync(file)
+    .subarray(opts.from ?? 0)
+    .toString("utf8");
+  return parseHwTrace(text, { source: file, lenient: opts.lenient ?? false });
 }
 
 /** The device's events of one kind. */

@@ -135,10 +135,14 @@ t.test("lenient: a torn last line (the writer is mid-line) is left out", async (
   const dir = t.testdir({});
   const file = join(dir, "hw-trace.jsonl");
   writeFileSync(file, torn);
-  t.equal(readHwTrace(file).length, LINES.length, "the whole file");
+  t.equal(readHwTrace(file, { lenient: true }).length, LINES.length, "the whole file");
+  t.throws(() => readHwTrace(file), {
+    where: file,
+    message: `hardware trace line ${LINES.length + 1} is not JSON`,
+  });
   const from = TEXT.indexOf(LINES[3] as string) + 5;
   t.same(
-    readHwTrace(file, from).map((e) => JSON.stringify(e)),
+    readHwTrace(file, { from, lenient: true }).map((e) => JSON.stringify(e)),
     LINES.slice(4),
     "from a byte in the middle of a line: that line's tail is left out",
   );
