@@ -2,6 +2,7 @@ import { existsSync, statSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { CommandResult } from "../../qemu/launch/types.ts";
 import { parseConsole } from "../console/parse.ts";
+import { eventsOf, type HwTraceEvent, readHwTrace } from "../protocol/hw-trace.ts";
 import type { CheckResult } from "../verdict.ts";
 import {
   compareDevinfo,
@@ -13,8 +14,6 @@ import {
   parseIbvDevinfo,
   parseLifecycle,
   parseRdmaLink,
-  readTrace,
-  type TraceLine,
 } from "./expectations.ts";
 
 /** What the smoke checks need of a running guest. */
@@ -247,11 +246,11 @@ export const SMOKE_CHECKS: readonly SmokeCheck[] = [
  * The trace from byte `from` on, once the device server has written the round's last command
  * (it writes asynchronously; give it a moment).
  */
-async function traceAfter(file: string, from: number): Promise<TraceLine[]> {
-  let events: TraceLine[] = [];
+async function traceAfter(file: string, from: number): Promise<HwTraceEvent[]> {
+  let events: HwTraceEvent[] = [];
   for (let i = 0; i < 30; i++) {
-    events = readTrace(file, from);
-    if (events.filter((e) => e.kind === "cmd" && e.name === "DEREG_MR").length >= 2) break;
+    events = readHwTrace(file, { from, lenient: true });
+    if (eventsOf(events, "cmd").filter((e) => e.name === "DEREG_MR").length >= 2) break;
     await sleep(100);
   }
   return events;

@@ -1,12 +1,13 @@
 /**
  * What a guest with the emulated erdma device should show, and how to read it: `rdma link`,
- * `ibv_devinfo -v`, dmesg, the guest tool hil-verbs-lifecycle's report, and the hardware trace.
+ * `ibv_devinfo -v`, dmesg, the guest tool hil-verbs-lifecycle's report, and the hardware trace
+ * (its events as protocol/hw-trace.ts reads them).
  * The expectations follow from the device profile through the driver's own arithmetic
  * (erdma_main.c erdma_dev_attrs_init, erdma_verbs.c erdma_query_device); every check returns the
  * problems it found (empty: as expected), so a verdict can quote them.
  */
-import { readFileSync } from "node:fs";
 import { parseConsole } from "../console/parse.ts";
+import { type ErdmaTraceEventOf, eventsOf, type HwTraceEvent } from "../protocol/hw-trace.ts";
 
 /** The subset of a profile the expectations need (ErdmaProfile satisfies it). */
 export interface ProfileFacts {
@@ -202,35 +203,7 @@ export function parseLifecycle(stdout: string): LifecycleStep[] {
   return steps;
 }
 
-/** One hardware trace line (qemu/erdma/trace.ts ErdmaTraceEvent, or a server event). */
-export type TraceLine = Record<string, unknown> & { kind: string; t: number };
-
-/** Parses JSON lines, skipping a partial last line (the writer may be mid-line). */
-export function parseTrace(text: string): TraceLine[] {
-  const out: TraceLine[] = [];
-  for (const line of text.split("\n")) {
-    if (!line.trim()) continue;
-    try {
-      out.push(JSON.parse(line) as TraceLine);
-    } catch {
-      // a line still being written
-    }
-  }
-  return out;
-}
-
-export function readTrace(file: string, fromByte = 0): TraceLine[] {
-  const buf = readFileSync(file);
-  return parseTrace(buf.subarray(fromByte).toString("utf8"));
-}
-
-interface CmdLine {
-  name: string;
-  status: number;
-  statusName: string;
-  reason?: string;
-  detail?: Record<string, unknown>;
-}
+type CmdLine = ErdmaTraceEventOf<"cmd">;
 
 /** The object commands of one lifecycle round, in order, as the trace should show them. */
 const LIFECYCLE_COMMANDS = new Set([
@@ -259,12 +232,12 @@ function hexKey(v: string | undefined): string {
  */
 export function matchLifecycle(
   steps: readonly LifecycleStep[],
-  events: readonly TraceLine[],
+  events: readonly HwTraceEvent[],
 ): LifecycleMatch {
   const problems: string[] = [];
   const failedSteps = steps.filter((s) => !s.ok);
   for (const s of failedSteps) problems.push(`the tool failed at ${s.step}: ${s.reason}`);
-  const cmds = events.filter((e) => e.kind === "cmd") as unknown as CmdLine[];
+  const cmds = eventsOf(events, "cmd");
   const relevant = cmds.filter((c) => LIFECYCLE_COMMANDS.has(c.name));
   const commands = relevant.map(describeCmd);
   for (const c of cmds) {
@@ -324,12 +297,8 @@ export function matchLifecycle(
     }
   });
   // ibv_req_notify_cq on the send CQ: an armed CQ doorbell for it between its creation and the QP's
-  const armed = events.some(
-    (e) =>
-      e.kind === "doorbell" &&
-      e.db === "cq" &&
-      e.id === sendCqn &&
-      (BigInt(String(e.value)) & (1n << 31n)) !== 0n,
+  const armed = eventsOf(events, "doorbell").some(
+    (e) => e.db === "cq" && e.id === sendCqn && (BigInt(e.value) & (1n << 31n)) !== 0n,
   );
   if (!armed) problems.push(`no CQ doorbell arming CQ ${sendCqn} (ibv_req_notify_cq)`);
   return { problems, commands };

@@ -8,8 +8,9 @@
  * see: a QP's first post and its first doorbell, its creation and the device's QP leaving "none",
  * its first ERR transition (modify or drain) and the device's QP entering ERROR.
  */
-import type { TraceRecord } from "../protocol/trace.ts";
-import type { HwEvent } from "../rundir/read.ts";
+import { WcStatus } from "../../qemu/erdma/hw.ts";
+import { type ErdmaTraceEvent, type HwTraceEvent, isServerLine } from "../protocol/hw-trace.ts";
+import { type TraceRecord, WC_SUCCESS, WC_WR_FLUSH_ERR } from "../protocol/trace.ts";
 
 export const LANES = [
   { id: "state", label: "QP state" },
@@ -67,12 +68,6 @@ function isStuck(o: { ev: string }): o is Stuck {
   return o.ev === "stuck";
 }
 
-const WC_SUCCESS = 0;
-const WC_WR_FLUSH_ERR = 5;
-/** erdma_wc_status: 0 success, 15 flushed */
-const ERDMA_WC_SUCCESS = 0;
-const ERDMA_WC_FLUSH = 15;
-
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);
@@ -97,11 +92,11 @@ function qpNumbers(records: readonly TraceRecord[]): Map<string, number> {
 /** Offset (hardware ms minus verbs ms) from events both traces record; undefined without any. */
 export function alignClocks(
   records: readonly TraceRecord[],
-  hw: readonly HwEvent[],
+  hw: readonly HwTraceEvent[],
 ): { offsetMs: number; anchors: number } | undefined {
   const qpns = qpNumbers(records);
   const pairs: number[] = [];
-  const firstHw = (pred: (e: HwEvent) => boolean) => hw.find(pred)?.t;
+  const firstHw = (pred: (e: HwTraceEvent) => boolean) => hw.find(pred)?.t;
   const seenPost = new Set<string>();
   const seenErr = new Set<string>();
   for (const r of records) {
@@ -125,9 +120,7 @@ export function alignClocks(
       const qpn = qpns.get(r.qp);
       if (qpn === undefined || seenErr.has(r.qp)) continue;
       seenErr.add(r.qp);
-      const t = firstHw(
-        (e) => e.kind === "state" && e.object === "qp" && e.id === qpn && /^ERR/i.test(String(e.to)),
-      );
+      const t = firstHw((e) => e.kind === "state" && e.object === "qp" && e.id === qpn && /^ERR/i.test(e.to));
       if (t !== undefined) pairs.push(t - ms);
     }
   }
@@ -136,8 +129,8 @@ export function alignClocks(
 }
 
 /** Whether a hardware event belongs on the picture (and in which lane). */
-function hwLane(e: HwEvent, qpns: ReadonlySet<number>): LaneId | undefined {
-  const onQp = (n: unknown) => typeof n === "number" && qpns.has(n);
+function hwLane(e: ErdmaTraceEvent, qpns: ReadonlySet<number>): LaneId | undefined {
+  const onQp = (n: number | undefined) => n !== undefined && qpns.has(n);
   switch (e.kind) {
     case "wqe":
     case "flush":
@@ -162,14 +155,18 @@ function hwLane(e: HwEvent, qpns: ReadonlySet<number>): LaneId | undefined {
   }
 }
 
-function hwKind(e: HwEvent): string {
+function hwKind(e: ErdmaTraceEvent): string {
   switch (e.kind) {
     case "wqe":
-      return e.status === ERDMA_WC_SUCCESS ? "hw-wqe" : e.status === ERDMA_WC_FLUSH ? "hw-flush" : "hw-error";
+      return e.status === WcStatus.SUCCESS
+        ? "hw-wqe"
+        : e.status === WcStatus.FLUSH_ERR
+          ? "hw-flush"
+          : "hw-error";
     case "cqe":
-      return e.syndrome === ERDMA_WC_SUCCESS
+      return e.syndrome === WcStatus.SUCCESS
         ? "hw-cqe"
-        : e.syndrome === ERDMA_WC_FLUSH
+        : e.syndrome === WcStatus.FLUSH_ERR
           ? "hw-flush"
           : "hw-error";
     case "flush":
@@ -181,7 +178,7 @@ function hwKind(e: HwEvent): string {
     case "doorbell":
       return "hw-db";
     case "irq":
-      return e.delivered === false ? "hw-error" : "hw-irq";
+      return e.delivered ? "hw-irq" : "hw-error";
     case "fault":
       return e.action === "fired" ? "hw-fault" : "hw-fault-armed";
     default:
@@ -189,14 +186,14 @@ function hwKind(e: HwEvent): string {
   }
 }
 
-function hwLabel(e: HwEvent): string | undefined {
+function hwLabel(e: ErdmaTraceEvent): string | undefined {
   switch (e.kind) {
     case "flush":
-      return `flush ${String(e.queue)} ×${String(e.count)}`;
+      return `flush ${e.queue} ×${e.count}`;
     case "reflush":
       return "REFLUSH";
     case "state":
-      return `hw ${String(e.to)}`;
+      return `hw ${e.to}`;
     case "fault":
       return e.action === "fired" ? "fault!" : undefined;
     case "warn":
@@ -210,7 +207,7 @@ function hwLabel(e: HwEvent): string | undefined {
 
 export function buildTimeline(
   records: readonly TraceRecord[],
-  hw: readonly HwEvent[] | undefined,
+  hw: readonly HwTraceEvent[] | undefined,
   observations: ReadonlyArray<{ ev: string }> = [],
 ): Timeline {
   const marks: Mark[] = [];
@@ -335,8 +332,10 @@ export function buildTimeline(
   if (hw && hw.length > 0) {
     alignment = alignClocks(records, hw);
     const qpns = new Set(qpNumbers(records).values());
-    const offset = alignment?.offsetMs ?? (hw[0] as HwEvent).t;
+    const offset = alignment?.offsetMs ?? (hw[0] as HwTraceEvent).t;
     for (const e of hw) {
+      // the vfio-user server's own lines (sessions, messages) have no place on the picture
+      if (isServerLine(e)) continue;
       const lane = hwLane(e, qpns);
       if (!lane) continue;
       const label = hwLabel(e);

@@ -6,6 +6,7 @@
 import { readFile, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { HilError } from "../../util/errors.ts";
+import { type HwTraceEvent, parseHwTrace } from "../protocol/hw-trace.ts";
 import { parseTrace, type TraceRecord } from "../protocol/trace.ts";
 import {
   type RunCheck,
@@ -72,34 +73,11 @@ export async function loadVerbsTrace(run: RunDir, s: RunScenario): Promise<Trace
   return parseTrace(await readText(file, "the scenario's verbs trace"), file);
 }
 
-export type HwEvent = Record<string, unknown> & { kind: string; t: number };
-
-/** A scenario's hardware trace slice (traces/<name>.hw.jsonl): every line a JSON event with kind and t. */
-export async function loadHwTrace(run: RunDir, s: RunScenario): Promise<HwEvent[] | undefined> {
+/** A scenario's hardware trace slice (traces/<name>.hw.jsonl): every line an event of the device or its server. */
+export async function loadHwTrace(run: RunDir, s: RunScenario): Promise<HwTraceEvent[] | undefined> {
   if (!s.hwTrace) return undefined;
   const file = join(run.dir, s.hwTrace);
-  const text = await readText(file, "the scenario's hardware trace");
-  const out: HwEvent[] = [];
-  text.split("\n").forEach((line, i) => {
-    if (line === "") return;
-    let v: unknown;
-    try {
-      v = JSON.parse(line);
-    } catch (err) {
-      throw new HilError(`hardware trace line ${i + 1} is not JSON`, {
-        where: file,
-        detail: `${(err as Error).message}\n${line.slice(0, 200)}`,
-      });
-    }
-    const e = v as Partial<HwEvent> | null;
-    if (!e || typeof e !== "object" || typeof e.kind !== "string" || typeof e.t !== "number")
-      throw new HilError(`hardware trace line ${i + 1} is not an event (kind and t)`, {
-        where: file,
-        detail: line.slice(0, 200),
-      });
-    out.push(e as HwEvent);
-  });
-  return out;
+  return parseHwTrace(await readText(file, "the scenario's hardware trace"), { source: file });
 }
 
 /** The erdma device of a run: the emulated one with its profile, or an external device server. */

@@ -8,6 +8,7 @@
  */
 
 import type { ControlReply } from "../../qemu/erdma/control.ts";
+import { WcStatus } from "../../qemu/erdma/hw.ts";
 import { TraceModel } from "../oracle/model.ts";
 import type { WrRef } from "../oracle/rule.ts";
 import { postedWrs, recordsOf, type TraceRecord } from "../protocol/trace.ts";
@@ -28,11 +29,22 @@ export function controlOf(device: unknown): DeviceControl | undefined {
 
 /**
  * IB_WC status names an injected WQE error can produce, and the erdma_wc_status the device
- * writes for each: the driver maps it back (drivers/infiniband/hw/erdma/erdma_cq.c map_cqe_status).
+ * writes for each: the driver maps it back (drivers/infiniband/hw/erdma/erdma_cq.c map_cqe_status,
+ * 6.12: erdma_cq.c:75-106).
  */
 export const ERDMA_WC_STATUS: Record<"sq" | "rq", Readonly<Record<string, number>>> = {
-  sq: { GENERAL_ERR: 1, LOC_QP_OP_ERR: 8, LOC_ACCESS_ERR: 10, WR_FLUSH_ERR: 15, RETRY_EXC_ERR: 16 },
-  rq: { GENERAL_ERR: 1, REM_ACCESS_ERR: 3, WR_FLUSH_ERR: 15 },
+  sq: {
+    GENERAL_ERR: WcStatus.GENERAL_ERR,
+    LOC_QP_OP_ERR: WcStatus.SEND_WQE_FORMAT_ERR,
+    LOC_ACCESS_ERR: WcStatus.SEND_STAG_INVALID_ERR,
+    WR_FLUSH_ERR: WcStatus.FLUSH_ERR,
+    RETRY_EXC_ERR: WcStatus.RETRY_EXC_ERR,
+  },
+  rq: {
+    GENERAL_ERR: WcStatus.GENERAL_ERR,
+    REM_ACCESS_ERR: WcStatus.RECV_STAG_INVALID_ERR,
+    WR_FLUSH_ERR: WcStatus.FLUSH_ERR,
+  },
 };
 
 function statusName(s: string): string {

@@ -5,6 +5,8 @@
  * WQEs completed in error, flushes, REFLUSH, DMA faults, QP state changes) are quoted in evidence.
  */
 import { open, stat, writeFile } from "node:fs/promises";
+import { WcStatus } from "../../qemu/erdma/hw.ts";
+import { type HwTraceEvent, isServerLine } from "../protocol/hw-trace.ts";
 
 export const HW_TRACE_FILE = "hw-trace.jsonl";
 
@@ -60,58 +62,37 @@ export async function writeHwSlice(file: string, from: number, to: number, dest:
   return text;
 }
 
-export type HwEvent = Record<string, unknown> & { kind?: unknown; t?: unknown };
-
-/** The JSON lines of a slice (a line that is not JSON is left out: the trace is evidence, not input). */
-export function parseHwEvents(text: string): HwEvent[] {
-  const out: HwEvent[] = [];
-  for (const line of text.split("\n")) {
-    if (!line) continue;
-    try {
-      const v: unknown = JSON.parse(line);
-      if (v && typeof v === "object" && !Array.isArray(v)) out.push(v as HwEvent);
-    } catch {
-      // a torn line
-    }
-  }
-  return out;
-}
-
-/** erdma_wc_status: 0 success, 15 flush (erdma_hw.h) */
-const WC_SUCCESS = 0;
-const WC_FLUSH = 15;
-
 /** Whether an event says something about a failure: a fault fired, an error, a flush, a state. */
-export function isNotable(e: HwEvent, qpns?: ReadonlySet<number>): boolean {
-  const onQp = (n: unknown) => !qpns || (typeof n === "number" && qpns.has(n));
+export function isNotable(e: HwTraceEvent, qpns?: ReadonlySet<number>): boolean {
+  if (isServerLine(e)) return false;
+  const onQp = (n: number) => !qpns || qpns.has(n);
   switch (e.kind) {
     case "fault":
       return e.action === "fired" || e.action === "armed";
     case "wqe":
-      return typeof e.status === "number" && e.status !== WC_SUCCESS && e.status !== WC_FLUSH && onQp(e.qpn);
+      return e.status !== WcStatus.SUCCESS && e.status !== WcStatus.FLUSH_ERR && onQp(e.qpn);
     case "flush":
     case "reflush":
       return onQp(e.qpn);
     case "dma-fault":
       return true;
     case "state":
-      return e.object === "qp" && typeof e.to === "string" && /ERR/i.test(e.to) && onQp(e.id);
+      return e.object === "qp" && /ERR/i.test(e.to) && onQp(e.id);
     default:
       return false;
   }
 }
 
-/** One event as an evidence line: `hw <kind> {fields}` (time and device left out). */
-export function quoteHw(e: HwEvent): string {
+/** One event as an evidence line: `hw <kind> @<t>ms {fields}` (device name left out). */
+export function quoteHw(e: HwTraceEvent): string {
   const { t, dev, kind, ...rest } = e;
-  const ms = typeof t === "number" ? ` @${t.toFixed(1)}ms` : "";
-  return `hw ${String(kind)}${ms} ${JSON.stringify(rest)}`;
+  return `hw ${kind} @${t.toFixed(1)}ms ${JSON.stringify(rest)}`;
 }
 
 /** The notable events of a slice as evidence lines: faults, then errors and flushes, then ERR transitions; at most `max`. */
-export function hwEvidence(events: readonly HwEvent[], qpns?: ReadonlySet<number>, max = 8): string[] {
+export function hwEvidence(events: readonly HwTraceEvent[], qpns?: ReadonlySet<number>, max = 8): string[] {
   const notable = events.filter((e) => isNotable(e, qpns));
-  const rank = (e: HwEvent) => (e.kind === "fault" ? 0 : e.kind === "state" ? 2 : 1);
+  const rank = (e: HwTraceEvent) => (e.kind === "fault" ? 0 : e.kind === "state" ? 2 : 1);
   const ordered = notable
     .map((e, i) => ({ e, i }))
     .sort((a, b) => rank(a.e) - rank(b.e) || a.i - b.i)

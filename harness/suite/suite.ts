@@ -22,11 +22,12 @@ import { executorFactory } from "../executor/registry.ts";
 import { judgeTrace, type ProfileJudgement } from "../oracle/judge.ts";
 import { applyExpectedFailures, applyKnownBugs, type BugTarget, knownBugsFor } from "../oracle/known-bugs.ts";
 import type { FaultObservation, Observation } from "../oracle/observations.ts";
+import { parseHwTrace } from "../protocol/hw-trace.ts";
 import { type CompiledScenario, compileScenario } from "../scenario/compile.ts";
 import type { KnownBug, OracleProfile, Scenario } from "../scenario/schema.ts";
 import { type CheckResult, PASSING_VERDICTS, type Verdict } from "../verdict.ts";
 import { armFault, controlOf } from "./faults.ts";
-import { hwEvidence, hwTraceName, parseHwEvents, settledSize, writeHwSlice } from "./hw-trace.ts";
+import { hwEvidence, hwTraceName, settledSize, writeHwSlice } from "./hw-trace.ts";
 import { planScenario, planSteps, type SuiteTarget } from "./plan.ts";
 import {
   expandRepeats,
@@ -364,7 +365,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
             x.ev === "create" && x.kind === "qp" && x.qp_num !== undefined ? [x.qp_num] : [],
           ),
         );
-        hw = hwEvidence(parseHwEvents(text), qpns);
+        hw = hwEvidence(parseHwTrace(text, { lenient: true }), qpns);
       }
       const t1 = Date.now();
       const bugs = knownBugsFor(r.scenario.known_bugs, bugTarget(opts));

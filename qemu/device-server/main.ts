@@ -46,6 +46,7 @@ import { createTestDevice } from "../testdev/device.ts";
 import type { DeviceModel } from "../vfio-user/device.ts";
 import { startServer, type TraceEvent, type VfioUserServer } from "../vfio-user/server.ts";
 import { startControlServer } from "./control-socket.ts";
+import type { SERVER_TRACE_SRC } from "./trace-line.ts";
 
 const USAGE = [
   "usage: main.ts --socket-path PATH [--socket-path PATH ...] [--device hil-testdev|erdma]",
@@ -330,8 +331,10 @@ async function main(): Promise<void> {
           trace: sink
             ? (e) => {
                 if (!keep) sink(tagged ? { ...e, dev: d.name } : e);
-                // one clock for the core's events and the server's
-                else if (keep(e)) sink({ ...e, t: now(), dev: d.name, src: "vfio-user" });
+                // one clock for the core's events and the server's; the mark the trace's readers
+                // look for (checked, not imported: the process does not load the readers' schema)
+                else if (keep(e))
+                  sink({ ...e, t: now(), dev: d.name, src: "vfio-user" satisfies typeof SERVER_TRACE_SRC });
               }
             : undefined,
           log: (level, text) => {

@@ -1,9 +1,19 @@
 /**
  * A fake host for the erdma core: guest memory in a Buffer at a 64-bit guest address (with holes
  * that fault, as unmapped memory would), recorded MSI-X interrupts, a trace log, and either
- * automatic (setImmediate) or manual deferred-work scheduling.
+ * automatic (setImmediate) or manual deferred-work scheduling. Every event the model writes is
+ * checked against the trace's schema (what the harness's readers accept): a test file that ends
+ * with `traceSchemaProblems()` empty proves the writer and the schema agree on what it exercised.
  */
 import { DmaFault, type ErdmaHost, type ErdmaTraceEvent, type GuestMemory } from "../../qemu/erdma/index.ts";
+import { erdmaTraceEventSchema } from "../../qemu/erdma/trace-schema.ts";
+
+const schemaProblems: string[] = [];
+
+/** The events (as JSON, with what is wrong) of every FakeHost of this process that the schema refused. */
+export function traceSchemaProblems(): readonly string[] {
+  return schemaProblems;
+}
 
 export interface FakeGuestOptions {
   /** guest physical address of the memory (default 0x1_0000_0000, above 4 GiB to exercise the _H registers) */
@@ -151,7 +161,13 @@ export class FakeHost implements ErdmaHost {
 
   trace(event: ErdmaTraceEvent): void {
     // a JSON round trip proves every event is serialisable
-    const copy = JSON.parse(JSON.stringify(event)) as ErdmaTraceEvent;
+    const json = JSON.stringify(event);
+    const copy = JSON.parse(json) as ErdmaTraceEvent;
+    const checked = erdmaTraceEventSchema.safeParse(copy);
+    if (!checked.success)
+      schemaProblems.push(
+        `${json}: ${checked.error.issues.map((i) => `${i.path.join(".") || "(event)"}: ${i.message}`).join("; ")}`,
+      );
     this.counts.set(event.kind, (this.counts.get(event.kind) ?? 0) + 1);
     if (this.keepAll || event.kind === "internal-error") this.events.push(copy);
   }

@@ -12,8 +12,8 @@ import { buildInitramfs } from "../../harness/image/initramfs.ts";
 import { buildGuestModulesLayer } from "../../harness/image/kmod.ts";
 import { buildKverbsModule } from "../../harness/image/kverbs-module.ts";
 import { buildKernel } from "../../harness/kernel/build.ts";
-import { readTrace } from "../../harness/probe/expectations.ts";
 import { commandLine } from "../../harness/protocol/commands.ts";
+import { readHwTrace } from "../../harness/protocol/hw-trace.ts";
 import { completionsOf, recordsOf, WC_WR_FLUSH_ERR } from "../../harness/protocol/trace.ts";
 import { ensureQemu } from "../../qemu/provision/qemu.ts";
 
@@ -117,7 +117,7 @@ t.test("faults through the control channel, debian:6.12", async (t) => {
 
   await guest.dispose();
   guest = undefined;
-  const hw = readTrace(traceFile, 0);
+  const hw = readHwTrace(traceFile);
   const faults = hw.filter((e) => e.kind === "fault");
   t.same(
     faults.map((e) => `${e.action}:${(e.fault as { kind?: string } | undefined)?.kind ?? ""}`),

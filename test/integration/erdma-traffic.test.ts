@@ -5,7 +5,7 @@
 import { join } from "node:path";
 import t from "tap";
 import { type BootedGuest, bootPrepared, prepareGuest } from "../../harness/boot.ts";
-import { readTrace } from "../../harness/probe/expectations.ts";
+import { eventsOf, readHwTrace } from "../../harness/protocol/hw-trace.ts";
 
 t.setTimeout(20 * 60 * 1000);
 
@@ -61,13 +61,18 @@ t.test("rping and perftest over the model, debian:6.12", async (t) => {
 
   await guest.dispose();
   guest = undefined;
-  const hw = readTrace(traceFile, 0);
-  const ops = new Set(hw.filter((e) => e.kind === "wqe" && e.status === 0).map((e) => String(e.op)));
+  const hw = readHwTrace(traceFile);
+  const ops = new Set(
+    eventsOf(hw, "wqe")
+      .filter((e) => e.status === 0)
+      .map((e) => e.op),
+  );
   for (const op of ["SEND", "WRITE", "READ", "RECEIVE"]) t.ok(ops.has(op), `the device executed ${op}`);
   t.same(
-    hw
-      .filter((e) => e.kind === "internal-error" || e.kind === "dma-fault")
-      .map((e) => e.message ?? e.context),
+    [
+      ...eventsOf(hw, "internal-error").map((e) => e.message),
+      ...eventsOf(hw, "dma-fault").map((e) => e.context),
+    ],
     [],
     "no model error or DMA fault",
   );

@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import t from "tap";
 import { type BootedPair, bootPair, prepareGuest } from "../../harness/boot.ts";
-import { readTrace } from "../../harness/probe/expectations.ts";
+import { eventsOf, readHwTrace } from "../../harness/protocol/hw-trace.ts";
 
 t.setTimeout(20 * 60 * 1000);
 
@@ -54,12 +54,16 @@ t.test("two guests, two devices, one fabric (debian:6.12)", async (t) => {
   await pair.dispose();
   pair = undefined;
   for (const [i, file] of traces.entries()) {
-    const hw = readTrace(file, 0);
+    const hw = readHwTrace(file);
     t.ok(
       hw.every((e) => e.dev === `erdma${i}`),
       `trace ${i} holds only erdma${i}'s events`,
     );
-    const ops = new Set(hw.filter((e) => e.kind === "wqe" && e.status === 0).map((e) => String(e.op)));
+    const ops = new Set(
+      eventsOf(hw, "wqe")
+        .filter((e) => e.status === 0)
+        .map((e) => e.op),
+    );
     t.ok(ops.has(i === 0 ? "RECEIVE" : "SEND"), `erdma${i} did its side of the SENDs`);
     t.same(
       hw.filter((e) => e.kind === "internal-error" || e.kind === "dma-fault"),
@@ -67,10 +71,10 @@ t.test("two guests, two devices, one fabric (debian:6.12)", async (t) => {
       `erdma${i}: no model error or DMA fault`,
     );
   }
-  const peers = readTrace(traces[1], 0).filter((e) => e.kind === "wqe" && e.op === "SEND" && e.status === 0);
+  const peers = eventsOf(readHwTrace(traces[1]), "wqe").filter((e) => e.op === "SEND" && e.status === 0);
   t.ok(peers.length > 0, "the client's SENDs completed on its own device");
-  const received = readTrace(traces[0], 0).filter(
-    (e) => e.kind === "wqe" && e.op === "RECEIVE" && e.peer === "erdma1",
+  const received = eventsOf(readHwTrace(traces[0]), "wqe").filter(
+    (e) => e.op === "RECEIVE" && e.peer === "erdma1",
   );
   t.ok(received.length > 0, "and landed in RQEs of the server's device, from erdma1");
 });

@@ -11,7 +11,14 @@ import { join } from "node:path";
 import t from "tap";
 import { type BootedGuest, bootPrepared, prepareGuest } from "../../harness/boot.ts";
 import { runUverbsSegments, type UverbsPause } from "../../harness/executor/uverbs-driver.ts";
-import { readTrace, type TraceLine } from "../../harness/probe/expectations.ts";
+import {
+  type ErdmaTraceEventOf,
+  type ErdmaTraceKind,
+  eventsOf,
+  type HwTraceEvent,
+  isServerLine,
+  readHwTrace,
+} from "../../harness/protocol/hw-trace.ts";
 import {
   completionsOf,
   parseTrace,
@@ -19,6 +26,7 @@ import {
   WC_SUCCESS,
   WC_WR_FLUSH_ERR,
 } from "../../harness/protocol/trace.ts";
+import { WcStatus } from "../../qemu/erdma/hw.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 import { ruleOf, scenarioOf, verdictsOf } from "../support/verdicts.ts";
 
@@ -26,25 +34,18 @@ t.setTimeout(20 * 60 * 1000);
 
 const IP = "10.0.2.15";
 /** erdma's SEND_STAG_INVALID_ERR, which the driver maps to IB_WC_LOC_ACCESS_ERR (8) */
-const SEND_STAG_INVALID_ERR = 10;
+const SEND_STAG_INVALID_ERR = WcStatus.SEND_STAG_INVALID_ERR;
 const WC_LOC_ACCESS_ERR = 8;
 const RDMA_CORE_ERDMA = "https://github.com/linux-rdma/rdma-core/blob/v44.0/providers/erdma/erdma_verbs.c";
 
-type HwEvent = TraceLine & {
-  t: number;
-  action?: string;
-  fault?: { kind: string; qpn?: number };
-  context?: { index?: number };
-  qpn?: number;
-  queue?: string;
-  index?: number;
-  status?: number;
-};
-
-/** The first hardware event matching `f`, and its place in the trace. */
-function firstOf(events: readonly HwEvent[], f: (e: HwEvent) => boolean): { e?: HwEvent; at: number } {
-  const at = events.findIndex(f);
-  return { e: events[at], at };
+/** The first device event of a kind matching `f`, and its place in the trace. */
+function firstOf<K extends ErdmaTraceKind>(
+  events: readonly HwTraceEvent[],
+  kind: K,
+  f: (e: ErdmaTraceEventOf<K>) => boolean,
+): { e?: ErdmaTraceEventOf<K>; at: number } {
+  const at = events.findIndex((e) => !isServerLine(e) && e.kind === kind && f(e as ErdmaTraceEventOf<K>));
+  return { e: events[at] as ErdmaTraceEventOf<K> | undefined, at };
 }
 
 t.test("runUverbsSegments on a real guest: a fault armed between the connection and the posts", async (t) => {
@@ -117,10 +118,10 @@ t.test("runUverbsSegments on a real guest: a fault armed between the connection 
     "every command of both segments ran",
   );
 
-  const events = readTrace(traceFile) as HwEvent[];
-  const armed = firstOf(events, (e) => e.kind === "fault" && e.action === "armed");
-  const fired = firstOf(events, (e) => e.kind === "fault" && e.action === "fired");
-  const firstSqWqe = firstOf(events, (e) => e.kind === "wqe" && e.qpn === qpn && e.queue === "sq");
+  const events = readHwTrace(traceFile, { lenient: true });
+  const armed = firstOf(events, "fault", (e) => e.action === "armed");
+  const fired = firstOf(events, "fault", (e) => e.action === "fired");
+  const firstSqWqe = firstOf(events, "wqe", (e) => e.qpn === qpn && e.queue === "sq");
   t.match(armed.e?.fault, { kind: "error-wqe", qpn }, "the fault armed on QP a");
   t.ok(
     armed.at >= 0 && firstSqWqe.at > armed.at,
@@ -128,9 +129,7 @@ t.test("runUverbsSegments on a real guest: a fault armed between the connection 
   );
   t.equal(fired.e?.context?.index, 1, "fired on the second SQE");
   t.ok(
-    events.some(
-      (e) => e.kind === "wqe" && e.qpn === qpn && e.index === 1 && e.status === SEND_STAG_INVALID_ERR,
-    ),
+    eventsOf(events, "wqe").some((e) => e.qpn === qpn && e.index === 1 && e.status === SEND_STAG_INVALID_ERR),
     "which completed with the injected status",
   );
 });
@@ -190,17 +189,14 @@ t.test("hil run --executor user arms the fault scenarios' faults, debian:6.12", 
   );
   const qpn = recordsOf(records, "create").find((c) => c.kind === "qp" && c.name === "qp")?.qp_num;
   t.equal(fault?.spec?.qpn, qpn, "the fault named the QP the user trace created");
-  const hw = readFileSync(join(dir, err.hwTrace ?? "none"), "utf8")
-    .trim()
-    .split("\n")
-    .map((l) => JSON.parse(l) as HwEvent);
-  const armed = firstOf(hw, (e) => e.kind === "fault" && e.action === "armed");
-  const fired = firstOf(hw, (e) => e.kind === "fault" && e.action === "fired");
-  const firstSqWqe = firstOf(hw, (e) => e.kind === "wqe" && e.qpn === qpn && e.queue === "sq");
+  const hw = readHwTrace(join(dir, err.hwTrace ?? "none"));
+  const armed = firstOf(hw, "fault", (e) => e.action === "armed");
+  const fired = firstOf(hw, "fault", (e) => e.action === "fired");
+  const firstSqWqe = firstOf(hw, "wqe", (e) => e.qpn === qpn && e.queue === "sq");
   t.ok(armed.at >= 0 && firstSqWqe.at > armed.at, "armed before the SENDs reached the device");
   t.equal(fired.e?.context?.index, 3, "fired on the fourth SQE (WR 1003)");
   t.ok(
-    hw.some((e) => e.kind === "wqe" && e.qpn === qpn && e.index === 3 && e.status === SEND_STAG_INVALID_ERR),
+    eventsOf(hw, "wqe").some((e) => e.qpn === qpn && e.index === 3 && e.status === SEND_STAG_INVALID_ERR),
     "the WQE completed with the injected status",
   );
 

@@ -21,30 +21,32 @@ import {
   parseIbvDevinfo,
   parseLifecycle,
   parseRdmaLink,
-  readTrace,
-  type TraceLine,
 } from "../../harness/probe/expectations.ts";
+import { eventsOf, type HwTraceEvent, readHwTrace } from "../../harness/protocol/hw-trace.ts";
 import { loadProfile } from "../../qemu/erdma/profile-file.ts";
 import { isolate } from "./cli.ts";
 import { processGone } from "./guest.ts";
 
 const PROFILE = "erdma-reflush";
 
-function cmds(events: readonly TraceLine[]) {
-  return events.filter((e) => e.kind === "cmd") as unknown as Array<
-    TraceLine & { name: string; status: number; detail?: Record<string, unknown> }
-  >;
+function cmds(events: readonly HwTraceEvent[]) {
+  return eventsOf(events, "cmd");
+}
+
+/** The trace so far (the device server is still writing it). */
+function traceNow(file: string, from = 0): HwTraceEvent[] {
+  return readHwTrace(file, { from, lenient: true });
 }
 
 /** Trace events from byte `from` once `done` holds for them (the server writes asynchronously). */
 async function traceUntil(
   file: string,
   from: number,
-  done: (events: TraceLine[]) => boolean,
-): Promise<TraceLine[]> {
-  let events: TraceLine[] = [];
+  done: (events: HwTraceEvent[]) => boolean,
+): Promise<HwTraceEvent[]> {
+  let events: HwTraceEvent[] = [];
   for (let i = 0; i < 50; i++) {
-    events = readTrace(file, from);
+    events = traceNow(file, from);
     if (done(events)) break;
     await sleep(100);
   }
@@ -105,11 +107,11 @@ export function erdmaGuestTest(base: "debian:6.1" | "debian:6.12" | "debian:7.2"
         [],
         "the console is clean",
       );
-      const events = readTrace(traceFile);
+      const events = traceNow(traceFile);
       const reads = events.filter((e) => e.kind === "reg-read").map((e) => e.name);
       t.equal(reads[0], "VERSION", "the driver reads VERSION first");
       t.ok(reads.includes("NETDEV_MAC_L") && reads.includes("NETDEV_MAC_H"), "and the NIC's MAC");
-      const init = events.find((e) => e.kind === "reg-write" && e.name === "DEV_CTRL");
+      const init = eventsOf(events, "reg-write").find((e) => e.name === "DEV_CTRL");
       t.equal(init?.value, "0x2", "DEV_CTRL.INIT");
       t.ok(
         events.some((e) => e.kind === "state" && e.object === "device" && e.to === "initialized"),
@@ -159,7 +161,7 @@ export function erdmaGuestTest(base: "debian:6.1" | "debian:6.12" | "debian:7.2"
       }
       const want = expectedDevinfo(profile, { mac: DEFAULT_GUEST_MAC, kernelRelease: release });
       t.same(compareDevinfo(hca, want), [], `ibv_devinfo ${hca.hcaId} matches ${PROFILE}`);
-      const ceqs = cmds(readTrace(traceFile)).filter((c) => c.name === "CREATE_EQ").length;
+      const ceqs = cmds(traceNow(traceFile)).filter((c) => c.name === "CREATE_EQ").length;
       t.equal(Number(hca.attrs.num_comp_vectors), ceqs, "one completion vector per CEQ the driver created");
     });
 
@@ -187,11 +189,13 @@ export function erdmaGuestTest(base: "debian:6.1" | "debian:6.12" | "debian:7.2"
         t.same(match.problems, [], "the trace shows the matching commands");
         t.comment(`trace: ${match.commands.join(" | ")}`);
         const qpn = Number(steps.find((s) => s.step === "create_qp")?.fields.qpn);
-        const qpStates = events
-          .filter((e) => e.kind === "state" && e.object === "qp" && e.id === qpn)
+        const qpStates = eventsOf(events, "state")
+          .filter((e) => e.object === "qp" && e.id === qpn)
           .map((e) => `${e.from}->${e.to}`);
         t.same(qpStates, ["none->IDLE", "IDLE->ERROR", "ERROR->destroyed"], "the QP's states in the device");
-        const mrStates = events.filter((e) => e.kind === "state" && e.object === "mr").map((e) => e.to);
+        const mrStates = eventsOf(events, "state")
+          .filter((e) => e.object === "mr")
+          .map((e) => e.to);
         t.same(mrStates, ["valid", "valid", "deregistered", "deregistered"], "MRs valid, then gone");
         t.same(
           events.filter((e) => ["warn", "internal-error", "dma-fault"].includes(e.kind)),
@@ -346,7 +350,7 @@ export function erdmaGuestTest(base: "debian:6.1" | "debian:6.12" | "debian:7.2"
         cmds(ev).filter((c) => c.name === (oldDriver ? "DEREG_MR" : "FREE_DB")).length >= (oldDriver ? 2 : 1),
     );
     t.same(matchLifecycle(parseLifecycle(r.stdout), events).problems, [], "the lifecycle matches the trace");
-    const all = cmds(readTrace(traceFile)).map((c) => c.name);
+    const all = cmds(traceNow(traceFile)).map((c) => c.name);
     if (oldDriver) {
       t.notOk(
         all.includes("CONF_DEVICE") || all.includes("ALLOC_DB"),
@@ -370,7 +374,7 @@ export function erdmaGuestTest(base: "debian:6.1" | "debian:6.12" | "debian:7.2"
       );
     }
     t.same(
-      readTrace(traceFile).filter((e) => ["warn", "internal-error", "dma-fault"].includes(e.kind)),
+      traceNow(traceFile).filter((e) => ["warn", "internal-error", "dma-fault"].includes(e.kind)),
       [],
       "no device warning, fault or internal error",
     );

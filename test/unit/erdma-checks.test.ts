@@ -16,9 +16,8 @@ import {
   parseIbvDevinfo,
   parseLifecycle,
   parseRdmaLink,
-  parseTrace,
-  type TraceLine,
 } from "../../harness/probe/expectations.ts";
+import { type HwTraceEvent, parseHwTrace } from "../../harness/protocol/hw-trace.ts";
 import { profileReflush } from "../../qemu/erdma/index.ts";
 
 const FIXTURES = new URL("../fixtures/erdma/", import.meta.url);
@@ -91,7 +90,7 @@ t.test("the lifecycle tool's report matches the trace", async (t) => {
   t.equal(steps.length, 21);
   t.ok(steps.every((s) => s.ok));
   t.equal(steps.find((s) => s.step === "create_qp")?.fields.qpn, "1");
-  const events = parseTrace(TRACE);
+  const events = parseHwTrace(TRACE, { source: "hw-trace-lifecycle-6.12.jsonl" });
   const good = matchLifecycle(steps, events);
   t.same(good.problems, []);
   t.same(good.commands, [
@@ -107,8 +106,8 @@ t.test("the lifecycle tool's report matches the trace", async (t) => {
     "DEREG_MR stag=0x200",
     "DEREG_MR stag=0x100",
   ]);
-  const edit = (fn: (e: TraceLine) => TraceLine | undefined) =>
-    events.map((e) => fn({ ...e })).filter((e): e is TraceLine => e !== undefined);
+  const edit = (fn: (e: HwTraceEvent) => HwTraceEvent | undefined) =>
+    events.map((e) => fn({ ...e })).filter((e): e is HwTraceEvent => e !== undefined);
   const failed = edit((e) =>
     e.kind === "cmd" && e.name === "MODIFY_QP" ? { ...e, status: 6, statusName: "BAD_STATE" } : e,
   );
@@ -212,7 +211,7 @@ t.test("smoke check verbs-lifecycle: the tool and the trace must agree", async (
   const dir = t.testdir({});
   const traceFile = join(dir, "hw-trace.jsonl");
   const probeLines =
-    '{"t":1,"dev":"erdma","kind":"cmd","name":"QUERY_DEVICE","status":0,"statusName":"OK"}\n';
+    '{"t":1,"dev":"erdma","kind":"cmd","opcode":0,"submod":0,"name":"QUERY_DEVICE","cookie":0,"sqeIdx":4,"status":0,"statusName":"OK"}\n';
   const ctx: SmokeContext = {
     release: RELEASE,
     device: { profileName: "erdma-reflush", profile: profileReflush, mac: MAC, traceFile },

@@ -2,6 +2,7 @@ import t from "tap";
 import { CmdStatus, profileReflush } from "../../qemu/erdma/index.ts";
 import { type DriverVersion, QpState, setupErdma } from "../doubles/erdma-driver.ts";
 import * as R from "../doubles/erdma-requests.ts";
+import { traceSchemaProblems } from "../doubles/fake-guest.ts";
 
 const versions: DriverVersion[] = ["6.1", "6.12", "7.2"];
 const extDbProfile = { ...profileReflush, caps: { ...profileReflush.caps, extendDb: true } };
@@ -239,4 +240,8 @@ t.test("one-WQEBB SQEs, and an SQE straddling the end of the ring", async (t) =>
   t.equal(out.resp1 >> 32n, BigInt(profileReflush.caps.localDmaKey));
   t.equal(host.ofKind("cmd")[0]?.sqeIdx, drv.sq.depth - 3);
   t.equal((await drv.post(R.queryFwInfo())).status, 0);
+});
+
+t.test("every event the model wrote matches the hardware trace's schema", async (t) => {
+  t.same(traceSchemaProblems(), []);
 });

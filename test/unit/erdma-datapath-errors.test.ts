@@ -8,6 +8,7 @@ import t, { type Test } from "tap";
 import { buffer, pair, pattern, type Side } from "../doubles/erdma-dp-fixture.ts";
 import { Acc } from "../doubles/erdma-driver.ts";
 import { ErdmaOp as Op, Qtype, Syndrome as S, type SendWr } from "../doubles/erdma-sqe.ts";
+import { traceSchemaProblems } from "../doubles/fake-guest.ts";
 
 /** ERDMA_AE_TYPE_QP_FATAL_EVENT (erdma_hw.h:550) */
 const QP_FATAL = 0;
@@ -368,4 +369,8 @@ t.test("SQE format errors", async (t) => {
       );
     });
   }
+});
+
+t.test("every event the model wrote matches the hardware trace's schema", async (t) => {
+  t.same(traceSchemaProblems(), []);
 });

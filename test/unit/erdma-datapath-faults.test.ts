@@ -7,6 +7,7 @@ import t from "tap";
 import { ZodError } from "zod";
 import { buffer, pair } from "../doubles/erdma-dp-fixture.ts";
 import { Syndrome as S, type SendWr } from "../doubles/erdma-sqe.ts";
+import { traceSchemaProblems } from "../doubles/fake-guest.ts";
 
 async function writes() {
   const p = await pair();
@@ -270,4 +271,8 @@ t.test("fault specs are validated", async (t) => {
     { kind: "reorder-cqe", count: 3 },
   ]);
   t.equal(p.a.host.ofKind("fault").filter((e) => e.action === "armed").length, 4);
+});
+
+t.test("every event the model wrote matches the hardware trace's schema", async (t) => {
+  t.same(traceSchemaProblems(), []);
 });

@@ -10,6 +10,7 @@ import { profile2022, profileIbCompliant, profileReflush } from "../../qemu/erdm
 import { buffer, pair, pattern } from "../doubles/erdma-dp-fixture.ts";
 import { QpState } from "../doubles/erdma-driver.ts";
 import { Qtype, Syndrome as S } from "../doubles/erdma-sqe.ts";
+import { traceSchemaProblems } from "../doubles/fake-guest.ts";
 
 const QP_FATAL = 0;
 
@@ -204,4 +205,8 @@ t.test("graceful close", async (t) => {
     t.match(p.a.drv.pollWc(p.a.rcq), [{ wrId: 100n, status: S.FLUSH_ERR }]);
     t.equal(p.a.drv.aeqEvents.filter((e) => e.type === QP_FATAL).length, 0, "a close is no fatal error");
   });
+});
+
+t.test("every event the model wrote matches the hardware trace's schema", async (t) => {
+  t.same(traceSchemaProblems(), []);
 });

@@ -8,6 +8,7 @@ import { profileReflush } from "../../qemu/erdma/index.ts";
 import { buffer, pair, pattern } from "../doubles/erdma-dp-fixture.ts";
 import { Acc, QpState } from "../doubles/erdma-driver.ts";
 import { ErdmaOp as Op, Qtype, Syndrome as S } from "../doubles/erdma-sqe.ts";
+import { traceSchemaProblems } from "../doubles/fake-guest.ts";
 
 const atomicProfile = { ...profileReflush, name: "atomic", caps: { ...profileReflush.caps, atomic: true } };
 
@@ -652,4 +653,8 @@ t.test("a fenced SEND after a READ runs after it", async (t) => {
     { wrId: 3n, status: 0 },
   ]);
   t.same(remote.read(32, 32), pattern(64, 16).subarray(0, 32), "the SEND carried what the READ fetched");
+});
+
+t.test("every event the model wrote matches the hardware trace's schema", async (t) => {
+  t.same(traceSchemaProblems(), []);
 });

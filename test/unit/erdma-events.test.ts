@@ -2,6 +2,7 @@ import t from "tap";
 import type { CqeFields } from "../../qemu/erdma/cq.ts";
 import { setupErdma } from "../doubles/erdma-driver.ts";
 import * as R from "../doubles/erdma-requests.ts";
+import { traceSchemaProblems } from "../doubles/fake-guest.ts";
 
 type Setup = Awaited<ReturnType<typeof setupErdma>>;
 
@@ -200,4 +201,8 @@ t.test("snapshots are JSON", async (t) => {
   t.equal(snap.mrs.length, 1);
   t.equal(snap.ceqs.length, 2);
   t.match(snap.cmdq, { sqDepth: 512 });
+});
+
+t.test("every event the model wrote matches the hardware trace's schema", async (t) => {
+  t.same(traceSchemaProblems(), []);
 });

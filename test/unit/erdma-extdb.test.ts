@@ -4,6 +4,7 @@
 import t from "tap";
 import { profileReflush } from "../../qemu/erdma/index.ts";
 import { setupErdma } from "../doubles/erdma-driver.ts";
+import { traceSchemaProblems } from "../doubles/fake-guest.ts";
 
 const extDbProfile = { ...profileReflush, caps: { ...profileReflush.caps, extendDb: true } };
 const RQDB_SPACE = 4096 + 384 * 1024;
@@ -32,3 +33,7 @@ for (const version of ["6.12", "7.2"] as const) {
     t.equal(host.ofKind("internal-error").length, 0);
   });
 }
+
+t.test("every event the model wrote matches the hardware trace's schema", async (t) => {
+  t.same(traceSchemaProblems(), []);
+});

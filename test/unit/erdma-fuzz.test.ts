@@ -7,6 +7,7 @@
 import t from "tap";
 import { type DriverVersion, QpState, setupErdma } from "../doubles/erdma-driver.ts";
 import * as R from "../doubles/erdma-requests.ts";
+import { traceSchemaProblems } from "../doubles/fake-guest.ts";
 
 function mulberry32(seed: number) {
   let a = seed >>> 0;
@@ -266,4 +267,8 @@ t.test(`fuzz (seed ${seed})`, async (t) => {
   t.equal(m.outOfBounds, 0, "no access outside guest memory");
   t.ok((host.counts.get("cmd") ?? 0) > 50, "commands were processed");
   t.ok(ops > 500, "the fuzz ran");
+});
+
+t.test("every event the model wrote matches the hardware trace's schema", async (t) => {
+  t.same(traceSchemaProblems(), []);
 });

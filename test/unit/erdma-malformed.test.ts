@@ -2,6 +2,7 @@ import t, { type Test } from "tap";
 import { CmdStatus, profileReflush } from "../../qemu/erdma/index.ts";
 import { CmdTimeout, QpState, setupErdma } from "../doubles/erdma-driver.ts";
 import * as R from "../doubles/erdma-requests.ts";
+import { traceSchemaProblems } from "../doubles/fake-guest.ts";
 
 const S = CmdStatus;
 const HOLE = 0x7_0000_0000n; // far outside the fake guest memory
@@ -605,4 +606,8 @@ t.test("guest memory vanishing under the device", async (t) => {
     t.equal(s.drv.pollCq(cq).length, 1, "the CQE itself was written");
     noInternalErrors(t, s);
   });
+});
+
+t.test("every event the model wrote matches the hardware trace's schema", async (t) => {
+  t.same(traceSchemaProblems(), []);
 });

@@ -9,7 +9,7 @@ import {
 import { transitionAllowed } from "../../qemu/erdma/qp.ts";
 import { Acc, QpState, setupErdma } from "../doubles/erdma-driver.ts";
 import * as R from "../doubles/erdma-requests.ts";
-import { FakeHost } from "../doubles/fake-guest.ts";
+import { FakeHost, traceSchemaProblems } from "../doubles/fake-guest.ts";
 
 const rts = {
   cookie: 0xc0ffee,
@@ -420,4 +420,8 @@ t.test("a RoCEv2 device: its commands and state machine", async (t) => {
   t.same(s.dev.state.qps.get(1)?.errorAt, { sqPi: 0, rqPi: 0 });
   t.equal((await s.drv.post(R.queryQp(50))).status, CmdStatus.NOT_FOUND);
   t.equal(s.host.ofKind("internal-error").length, 0);
+});
+
+t.test("every event the model wrote matches the hardware trace's schema", async (t) => {
+  t.same(traceSchemaProblems(), []);
 });

@@ -8,7 +8,7 @@ import {
 } from "../../qemu/erdma/index.ts";
 import { setupErdma } from "../doubles/erdma-driver.ts";
 import * as R from "../doubles/erdma-requests.ts";
-import { FakeHost } from "../doubles/fake-guest.ts";
+import { FakeHost, traceSchemaProblems } from "../doubles/fake-guest.ts";
 
 const DEV_CTRL = 0x10;
 const DEV_ST = 0x14;
@@ -300,4 +300,8 @@ t.test("a failing trace sink or interrupt path does not take the device down", a
   await t.rejects(drv.post(R.queryFwInfo()), /timed out/);
   t.ok(seen.includes("internal-error"), "a host failure is reported as such");
   t.equal(dev.bar0Read(0x14, 4), 3);
+});
+
+t.test("every event the model wrote matches the hardware trace's schema", async (t) => {
+  t.same(traceSchemaProblems(), []);
 });

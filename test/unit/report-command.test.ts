@@ -97,6 +97,28 @@ t.test("bad input: one error naming the file, exit 2", async (t) => {
     where: join(torn, "traces", "s-fail.jsonl"),
     message: /trace line 1 is not a valid record/,
   });
+
+  const hwRec = syntheticRecord() as { scenarios: Array<Record<string, unknown>> };
+  Object.assign(hwRec.scenarios[0] as Record<string, unknown>, {
+    trace: "traces/s-fail.jsonl",
+    hwTrace: "traces/s-fail.hw.jsonl",
+  });
+  const badHw = await writeRunDir(hwRec);
+  await mkdir(join(badHw, "traces"));
+  const real = (name: string) => readFile(join(FIXTURE, "traces", name), "utf8");
+  await writeFile(join(badHw, "traces", "s-fail.jsonl"), await real("drain-sq-idle.jsonl"));
+  const [firstHw] = (await real("drain-sq-idle.hw.jsonl")).split("\n");
+  await writeFile(
+    join(badHw, "traces", "s-fail.hw.jsonl"),
+    `${firstHw}\n{"t":1,"dev":"erdma","kind":"wqe","qpn":1,"queue":"sq"}\n`,
+  );
+  const hw = (await hil(badHw, "--format", "html")).err as HilError;
+  t.match(hw, {
+    exitCode: 2,
+    where: join(badHw, "traces", "s-fail.hw.jsonl"),
+    message: "hardware trace line 2 is not an erdma device event",
+  });
+  t.match(hw.detail, /^index: /m, "what is wrong with it");
 });
 
 t.test(

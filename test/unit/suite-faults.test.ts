@@ -13,6 +13,7 @@ import { type CommandRunner, runStepwise } from "../../harness/executor/stepwise
 import { userLines, userOutcome, userTimeouts } from "../../harness/executor/user.ts";
 import type { UverbsRun } from "../../harness/executor/uverbs-driver.ts";
 import { judgeTrace } from "../../harness/oracle/judge.ts";
+import { parseHwTrace } from "../../harness/protocol/hw-trace.ts";
 import type { TraceRecord } from "../../harness/protocol/trace.ts";
 import { traceRecordSchema } from "../../harness/protocol/trace.ts";
 import { compileScenario } from "../../harness/scenario/compile.ts";
@@ -24,7 +25,7 @@ import {
   erdmaFaultGap,
   translateFault,
 } from "../../harness/suite/faults.ts";
-import { hwEvidence, parseHwEvents, readSlice, writeHwSlice } from "../../harness/suite/hw-trace.ts";
+import { hwEvidence, readSlice, writeHwSlice } from "../../harness/suite/hw-trace.ts";
 import { hwTraceFileFor } from "../../harness/suite/suite.ts";
 
 const OPTS = { addr: "10.0.2.15", port: 7700 };
@@ -285,7 +286,7 @@ t.test("the hardware trace: one file a boot, a slice a scenario, notable events 
   );
   t.equal(await readSlice(file, 0, 0), "");
   const text = await writeHwSlice(file, from, to, join(dir, "s.hw.jsonl"));
-  const lines = hwEvidence(parseHwEvents(`${text}not json\n`), new Set([17]));
+  const lines = hwEvidence(parseHwTrace(`${text}not json\n`, { lenient: true }), new Set([17]));
   t.same(
     lines.map((l) => l.split(" ").slice(0, 2).join(" ")),
     ["hw fault", "hw fault", "hw wqe", "hw flush", "hw state"],
@@ -293,7 +294,7 @@ t.test("the hardware trace: one file a boot, a slice a scenario, notable events 
   );
   t.match(lines[2], /^hw wqe @1\.3ms \{"qpn":17,"queue":"sq","index":3,.*"status":10\}$/);
   t.equal(
-    hwEvidence(parseHwEvents(text), new Set([17]), 2).at(-1),
+    hwEvidence(parseHwTrace(text, { lenient: true }), new Set([17]), 2).at(-1),
     "hw ... 3 more notable event(s) in the slice",
   );
 });
