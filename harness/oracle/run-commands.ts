@@ -9,11 +9,11 @@
  */
 
 import type { TraceRecordOf } from "../protocol/trace.ts";
-import type { StepKind } from "../scenario/schema.ts";
-import type { Rule, RuleResult } from "./rule.ts";
+import type { ExpectedRc, StepKind } from "../scenario/schema.ts";
 
-/** What a step allows its command to return: a code, any error, or anything. */
-export type ExpectedRc = number | "error" | "any";
+export type { ExpectedRc };
+
+import type { Rule, RuleResult } from "./rule.ts";
 
 /** One command line as the executor was given it, and where it came from. */
 export type SentCommand = {

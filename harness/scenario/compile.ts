@@ -4,12 +4,12 @@
  * commands with its own watchdog. Steps an executor cannot carry out are marked, not dropped.
  */
 
-import type { ExpectedRc } from "../oracle/run-commands.ts";
 import { commandLine } from "../protocol/commands.ts";
 import {
   countOn,
   type DriverName,
   type ExecutorKind,
+  type ExpectedRc,
   type FaultStep,
   type Scenario,
   type Step,

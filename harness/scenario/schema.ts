@@ -66,6 +66,8 @@ export function countOn(c: PostCount, driver?: DriverName): number {
 const expectSchema = z.strictObject({
   rc: z.union([z.number().int().max(0), z.enum(["error", "any"])]),
 });
+/** What a step allows its command to return: a code, any error, or anything. */
+export type ExpectedRc = z.infer<typeof expectSchema>["rc"];
 const wrId = z
   .number()
   .int()
