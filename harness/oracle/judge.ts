@@ -37,8 +37,8 @@ export type RuleVerdict = RuleResult & {
   rule: RuleId;
   title: string;
   citation: string;
-  /** the known driver bug that made this rule an XFAIL or XPASS */
-  knownBug?: { reference: string; note: string };
+  /** the known driver bug that made this rule an XFAIL, XPASS or (hidden) SKIP; id: a shared record's */
+  knownBug?: { reference: string; note: string; id?: string };
 };
 
 export type ProfileJudgement = {

@@ -103,11 +103,16 @@ function describes(bug: KnownBug, reason: string): boolean {
   return new RegExp(bug.failure).test(reason);
 }
 
+function markerOf(bug: KnownBug): NonNullable<RuleVerdict["knownBug"]> {
+  return { reference: bug.reference, note: bug.note, ...(bug.id ? { id: bug.id } : {}) };
+}
+
 function markKnown(r: RuleVerdict, bugs: readonly KnownBug[]): RuleVerdict {
   const recorded = bugs.filter((b) => b.rules.some((x) => ruleIdOf(x) === r.rule));
   if (recorded.length === 0) return r;
   const first = recorded[0] as KnownBug;
-  const knownBug = { reference: first.reference, note: first.note };
+  const knownBug = markerOf(first);
+  if (r.verdict === "PASS" && recorded.every((b) => b.implied)) return r;
   if (r.verdict === "PASS")
     return {
       ...r,
@@ -128,7 +133,7 @@ function markKnown(r: RuleVerdict, bugs: readonly KnownBug[]): RuleVerdict {
     ...r,
     verdict: "XFAIL",
     reason: `known bug (${bug.reference}): ${r.reason}`,
-    knownBug: { reference: bug.reference, note: bug.note },
+    knownBug: markerOf(bug),
   };
 }
 
@@ -141,7 +146,7 @@ function markHidden(r: RuleVerdict, bugs: readonly KnownBug[]): RuleVerdict {
     ...r,
     verdict: "SKIP",
     reason: `${r.reason}: a known bug keeps it from being exercised here (${bug.reference})`,
-    knownBug: { reference: bug.reference, note: bug.note },
+    knownBug: markerOf(bug),
   };
 }
 

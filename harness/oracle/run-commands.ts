@@ -13,6 +13,7 @@ import type { ExpectedRc, StepKind } from "../scenario/schema.ts";
 
 export type { ExpectedRc };
 
+import type { TraceModel } from "./model.ts";
 import type { Rule, RuleResult } from "./rule.ts";
 
 /** One command line as the executor was given it, and where it came from. */
@@ -41,6 +42,15 @@ export function rcAllowed(rc: number, expect: ExpectedRc): boolean {
   if (expect === "any") return true;
   if (expect === "error") return rc !== 0;
   return rc === expect;
+}
+
+function refusedBefore(model: TraceModel, done: TraceRecordOf<"done">): boolean {
+  const at = model.records.indexOf(done);
+  return model.calls.some((c) => c.rc !== 0 && c.at < at);
+}
+
+function owesMissing(model: TraceModel): boolean {
+  return model.wrs.some((w) => w.completions.length === 0 && model.deadline(w) !== undefined);
 }
 
 function error(reason: string, evidence: string[], judged: number): RuleResult {
@@ -91,9 +101,9 @@ export const commandsRule: Rule = {
       }
       if (done.rc === 0 || sent.phase === "settle") return;
       if (sent.phase === "step" && sent.kind && JUDGED_BY_RULES.has(sent.kind)) return;
-      // completions a poll waited for from WRs a post call refused: the refusal is what rules 1-3 judge
-      if (sent.kind === "poll" && model.calls.some((c) => c.rc !== 0 && c.at < model.records.indexOf(done)))
-        return;
+      // completions a poll waited for that a post call refused, or that a QP in ERROR owes and never
+      // delivered: rules 1-3 and 5 judge those, the poll's shortfall is their consequence
+      if (sent.kind === "poll" && (refusedBefore(model, done) || owesMissing(model))) return;
       problems.push(`${where(sent)}: "${sent.line}" failed: rc ${rcText(done)}`);
     });
     if (cmds.length < commands.length && !stuck) {

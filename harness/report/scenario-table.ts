@@ -44,6 +44,13 @@ function stageLines(checks: readonly CheckResult[]): string[] {
 }
 
 const isScenarioResult = (r: CheckResult) => /^(.*)\[([a-z-]+)\]$/.test(r.id);
+/** A run-level check of a shared known-bug record (suite.ts staleRecordResults). */
+export const isRecordCheck = (r: CheckResult) => r.id.startsWith("known-bug:");
+
+/** The shared known-bug records that described nothing in the run: one line each. */
+function recordLines(results: readonly CheckResult[]): string[] {
+  return results.filter(isRecordCheck).map((r) => `${r.id}  ${r.verdict}  ${r.reason}`);
+}
 
 export function renderScenarioTable(results: readonly CheckResult[]): string {
   const rows = scenarioRows(results.filter(isScenarioResult));
@@ -51,7 +58,10 @@ export function renderScenarioTable(results: readonly CheckResult[]): string {
   const nameWidth = Math.max(8, ...rows.map((r) => r.name.length));
   const widths = profiles.map((p) => Math.max(p.length, 5));
   const head = ["scenario".padEnd(nameWidth), ...profiles.map((p, i) => p.padEnd(widths[i] ?? 5)), "reason"];
-  const lines = [...stageLines(results.filter((r) => !isScenarioResult(r))), head.join("  ")];
+  const lines = [
+    ...stageLines(results.filter((r) => !isScenarioResult(r) && !isRecordCheck(r))),
+    head.join("  "),
+  ];
   for (const row of rows) {
     const cells = profiles.map((p, i) => (row.verdicts[p]?.verdict ?? "-").padEnd(widths[i] ?? 5));
     const worst = Object.values(row.verdicts).sort(
@@ -59,7 +69,7 @@ export function renderScenarioTable(results: readonly CheckResult[]): string {
     )[0];
     lines.push([row.name.padEnd(nameWidth), ...cells, worst?.reason ?? ""].join("  "));
   }
-  lines.push(summaryLine(results));
+  lines.push(...recordLines(results), summaryLine(results));
   return `${lines.join("\n")}\n`;
 }
 

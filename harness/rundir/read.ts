@@ -114,10 +114,12 @@ export function stabilityOf(run: RunDir): RunStability[] {
   return run.record.stability ?? [];
 }
 
-/** The checks that are not a scenario under a profile: the probe stage, or a broken suite. */
+/** The checks that are not a scenario under a profile: the probe stage, a broken suite, stale shared known-bug records. */
 export function stageChecks(run: RunDir): RunCheck[] {
-  if (run.record.probe) return run.record.probe;
-  return run.record.results.filter((r) => !/^(.*)\[([a-z-]+)\]$/.test(r.id));
+  const others = run.record.results.filter((r) => !/^(.*)\[([a-z-]+)\]$/.test(r.id));
+  if (!run.record.probe) return others;
+  const probe = new Set(run.record.probe.map((c) => c.id));
+  return [...run.record.probe, ...others.filter((r) => !probe.has(r.id))];
 }
 
 /** The kernel base (debian:6.12, a path) without the series and config suffixes. */

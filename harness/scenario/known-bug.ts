@@ -56,6 +56,12 @@ const pattern = z
 export const knownBugSchema = z.strictObject({
   /** the record's id, for the shared records of fixtures/known-bugs.yaml */
   id: z.string().optional(),
+  /**
+   * set on a shared record applied by its `scenarios` pattern: it says what happens when the bug
+   * is met, so a rule it lists that holds in one scenario is no XPASS there (whether the record
+   * is stale is judged over the whole run)
+   */
+  implied: z.literal(true).optional(),
   driver: z.enum(DRIVERS),
   /** kernel bases (debian:6.1) or versions (6.12, 6.12.95) the bug is in; absent: all */
   kernels: z
@@ -132,7 +138,9 @@ export function sharedKnownBugs(): Map<string, KnownBug> {
 
 /** The shared records that apply to a scenario by its name (their `scenarios` globs). */
 export function sharedBugsOf(scenario: string): KnownBug[] {
-  return [...shared().values()].filter((r) => r.scenarios?.some((re) => re.test(scenario))).map((r) => r.bug);
+  return [...shared().values()]
+    .filter((r) => r.scenarios?.some((re) => re.test(scenario)))
+    .map((r) => ({ ...r.bug, implied: true as const }));
 }
 
 /**

@@ -260,6 +260,21 @@ export const scenarioSchema = z
     steps: z.array(stepSchema).min(1),
     /** known driver bugs: a record, or the id of one in fixtures/known-bugs.yaml */
     known_bugs: z.array(knownBugEntry).min(1).optional(),
+    /**
+     * where the scenario cannot exercise what it covers though it is meant for the driver and
+     * executor (a queue the driver drains as fast as it is written): a SKIP there, with the reason
+     */
+    skip_on: z
+      .array(
+        z.strictObject({
+          driver: z.enum(DRIVERS).optional(),
+          executors: z.array(z.enum(EXECUTORS)).min(1).optional(),
+          device_profiles: z.array(z.string().min(1)).min(1).optional(),
+          why: z.string().trim().min(1),
+        }),
+      )
+      .min(1)
+      .optional(),
     expect_fail: expectFailSchema.optional(),
   })
   .superRefine((s, ctx) => {

@@ -35,6 +35,14 @@ export function planScenario(s: Scenario, target: SuiteTarget): Plan {
       verdict: "SKIP",
       reason: `meant for device profile(s) ${s.device_profiles.join(", ")}, not ${target.deviceProfile}`,
     };
+  const off = s.skip_on?.find(
+    (o) =>
+      (!o.driver || o.driver === target.driver) &&
+      (!o.executors || o.executors.includes(target.executor)) &&
+      (!o.device_profiles ||
+        (target.deviceProfile !== undefined && o.device_profiles.includes(target.deviceProfile))),
+  );
+  if (off) return { run: false, verdict: "SKIP", reason: `not here: ${off.why}` };
   return { run: true };
 }
 

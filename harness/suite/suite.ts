@@ -133,9 +133,36 @@ export function externalFaultReason(socket: string): string {
   return `the external device at ${socket} has no fault control (no control channel to arm faults on)`;
 }
 
-/** The probe stage's checks, then one CheckResult per scenario and oracle profile: the table, the exit code. */
+/**
+ * The probe stage's checks, then one CheckResult per scenario and oracle profile, then one per
+ * shared known-bug record that applied by pattern and described nothing: the table, the exit code.
+ */
 export function suiteResults(report: SuiteReport): CheckResult[] {
-  return [...(report.probe ?? []), ...scenarioResults(report)];
+  return [...(report.probe ?? []), ...scenarioResults(report), ...staleRecordResults(report)];
+}
+
+/**
+ * A shared record applied to scenarios by its pattern makes no XPASS in a scenario where its bug
+ * does not show; over the run, one that applied somewhere and described no failure there (no
+ * XFAIL, no rule it hid) is an XPASS of its own: the bug may be fixed and the record stale.
+ */
+export function staleRecordResults(report: SuiteReport): CheckResult[] {
+  const applied = new Map<string, number>();
+  const described = new Set<string>();
+  for (const s of report.scenarios) {
+    for (const b of s.knownBugs ?? []) if (b.implied && b.id) applied.set(b.id, (applied.get(b.id) ?? 0) + 1);
+    for (const j of s.judgements)
+      for (const r of j.rules)
+        if (r.knownBug?.id && (r.verdict === "XFAIL" || r.verdict === "SKIP")) described.add(r.knownBug.id);
+  }
+  return [...applied]
+    .filter(([id]) => !described.has(id))
+    .map(([id, n]) => ({
+      id: `known-bug:${id}`,
+      title: `the known bug ${id} shows`,
+      verdict: "XPASS" as const,
+      reason: `the record applied to ${n} scenario run(s) and described none of their failures: is the bug fixed? (fixtures/known-bugs.yaml)`,
+    }));
 }
 
 function judgementResult(s: ScenarioReport, j: ProfileJudgement): CheckResult {

@@ -193,3 +193,34 @@ t.test(
     t.same(user.steps, kernel.steps, "the steps are the same");
   },
 );
+
+t.test("a count per driver: compiled for the run's driver, every driver of the scenario given", async (t) => {
+  const s = parseScenario(
+    [
+      "description: d",
+      "covers: [4]",
+      "steps:",
+      "  - post_send: { count: { siw: 15, erdma: 63 } }",
+      "  - post_send: { count: 2 }",
+    ].join("\n"),
+    "c.yaml",
+  );
+  const on = (driver: "siw" | "erdma") =>
+    compileScenario(s, { addr: "10.0.2.15", port: 7600, driver }).steps.map((x) => x.commands[0]);
+  t.same(on("erdma"), [
+    "post_send qp=qp wr_id=1000 op=send count=63 signal=all",
+    "post_send qp=qp wr_id=1063 op=send count=2 signal=all",
+  ]);
+  t.same(on("siw"), [
+    "post_send qp=qp wr_id=1000 op=send count=15 signal=all",
+    "post_send qp=qp wr_id=1015 op=send count=2 signal=all",
+  ]);
+  t.throws(
+    () =>
+      parseScenario(
+        ["description: d", "covers: [4]", "steps:", "  - post_send: { count: { siw: 15 } }"].join("\n"),
+        "c.yaml",
+      ),
+    { message: /steps\[0\]\.post_send\.count: no count for erdma, a driver the scenario runs on/ },
+  );
+});

@@ -12,7 +12,8 @@ import { renderScenarioTable } from "../../harness/report/scenario-table.ts";
 import { compileScenario } from "../../harness/scenario/compile.ts";
 import { parseScenario } from "../../harness/scenario/load.ts";
 import { planScenario, planSteps } from "../../harness/suite/plan.ts";
-import { type SuiteReport, suiteResults } from "../../harness/suite/suite.ts";
+import { type SuiteReport, staleRecordResults, suiteResults } from "../../harness/suite/suite.ts";
+import { exitCodeFor } from "../../harness/verdict.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 
 const OPTS = { addr: "10.0.2.15", port: 7700 };
@@ -352,3 +353,88 @@ t.test("hil run: bad suite input is one clear error, exit 2, before anything is 
   t.match(help.stdout, /Defaults: --kernel debian:6\.12, --driver erdma, --profile erdma-reflush/);
   t.same(leftovers(iso).entries, [], "nothing left in its TMPDIR");
 });
+
+t.test(
+  "a shared record that applied by pattern and described nothing in the run is an XPASS of its own",
+  async (t) => {
+    const bug = {
+      id: "shared-bug",
+      implied: true as const,
+      driver: "erdma" as const,
+      rules: [5],
+      failure: "x",
+      reference: "a/b.c:f",
+      note: "n",
+    };
+    const scenario = (name: string, verdict: "PASS" | "XFAIL") => ({
+      name,
+      file: `${name}.yaml`,
+      durationMs: 1,
+      knownBugs: [bug],
+      judgements: [
+        {
+          profile: "ib" as const,
+          verdict,
+          rules: [
+            {
+              rule: "5" as const,
+              title: "",
+              citation: "",
+              verdict,
+              reason: "r",
+              judged: 1,
+              applies: true,
+              ...(verdict === "XFAIL"
+                ? { knownBug: { reference: "a/b.c:f", note: "n", id: "shared-bug" } }
+                : {}),
+            },
+          ],
+        },
+      ],
+    });
+    const report = (verdicts: ("PASS" | "XFAIL")[]): SuiteReport => ({
+      driver: "erdma",
+      executor: "kernel",
+      scenarios: verdicts.map((v, i) => scenario(`s${i}`, v)),
+      boots: 1,
+      timings: { bootMs: 0, runMs: 0, judgeMs: 0 },
+    });
+    const stale = staleRecordResults(report(["PASS", "PASS"]));
+    t.same(
+      stale.map((r) => [r.id, r.verdict]),
+      [["known-bug:shared-bug", "XPASS"]],
+    );
+    t.match(stale[0]?.reason, /applied to 2 scenario run\(s\) and described none of their failures/);
+    t.same(staleRecordResults(report(["PASS", "XFAIL"])), [], "described once: not stale");
+    t.equal(exitCodeFor(suiteResults(report(["PASS", "PASS"])), { strict: true }), 1, "--strict fails on it");
+    t.match(
+      renderScenarioTable(suiteResults(report(["PASS", "PASS"]))),
+      /\nknown-bug:shared-bug {2}XPASS {2}the record applied/,
+    );
+  },
+);
+
+t.test(
+  "skip_on: where a scenario cannot exercise what it covers, a SKIP with the file's reason",
+  async (t) => {
+    const s = parseScenario(
+      [
+        "description: d",
+        "covers: [3]",
+        "skip_on:",
+        "  - { driver: siw, executors: [user], why: the SQ is consumed as it is written }",
+        "steps: [ { post_send: { count: 40 } } ]",
+      ].join("\n"),
+      "s.yaml",
+    );
+    t.same(planScenario(s, { driver: "siw", executor: "user" }), {
+      run: false,
+      verdict: "SKIP",
+      reason: "not here: the SQ is consumed as it is written",
+    });
+    t.same(planScenario(s, { driver: "siw", executor: "kernel" }), { run: true });
+    t.same(planScenario(s, { driver: "erdma", executor: "user", deviceProfile: "erdma-reflush" }), {
+      run: true,
+    });
+  },
+);

@@ -208,9 +208,14 @@ t.test("known_bugs in a scenario file: validated with file:line errors", async (
   );
   const shared = parseScenario(text(["  - rdma-core-erdma-eio-in-error"]), "shared.yaml");
   t.same(
-    shared.known_bugs?.map((b) => [b.id, b.executors, b.rules, b.failure]),
-    [["rdma-core-erdma-eio-in-error", ["user"], [1, 2, 9], "returned -5\\b"]],
-    "a shared record named by id",
+    shared.known_bugs?.filter((b) => !b.implied).map((b) => [b.id, b.executors, b.rules, b.failure]),
+    [["rdma-core-erdma-eio-in-error", ["user"], [1, 2, 9], "returned -?5\\b"]],
+    "a shared record named by id (named: not implied)",
+  );
+  t.same(
+    shared.known_bugs?.filter((b) => b.implied).map((b) => b.id),
+    ["siw-user-qp-no-flush-in-error"],
+    "the other shared record applies to every scenario by its pattern",
   );
   const badKernel = errorOf([
     "  - driver: erdma",
@@ -260,8 +265,8 @@ t.test("the fixture records the erdma RQ-overflow bug with its citation", async 
     new URL("../../fixtures/scenarios/partial-post-rq-overflow.yaml", import.meta.url).pathname,
   );
   t.same(
-    s.known_bugs?.map((b) => [b.driver, b.rules, b.reference, b.kernels]),
-    [["erdma", [4, 5], "drivers/infiniband/hw/erdma/erdma_qp.c:erdma_post_recv", undefined]],
+    s.known_bugs?.filter((b) => !b.implied).map((b) => [b.driver, b.rules, b.reference, b.kernels, b.hides]),
+    [["erdma", [4, 5], "drivers/infiniband/hw/erdma/erdma_qp.c:erdma_post_recv", undefined, [3]]],
   );
 });
 
@@ -385,5 +390,36 @@ t.test("--strict: an XPASS fails the run", async (t) => {
   t.equal(
     exitCodeFor([...xpass, { id: "b[ib]", title: "b", verdict: "MISS", reason: "r" }], { strict: true }),
     EXIT_NOT_JUDGED,
+  );
+});
+
+t.test(
+  "hides: a covered rule the bug keeps from being exercised is a SKIP naming it, not a MISS",
+  async (t) => {
+    const bug: KnownBug = { ...BUG, rules: [1], hides: [6] };
+    const miss = { ...rule("6", "MISS"), reason: "rule 6 not exercised: no unsignaled send WR", judged: 0 };
+    const [hidden] = applyKnownBugs([judgement([rule("1", "FAIL"), miss])], [bug]);
+    t.same(
+      hidden?.rules.map((r) => r.verdict),
+      ["XFAIL", "SKIP"],
+    );
+    t.match(hidden?.rules[1]?.reason, /not exercised: .*a known bug keeps it from being exercised here/);
+    const [other] = applyKnownBugs([judgement([{ ...rule("4", "MISS"), judged: 0 }])], [bug]);
+    t.equal(other?.verdict, "MISS", "a rule the record does not hide stays a MISS");
+  },
+);
+
+t.test("a shared record applied by pattern makes no XPASS where its bug does not show", async (t) => {
+  const implied: KnownBug = { ...BUG, id: "shared-bug", implied: true, rules: [5] };
+  const [held] = applyKnownBugs([judgement([rule("5", "PASS")])], [implied]);
+  t.equal(held?.verdict, "PASS", "the scenario did not meet the bug: nothing to say about the record");
+  const [met] = applyKnownBugs([judgement([rule("5", "FAIL")])], [implied]);
+  t.equal(met?.verdict, "XFAIL");
+  t.equal(met?.rules[0]?.knownBug?.id, "shared-bug", "the XFAIL names the shared record");
+  const named: KnownBug = { ...BUG, id: "shared-bug", rules: [5] };
+  t.equal(
+    applyKnownBugs([judgement([rule("5", "PASS")])], [named])[0]?.verdict,
+    "XPASS",
+    "named in the file: XPASS",
   );
 });
