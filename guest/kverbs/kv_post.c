@@ -379,7 +379,8 @@ static int fill_send_wr(struct hil_cmd *cmd, struct kv_qp *q, struct kv_send_req
 			ib_dma_sync_single_for_device(pool->dev, sl->dma, pool->slot_len,
 						      DMA_BIDIRECTIONAL);
 		}
-		s->sges[i].addr = sl->dma;
+		/* an inline payload is copied by the driver from a kernel virtual address, not a DMA one */
+		s->sges[i].addr = s->inl ? (u64)(uintptr_t)sl->va : sl->dma;
 		s->sges[i].length = s->a.len;
 		s->sges[i].lkey = q->pd->pd->local_dma_lkey;
 		wr->sg_list = s->a.len ? &s->sges[i] : NULL;

@@ -131,7 +131,8 @@ function oneLine(text: string, width: number): string {
 
 function xfailsOf(s: Scenario): string {
   const parts: string[] = [];
-  if (s.known_bugs) parts.push(`${s.known_bugs.length} known bug${s.known_bugs.length > 1 ? "s" : ""}`);
+  const named = (s.known_bugs ?? []).filter((b) => !b.implied);
+  if (named.length > 0) parts.push(`${named.length} known bug${named.length > 1 ? "s" : ""}`);
   if (s.expect_fail) parts.push(`expect_fail ${s.expect_fail.rules.join(",")}`);
   return parts.join("; ") || "-";
 }
@@ -211,7 +212,7 @@ function faultLine(f: FaultStep): string {
   });
 }
 
-function ruleTitle(rule: number): string {
+function ruleTitle(rule: number | string): string {
   return RULES.find((r) => r.id === String(rule))?.title ?? "?";
 }
 
@@ -232,7 +233,12 @@ export function renderShow(entries: readonly ScenarioEntry[]): string {
       `  oracle profiles: ${s.profiles.join(", ")}`,
       `  meant for: drivers ${s.drivers.join(", ")}; executors ${s.executors.join(", ")}; device profiles ${s.device_profiles?.join(", ") ?? "any"}`,
     );
-    for (const b of s.known_bugs ?? []) {
+    const applicable = (s.known_bugs ?? []).filter(
+      (b) =>
+        s.drivers.includes(b.driver) &&
+        (!b.executors || b.executors.some((x) => s.executors.includes(x))),
+    );
+    for (const b of applicable) {
       const where = [
         b.driver,
         b.kernels && `kernels ${b.kernels.join(", ")}`,
@@ -240,7 +246,7 @@ export function renderShow(entries: readonly ScenarioEntry[]): string {
         b.executors && `executors ${b.executors.join(", ")}`,
         b.oracle_profiles && `oracle profiles ${b.oracle_profiles.join(", ")}`,
       ].filter(Boolean);
-      out.push(`  known bug (${where.join("; ")}): rules ${b.rules.join(", ")} XFAIL; ${b.reference}`);
+      out.push(`  ${b.implied ? "shared known bug" : "known bug"} (${where.join("; ")}): rules ${b.rules.join(", ")} XFAIL; ${b.reference}`);
     }
     if (s.expect_fail)
       out.push(`  expect_fail: rules ${s.expect_fail.rules.join(", ")}: ${s.expect_fail.why}`);

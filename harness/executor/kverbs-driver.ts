@@ -113,8 +113,10 @@ export class KverbsDriver {
 
   /** The worker's kernel stack and scheduler state. */
   async workerStack(pid: number): Promise<{ stack: string; state: string }> {
-    const stack = await this.sh(`cat /proc/${pid}/stack 2>&1 || true`);
-    const state = await this.sh(`grep '^State:' /proc/${pid}/status 2>&1 || true`);
+    const stack = await this.sh(`cat /proc/${pid}/stack 2>/dev/null || true`);
+    const state = await this.sh(`grep '^State:' /proc/${pid}/status 2>/dev/null || true`);
+    // a worker that oopsed is gone: its stack is the console's
+    if (!state.trim()) return { stack: "(the worker thread has exited: see the console)", state: "gone" };
     return { stack: stack.trim(), state: state.replace(/^State:\s*/, "").trim() };
   }
 

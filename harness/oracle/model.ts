@@ -10,7 +10,8 @@ import { postedWrs, WC_SUCCESS, WC_WR_FLUSH_ERR } from "../protocol/trace.ts";
 
 export type MarkerCqeRecord = TraceRecordOf<"drain_marker_cqe">;
 
-export type QpState = "RESET" | "INIT" | "RTR" | "RTS" | "SQD" | "SQE" | "ERR" | "UNKNOWN";
+/** DESTROYED: a destroy step took the QP down (its WRs owe no completion from then on) */
+export type QpState = "RESET" | "INIT" | "RTR" | "RTS" | "SQD" | "SQE" | "ERR" | "DESTROYED" | "UNKNOWN";
 export type Queue = "sq" | "rq";
 
 export interface QpInfo {
@@ -46,6 +47,8 @@ export interface Wr {
   completions: Completion[];
   /** a drain's marker: `call` is the drain's, wrId the marker's as the executor saw it (-1: none) */
   marker?: boolean;
+  /** made invalid on purpose (bad=): the driver must refuse it */
+  invalid: boolean;
 }
 
 export interface DrainQueue {
@@ -196,6 +199,10 @@ export class TraceModel {
         case "query":
           if (r.rc === 0 && r.state && r.state !== "UNSET") this.setState(r.qp, at, r.state as QpState);
           break;
+        case "destroy":
+          // a destroy step's (the teardown's destroys come after everything is judged)
+          if (r.kind === "qp" && r.why === "command") this.setState(r.name, at, "DESTROYED");
+          break;
         default:
           break;
       }
@@ -280,9 +287,8 @@ export class TraceModel {
         byCall.set(callKey, call);
         this.calls.push(call);
       }
-      const { invalid: _invalid, ...fields } = p;
       const wr: Wr = {
-        ...fields,
+        ...p,
         seq,
         indexInCall: call.wrs.length,
         postedIn: call.postedIn,

@@ -87,7 +87,17 @@ const WAIT_MARGIN_MS = 5_000;
 const FIRST_WR_ID = { qp: { sq: 1000, rq: 2000 }, peer: { sq: 3000, rq: 4000 } } as const;
 
 export function stepKind(step: Step): StepKind {
-  for (const k of ["post_send", "post_recv", "modify", "drain", "poll", "query", "sleep", "fault"] as const)
+  for (const k of [
+    "post_send",
+    "post_recv",
+    "modify",
+    "drain",
+    "poll",
+    "query",
+    "destroy",
+    "sleep",
+    "fault",
+  ] as const)
     if (k in step) return k;
   throw new Error("a step of no known kind");
 }
@@ -98,6 +108,11 @@ function cqNames(s: Scenario): { send: string; recv: string } {
     : { send: NAMES.sendCq, recv: NAMES.recvCq };
 }
 
+/** The peer's CQs: its own pcq, or the QP's (peer.cq: qp). */
+function peerCqNames(s: Scenario): { send: string; recv: string } {
+  return s.peer.cq === "qp" ? cqNames(s) : { send: NAMES.peerCq, recv: NAMES.peerCq };
+}
+
 function setupCommands(s: Scenario, opts: CompileOptions): string[] {
   const cq = cqNames(s);
   const pollOf = (poll: string) => (opts.executor === "user" ? undefined : poll);
@@ -105,22 +120,26 @@ function setupCommands(s: Scenario, opts: CompileOptions): string[] {
     commandLine("device", { addr: opts.addr }),
     commandLine("pd", { name: NAMES.pd, rkey: "global" }),
   ];
+  const peerCq = peerCqNames(s);
   for (const name of new Set([cq.send, cq.recv]))
     lines.push(commandLine("cq", { name, depth: s.qp.cq_depth, poll: pollOf(s.qp.poll) }));
+  if (s.peer.cq === "own")
+    lines.push(
+      commandLine("cq", {
+        name: NAMES.peerCq,
+        depth: Math.max(256, s.peer.sq + s.peer.rq),
+        poll: pollOf(s.peer.poll),
+      }),
+    );
   lines.push(
-    commandLine("cq", {
-      name: NAMES.peerCq,
-      depth: Math.max(256, s.peer.sq + s.peer.rq),
-      poll: pollOf(s.peer.poll),
-    }),
     commandLine("listen", {
       name: NAMES.listener,
       addr: opts.addr,
       port: opts.port,
       qp: NAMES.peer,
       pd: NAMES.pd,
-      scq: NAMES.peerCq,
-      rcq: NAMES.peerCq,
+      scq: peerCq.send,
+      rcq: peerCq.recv,
       sq: s.peer.sq,
       rq: s.peer.rq,
       buf: s.qp.buf,
@@ -135,6 +154,7 @@ function setupCommands(s: Scenario, opts: CompileOptions): string[] {
       sq: s.qp.sq,
       rq: s.qp.rq,
       buf: s.qp.buf,
+      inline: s.qp.inline || undefined,
       sig: s.qp.sig_all ? "all" : "req",
     }),
   );
@@ -180,6 +200,7 @@ function compileStep(
           batch: p.batch,
           len: p.len,
           signal: p.signal,
+          inline: p.inline ? 1 : undefined,
           bad: p.bad,
         }),
       ],
@@ -207,8 +228,9 @@ function compileStep(
   if ("drain" in step)
     return { commands: [commandLine("drain", { qp: NAMES[step.drain.on], which: step.drain.which })] };
   if ("query" in step) return { commands: [commandLine("query", { qp: NAMES[step.query.on] })] };
+  if ("destroy" in step) return { commands: [commandLine("destroy", { qp: NAMES[step.destroy.on] })] };
   if ("poll" in step) {
-    const name = step.poll.cq === "peer" ? NAMES.peerCq : cq[step.poll.cq];
+    const name = step.poll.cq === "peer" ? peerCqNames(s).recv : cq[step.poll.cq];
     return {
       commands: [commandLine("poll", { cq: name, min: step.poll.min, timeout: step.poll.wait_ms })],
       waitMs: step.poll.wait_ms,
@@ -244,6 +266,6 @@ export function compileScenario(s: Scenario, opts: CompileOptions): CompiledScen
     setup: setupCommands(s, opts),
     setupTimeoutMs: SETUP_TIMEOUT_MS,
     steps,
-    cqs: [...new Set([cq.send, cq.recv, NAMES.peerCq])],
+    cqs: [...new Set([cq.send, cq.recv, peerCqNames(s).send, peerCqNames(s).recv])],
   };
 }

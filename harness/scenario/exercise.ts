@@ -12,7 +12,7 @@ type Side = "qp" | "peer";
 type RuleName = string;
 
 function sideOf(step: Step): Side | undefined {
-  for (const k of ["post_send", "post_recv", "modify", "drain", "query"] as const)
+  for (const k of ["post_send", "post_recv", "modify", "drain", "query", "destroy"] as const)
     if (k in step) return (step as Record<typeof k, { on: Side }>)[k].on;
   return undefined;
 }

@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { DRAIN_TARGETS, POLL_CONTEXTS, QP_STATES, SEND_OPS } from "../protocol/commands.ts";
 import { DRIVERS, type DriverName, EXECUTORS, ORACLE_PROFILES } from "./axes.ts";
-import { designRule, type KnownBug, knownBugEntry, ruleRef } from "./known-bug.ts";
+import { type KnownBug, knownBugEntry, ruleRef } from "./known-bug.ts";
 
 export {
   DRIVERS,
@@ -46,12 +46,27 @@ const count = z.number().int().min(1).max(4096);
  * differently (erdma counts its SQ in 32-byte blocks, siw in WRs): a chain meant to fill or
  * overflow a queue is sized for each driver it runs on.
  */
-const postCount = z.union([
-  count,
-  z
-    .partialRecord(z.enum(DRIVERS), count)
-    .refine((m) => Object.keys(m).length > 0, { message: "a count per driver names at least one driver" }),
-]);
+const perDriverCount = z
+  .partialRecord(z.enum(DRIVERS), count)
+  .refine((m) => Object.keys(m).length > 0, { message: "a count per driver names at least one driver" });
+const postCount = z.unknown().transform((value, ctx): number | Partial<Record<DriverName, number>> => {
+  const r =
+    value !== null && typeof value === "object" && !Array.isArray(value)
+      ? perDriverCount.safeParse(value)
+      : count.safeParse(value);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0];
+  ctx.addIssue({
+    code: "custom",
+    input: value,
+    ...(issue && issue.path.length > 0 ? { path: issue.path } : {}),
+    message:
+      typeof value === "number"
+        ? (issue?.message ?? "not a count")
+        : `a count (1-4096) or one per driver ({ siw: 15, erdma: 63 }): ${issue?.message ?? ""}`,
+  });
+  return z.NEVER;
+});
 export type PostCount = z.infer<typeof postCount>;
 
 /** The count a post step has on a driver (a per-driver count without it: its largest). */
@@ -90,6 +105,8 @@ const postSend = z.strictObject({
     len: z.number().int().min(0).max(65536).optional(),
     /** the WR at this index of each call is invalid (too many SGEs): a partial post */
     bad: z.number().int().nonnegative().optional(),
+    /** the payload goes inline in the WQE (IB_SEND_INLINE); the QP needs qp.inline of at least len */
+    inline: z.boolean().optional(),
   }),
   timeout_ms: ms.optional(),
   expect: expectSchema.optional(),
@@ -132,6 +149,12 @@ const query = z.strictObject({
   timeout_ms: ms.optional(),
   expect: expectSchema.optional(),
 });
+/** ib_destroy_qp (of a QP made over rdma_cm: rdma_destroy_qp), its WRs whatever state they are in */
+const destroy = z.strictObject({
+  destroy: z.strictObject({ on: side }),
+  timeout_ms: ms.optional(),
+  expect: expectSchema.optional(),
+});
 const sleep = z.strictObject({
   sleep: z.number().int().min(1).max(600_000),
   timeout_ms: ms.optional(),
@@ -168,6 +191,7 @@ const STEP_KINDS = {
   drain,
   poll,
   query,
+  destroy,
   sleep,
   fault,
 } as const;
@@ -219,6 +243,8 @@ export const qpSetupSchema = z.strictObject({
   /** IB_SIGNAL_ALL_WR: every send WR is signaled whatever the post asks */
   sig_all: z.boolean().default(false),
   buf: z.number().int().min(64).max(65536).default(4096),
+  /** bytes of inline data a send WR may carry (max_inline_data); 0: none */
+  inline: z.number().int().min(0).max(1024).default(0),
 });
 export type QpSetup = z.infer<typeof qpSetupSchema>;
 
@@ -226,6 +252,8 @@ const peerSchema = z.strictObject({
   sq: depth.default(64),
   rq: depth.default(256),
   poll: z.enum(POLL_CONTEXTS).default("softirq"),
+  /** own: the peer's CQ pcq; qp: the peer's completions go to the CQ(s) of the QP under test (two QPs on one CQ) */
+  cq: z.enum(["own", "qp"]).default("own"),
 });
 
 /**
@@ -247,7 +275,7 @@ export const scenarioSchema = z
       .optional(),
     description: z.string().min(1),
     /** the rules of DESIGN.md this scenario is written to exercise (all rules are judged) */
-    covers: z.array(designRule).min(1),
+    covers: z.array(ruleRef).min(1),
     profiles: z.array(z.enum(ORACLE_PROFILES)).min(1).default(["ib", "iwarp-rdmac", "linux"]),
     drivers: z.array(z.enum(DRIVERS)).min(1).default(["siw", "erdma"]),
     /** erdma device profiles it is meant for (absent: any) */
@@ -325,6 +353,12 @@ export const scenarioSchema = z
           code: "custom",
           path: ["steps", i, "post_send" in step ? "post_send" : "post_recv", "batch"],
           message: "batch is at most 1024",
+        });
+      if ("post_send" in step && step.post_send.inline && (step.post_send.len ?? 64) > s.qp.inline)
+        ctx.addIssue({
+          code: "custom",
+          path: ["steps", i, "post_send", "inline"],
+          message: `an inline post of ${step.post_send.len ?? 64} bytes needs qp.inline of at least that (it is ${s.qp.inline})`,
         });
       if (post?.len !== undefined && post.len > s.qp.buf)
         ctx.addIssue({

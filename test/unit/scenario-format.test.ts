@@ -45,7 +45,9 @@ t.test("a scenario with its defaults", async (t) => {
     poll: "direct",
     sig_all: false,
     buf: 4096,
+    inline: 0,
   });
+  t.same(s.peer, { sq: 64, rq: 256, poll: "softirq", cq: "own" });
   t.same(s.steps[1], { drain: { on: "qp", which: "qp" } });
   t.same(s.steps[2], { poll: { cq: "recv", min: 3, wait_ms: 1000 }, timeout_ms: 2000 });
   t.same(s.stepLines, [5, 6, 7], "each step's line");
@@ -68,7 +70,10 @@ t.test("an unknown field: its line, its path", async (t) => {
 t.test("a value of the wrong type, in a step", async (t) => {
   const e = await errorOf("wrong-type.yaml");
   t.equal(e.where, `${BAD}wrong-type.yaml:6:7`);
-  t.match(e.message, /^steps\[1\]\.post_send\.count: Invalid input: expected number, received string/);
+  t.match(
+    e.message,
+    /^steps\[1\]\.post_send\.count: a count \(1-4096\) or one per driver \(\{ siw: 15, erdma: 63 \}\): Invalid input: expected number, received string/,
+  );
 });
 
 t.test("a required field missing: the mapping it belongs in", async (t) => {

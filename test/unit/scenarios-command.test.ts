@@ -39,10 +39,16 @@ t.test("the listing: a row a fixture scenario", async (t) => {
   t.equal(lines.length, entries.length + 1);
   t.match(
     text,
-    /\ndrain-qp-idle +9 +siw,erdma +kernel,user +any +1 known bug +ib_drain_qp on a connected QP with nothing outstanding returns at once\n/,
+    /\ndrain-qp-idle +9 +siw,erdma +kernel,user +any +- +ib_drain_qp on a connected QP with nothing outstanding returns at once\n/,
+    "the shared records of fixtures/known-bugs.yaml apply to it, but are not named in it",
   );
   t.match(text, /\nstorage-pattern-reg-mr +1,4,6 +siw,erdma +kernel +any/, "executors it is meant for");
   t.match(text, /\nfault-drop-flush-cqe +5,9 +erdma .*expect_fail 5,9/, "expected failures");
+  t.match(
+    text,
+    /\npartial-post-sq-overflow +3,4,5 +siw,erdma +kernel,user +any +1 known bug /,
+    "a bug named in the file",
+  );
   const longest = Math.max(...lines.map((l) => l.length));
   t.ok(longest <= 200, `rows fit the width (${longest} <= 200)`);
   t.match(text, /\.\.\.\n/, "a long description is cut");

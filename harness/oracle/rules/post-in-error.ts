@@ -17,7 +17,9 @@ function judgePostsIn(queue: Queue, { model, profile }: RuleInput): RuleResult {
   for (const call of inError) {
     const callEvidence = [quote(model.records, call.at)];
     if (call.retAt !== undefined) callEvidence.push(quote(model.records, call.retAt));
-    if (call.rc !== 0) {
+    // a WR made invalid on purpose (bad=) is refused in any state: that is rule 3's
+    const refusedInvalid = call.wrs.some((w) => w.invalid && w.indexInCall === call.bad);
+    if (call.rc !== 0 && !refusedInvalid) {
       if (profile === "iwarp-rdmac") tolerated++;
       else
         problems.push({
