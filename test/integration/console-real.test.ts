@@ -1,10 +1,10 @@
-// The console fixtures are real: capture them again from real guests (harness/console/capture.ts:
+// The console fixtures are real: capture them again from real guests (test/support/console-capture.ts:
 // a hung drain on Linux 6.1 with erdma-2022, __ib_drain_rq's WARN on Linux 6.12 with siw) and
 // check the parser extracts from the fresh logs what it extracts from the stored ones.
 import { readFileSync } from "node:fs";
 import t from "tap";
-import { capture } from "../../harness/console/capture.ts";
 import { parseBlockedTasks, parseConsole } from "../../harness/console/parse.ts";
+import { capture } from "../support/console-capture.ts";
 
 t.setTimeout(20 * 60 * 1000);
 

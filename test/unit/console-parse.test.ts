@@ -1,10 +1,10 @@
-// The console parser on REAL console logs captured from real guests by harness/console/capture.ts
+// The console parser on REAL console logs captured from real guests by test/support/console-capture.ts
 // (each fixture's first line says how), plus a labelled hand-written one for the kinds no run here
 // has produced (BUG, Oops, panic) and one-line checks of the remaining table rows.
 import { readFileSync } from "node:fs";
 import t from "tap";
-import { excerpt, fixtureHeader } from "../../harness/console/capture.ts";
 import { parseBlockedTasks, parseConsole, parseFrame } from "../../harness/console/parse.ts";
+import { excerpt, fixtureHeader } from "../support/console-capture.ts";
 
 const fixture = (name: string) =>
   readFileSync(new URL(`../fixtures/console/${name}`, import.meta.url), "utf8");
@@ -176,6 +176,6 @@ t.test("capture helpers: excerpt and header", async (t) => {
   t.throws(() => excerpt(log, /nothing/), { message: /no line matching/ });
   t.equal(
     fixtureHeader({ kind: "drain-warn", base: "debian:6.12", release: "6.12.95", commands: ["a", "b"] }),
-    "# REAL console log (drain-warn): Linux 6.12.95 (debian:6.12), produced by `node --import tsx harness/console/capture.ts drain-warn` running: a; b",
+    "# REAL console log (drain-warn): Linux 6.12.95 (debian:6.12), produced by `node --import tsx test/support/console-capture.ts drain-warn` running: a; b",
   );
 });

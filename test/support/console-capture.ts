@@ -1,7 +1,7 @@
 /**
  * Real console logs for the console parser: boots real guests, makes the real kernel report a
  * hung task and a WARN, and returns the console with the lines that matter. The fixtures under
- * test/fixtures/console/ were written by this (`node --import tsx harness/console/capture.ts
+ * test/fixtures/console/ were written by this (`node --import tsx test/support/console-capture.ts
  * <hung-task|drain-warn> <out-file>`), and test/integration/console-real.test.ts runs it again.
  *
  * - hung-task: Linux 6.1 with the erdma-2022 profile (hardware that stops processing new WRs in
@@ -17,16 +17,16 @@
 import { writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { buildGuestToolsLayer } from "../../guest/tools/build.ts";
+import { type BootedGuest, bootPrepared } from "../../harness/boot.ts";
+import { parseConsole } from "../../harness/console/parse.ts";
+import { addSiwLink, KverbsDriver, kvCommand } from "../../harness/executor/kverbs-driver.ts";
+import { buildInitramfs } from "../../harness/image/initramfs.ts";
+import { buildGuestModulesLayer } from "../../harness/image/kmod.ts";
+import { buildKverbsModule } from "../../harness/image/kverbs-module.ts";
+import { buildKernel } from "../../harness/kernel/build.ts";
 import { ensureQemu } from "../../qemu/provision/qemu.ts";
 import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
-import { type BootedGuest, bootPrepared } from "../boot.ts";
-import { addSiwLink, KverbsDriver, kvCommand } from "../executor/kverbs-driver.ts";
-import { buildInitramfs } from "../image/initramfs.ts";
-import { buildGuestModulesLayer } from "../image/kmod.ts";
-import { buildKverbsModule } from "../image/kverbs-module.ts";
-import { buildKernel } from "../kernel/build.ts";
-import { parseConsole } from "./parse.ts";
 
 export type CaptureKind = "hung-task" | "drain-warn";
 
@@ -46,7 +46,7 @@ const GUEST_IP = "10.0.2.15";
 
 /** The header line of a fixture: how it was produced. */
 export function fixtureHeader(c: Pick<CapturedConsole, "kind" | "base" | "release" | "commands">): string {
-  return `# REAL console log (${c.kind}): Linux ${c.release} (${c.base}), produced by \`node --import tsx harness/console/capture.ts ${c.kind}\` running: ${c.commands.join("; ")}`;
+  return `# REAL console log (${c.kind}): Linux ${c.release} (${c.base}), produced by \`node --import tsx test/support/console-capture.ts ${c.kind}\` running: ${c.commands.join("; ")}`;
 }
 
 /**
@@ -190,7 +190,7 @@ export function capture(kind: CaptureKind): Promise<CapturedConsole> {
 async function main(argv: string[]): Promise<number> {
   const [kind, out] = argv;
   if ((kind !== "hung-task" && kind !== "drain-warn") || !out) {
-    process.stderr.write("usage: capture.ts hung-task|drain-warn <out-file>\n");
+    process.stderr.write("usage: console-capture.ts hung-task|drain-warn <out-file>\n");
     return 2;
   }
   const c = await capture(kind);
