@@ -131,8 +131,8 @@ export function readGolden(name: string, dir = GOLDEN_DIR): { log: string; expec
   }
 }
 
-/** Writes <name>.expected.json next to a log from what the parser returns for it; returns its path. */
-export function writeExpected(logPath: string): string {
+/** Writes <name>.expected.json next to a log from what the parser returns for it. */
+export function writeExpected(logPath: string): { path: string; golden: ConsoleGolden } {
   const log = readFileSync(logPath, "utf8");
   if (!REAL_HEADER.test(log.split("\n")[0] ?? ""))
     throw new HilError(
@@ -142,9 +142,10 @@ export function writeExpected(logPath: string): string {
       },
     );
   const out = expectedPathOf(logPath);
+  const golden = goldenOf(log);
   // JSON.stringify's layout is one `biome check` accepts as it is
-  writeFileSync(out, `${JSON.stringify(goldenOf(log), null, 2)}\n`);
-  return out;
+  writeFileSync(out, `${JSON.stringify(golden, null, 2)}\n`);
+  return { path: out, golden };
 }
 
 /** One line per event and blocked task: what a reviewer checks before committing the expected file. */
@@ -166,9 +167,8 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   for (const logPath of argv) {
-    const out = writeExpected(logPath);
-    const golden = JSON.parse(readFileSync(out, "utf8")) as ConsoleGolden;
-    process.stdout.write(`${basename(out)}:\n${summarize(golden) || "(no events)"}\n`);
+    const { path, golden } = writeExpected(logPath);
+    process.stdout.write(`${basename(path)}:\n${summarize(golden) || "(no events)"}\n`);
   }
   return 0;
 }
