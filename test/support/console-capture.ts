@@ -117,12 +117,16 @@ export function excerpt(log: string, from: RegExp, until?: RegExp, before = 0): 
   return `${lines.slice(Math.max(0, start - before), end + 1).join("\n")}\n`;
 }
 
+function consoleTail(guest: BootedGuest): string {
+  return `the console's last lines:\n${guest.consoleLog().split("\n").slice(-25).join("\n")}`;
+}
+
 async function waitForConsole(guest: BootedGuest, re: RegExp, ms: number, what: string): Promise<void> {
   const deadline = Date.now() + ms;
   while (!re.test(guest.consoleLog())) {
     if (Date.now() > deadline)
       throw new HilError(`no ${what} on the console after ${ms / 1000} s`, {
-        detail: `the console's last lines:\n${guest.consoleLog().split("\n").slice(-25).join("\n")}`,
+        detail: consoleTail(guest),
       });
     await sleep(500);
   }
@@ -191,13 +195,13 @@ async function waitForPanicExit(guest: BootedGuest, ms: number): Promise<void> {
   while (guest.running) {
     if (Date.now() > deadline)
       throw new HilError(`the guest did not go down after ${ms / 1000} s`, {
-        detail: `the console's last lines:\n${guest.consoleLog().split("\n").slice(-25).join("\n")}`,
+        detail: consoleTail(guest),
       });
     await sleep(500);
   }
   if (!/Kernel panic - not syncing/.test(guest.consoleLog()))
     throw new HilError("the guest went down without a panic on the console", {
-      detail: guest.consoleLog().split("\n").slice(-25).join("\n"),
+      detail: consoleTail(guest),
     });
 }
 
