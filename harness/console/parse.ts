@@ -73,6 +73,12 @@ const TASK_LINE = /^task:(\S+)\s+state:(\S+)\s.*?\bpid:\s*(\d+)/;
 const WARN_AT = /\bWARNING: CPU: \d+ PID: \d+ at (\S+) (\S+\+0x[0-9a-f]+\/0x[0-9a-f]+(?: \[[\w-]+\])?)/;
 const RIP = /^RIP: [0-9a-f]{4}:(\S+\+0x[0-9a-f]+\/0x[0-9a-f]+(?: \[[\w-]+\])?)/;
 const CUT_HERE = /-+\[ cut here \]-+/;
+/**
+ * What x86 prints after a report's stack and still belongs to it: an Oops's module list and CR2,
+ * the end markers, and the kernel offset a panic prints (its panic notifier in
+ * arch/x86/kernel/setup.c).
+ */
+const TRAILER = /^(Modules linked in:|CR2: |Kernel Offset: |---\[ end (trace|Kernel panic))/;
 
 function stripTimestamp(line: string): string {
   return line.replace(TIMESTAMP, "");
@@ -104,7 +110,10 @@ function framesOf(trace: readonly string[]): StackFrame[] {
   return trace.map(parseFrame).filter((f): f is StackFrame => f !== undefined);
 }
 
-/** The Call Trace after line `from` (0-based), up to </TASK> or the end marker: its lines and where it ended. */
+/**
+ * The Call Trace after line `from` (0-based), up to </TASK>: its lines, and where the report ends
+ * (the trace's end and the trailer lines after it).
+ */
 function readTrace(lines: readonly string[], from: number): { trace: string[]; end: number } {
   const trace: string[] = [];
   let inTrace = false;
@@ -129,8 +138,7 @@ function readTrace(lines: readonly string[], from: number): { trace: string[]; e
     trace.push(text.trim());
     end = j;
   }
-  const next = stripTimestamp(lines[end + 1] ?? "");
-  if (/---\[ end trace/.test(next)) end++;
+  while (TRAILER.test(stripTimestamp(lines[end + 1] ?? ""))) end++;
   return { trace, end };
 }
 

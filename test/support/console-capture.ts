@@ -1,0 +1,422 @@
+/**
+ * Real console logs for the console parser's golden files (test/fixtures/console/): boots a real
+ * guest, makes its kernel report something the parser recognises, and keeps the lines that matter.
+ * Run by hand to capture a new log; it writes <out>.log with a header line saying how it was
+ * captured and <out>.expected.json with what the parser returns for it (review that before
+ * committing; test/unit/console-golden.test.ts then holds the parser to it):
+ *
+ *   node --import tsx test/support/console-capture.ts <kind> <out>.log [--kernel <base>] [--full <file>]
+ *
+ * test/integration/console-real.test.ts captures again and compares with the stored files.
+ *
+ * - hung-task (debian:6.1 unless --kernel): the erdma-2022 profile (hardware that stops
+ *   processing new WRs in ERROR): a loopback pair over rdma_cm, RECVs posted, the QP moved to ERR,
+ *   more RECVs posted, then ib_drain_qp on a softirq CQ. __ib_drain_sq's marker never completes
+ *   and its wait_for_completion (no timeout: a directly polled CQ would wake every 100 ms and never
+ *   look hung) trips the hung-task detector (10 s in the guest kernel); then sysrq-w. Linux 6.12's
+ *   driver sends REFLUSH, which erdma-2022 ignores: it hangs the same way
+ *   (fixtures/cases/erdma-reflush-needs-hardware-6.12.yaml).
+ * - drain-warn (debian:6.12): soft-iWARP, ib_drain_qp on a connected QP made without a receive
+ *   queue (rq=0). ib_drain_qp drains the RQ of every QP without an SRQ; siw_post_receive refuses
+ *   the marker (-EINVAL: no RQ) and __ib_drain_rq's WARN_ONCE("failed to drain recv queue")
+ *   fires. ib_core does that on its own; no patch is involved.
+ * - panic-on-warn (debian:6.12): the same WARN with the kernel.panic_on_warn sysctl set: the WARN,
+ *   then "Kernel panic - not syncing: kernel: panic_on_warn set".
+ * - sysrq-crash (debian:6.12): `echo c > /proc/sysrq-trigger`, a panic of its own
+ *   (drivers/tty/sysrq.c, sysrq_handle_crash).
+ * - oops, bug, oops-in-irq (debian:6.12): the test module hil_oops (test/support/oops-module/)
+ *   loaded with what=null (a NULL pointer write in insmod's context: "BUG: kernel NULL pointer
+ *   dereference" and the Oops), what=bug (BUG(): "kernel BUG at" and the Oops) or what=timer-null
+ *   (the NULL write in a timer callback: the Oops, then "Fatal exception in interrupt").
+ *
+ * A panic ends the log: the harness boots with panic=-1 and QEMU's -no-reboot, so the kernel
+ * reboots at once and QEMU exits, before kernel/panic.c prints its "---[ end Kernel panic" line.
+ *
+ * The kernel config is the harness's (guest/kconfig/base.config): no lockdep, Tiny RCU (no stall
+ * detector: RCU_STALL_COMMON is TREE_RCU's), no soft-lockup detector, so those kinds have no capture.
+ */
+import { writeFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { type BootedGuest, bootPrepared } from "../../harness/boot.ts";
+import { addSiwLink, KVERBS_DEBUGFS, KverbsDriver } from "../../harness/executor/kverbs-driver.ts";
+import { buildGuestToolsLayer } from "../../harness/image/guest-tools.ts";
+import { buildInitramfs } from "../../harness/image/initramfs.ts";
+import {
+  type BuiltGuestModule,
+  buildGuestModule,
+  buildGuestModulesLayer,
+  guestModulePath,
+} from "../../harness/image/kmod.ts";
+import { buildKverbsModule } from "../../harness/image/kverbs-module.ts";
+import { buildKernel } from "../../harness/kernel/build.ts";
+import { commandLine } from "../../harness/protocol/commands.ts";
+import { ensureQemu } from "../../qemu/provision/qemu.ts";
+import { HilError } from "../../util/errors.ts";
+import { progress } from "../../util/progress.ts";
+import { REAL_HEADER, summarize, writeExpected } from "./console-golden.ts";
+
+export const CAPTURE_KINDS = [
+  "hung-task",
+  "drain-warn",
+  "panic-on-warn",
+  "sysrq-crash",
+  "oops",
+  "bug",
+  "oops-in-irq",
+] as const;
+export type CaptureKind = (typeof CAPTURE_KINDS)[number];
+
+/** The kernel a kind is captured on unless --kernel names another. */
+export const DEFAULT_BASE: Record<CaptureKind, string> = {
+  "hung-task": "debian:6.1",
+  "drain-warn": "debian:6.12",
+  "panic-on-warn": "debian:6.12",
+  "sysrq-crash": "debian:6.12",
+  oops: "debian:6.12",
+  bug: "debian:6.12",
+  "oops-in-irq": "debian:6.12",
+};
+
+export interface CapturedConsole {
+  kind: CaptureKind;
+  base: string;
+  release: string;
+  /** what was run in the guest: executor command lines and shell commands, in order */
+  commands: string[];
+  /** the whole console log */
+  log: string;
+  /** the lines kept for a fixture: from the first report to the end of the evidence */
+  excerpt: string;
+}
+
+const GUEST_IP = "10.0.2.15";
+
+/** The header line of a fixture: how it was produced. */
+export function fixtureHeader(c: Pick<CapturedConsole, "kind" | "base" | "release" | "commands">): string {
+  return `# REAL console log (${c.kind}): Linux ${c.release} (${c.base}), produced by \`node --import tsx test/support/console-capture.ts ${c.kind} --kernel ${c.base}\` running: ${c.commands.join("; ")}`;
+}
+
+/**
+ * The lines of `log` from the first line matching `from` up to (and including) the last line
+ * matching `until`, or to the end; `before` lines of context are kept ahead of the first match.
+ */
+export function excerpt(log: string, from: RegExp, until?: RegExp, before = 0): string {
+  const lines = log.split(/\r?\n/);
+  const start = lines.findIndex((l) => from.test(l));
+  if (start < 0) throw new HilError(`the console has no line matching ${from}`);
+  let end = lines.length - 1;
+  if (until) {
+    for (let i = lines.length - 1; i >= start; i--) {
+      if (until.test(lines[i] ?? "")) {
+        end = i;
+        break;
+      }
+    }
+  }
+  while (end > start && (lines[end] ?? "").trim() === "") end--;
+  return `${lines.slice(Math.max(0, start - before), end + 1).join("\n")}\n`;
+}
+
+function consoleTail(guest: BootedGuest): string {
+  return `the console's last lines:\n${guest.consoleLog().split("\n").slice(-25).join("\n")}`;
+}
+
+async function waitForConsole(guest: BootedGuest, re: RegExp, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!re.test(guest.consoleLog())) {
+    if (Date.now() > deadline)
+      throw new HilError(`no ${what} on the console after ${ms / 1000} s`, {
+        detail: consoleTail(guest),
+      });
+    await sleep(500);
+  }
+}
+
+function pairCommands(opts: { softirqB: boolean; rqA?: number }): string[] {
+  return [
+    commandLine("device", { addr: GUEST_IP }),
+    commandLine("pd", { name: "pd0" }),
+    commandLine("cq", { name: "cqa", depth: 256, poll: "direct" }),
+    commandLine("cq", { name: "cqb", depth: 256, poll: opts.softirqB ? "softirq" : "direct" }),
+    commandLine("listen", {
+      name: "L",
+      addr: GUEST_IP,
+      port: 7471,
+      qp: "b",
+      pd: "pd0",
+      scq: "cqb",
+      rcq: "cqb",
+    }),
+    commandLine("connect", {
+      name: "a",
+      addr: GUEST_IP,
+      port: 7471,
+      pd: "pd0",
+      scq: "cqa",
+      rcq: "cqa",
+      rq: opts.rqA,
+    }),
+  ];
+}
+
+export const OOPS_MODULE_DIR = fileURLToPath(new URL("./oops-module/", import.meta.url));
+const OOPS_MODULE = "hil_oops";
+
+interface CaptureGuest {
+  guest: BootedGuest;
+  release: string;
+  kverbs: BuiltGuestModule;
+  oops: BuiltGuestModule;
+}
+
+/** A guest of `base` with hil_kverbs and hil_oops in its image, and the device of `profile` (or none). */
+async function bootForCapture(base: string, profile: string | false): Promise<CaptureGuest> {
+  const kernel = await buildKernel({ base, configs: [] });
+  const kverbs = await buildKverbsModule(kernel);
+  const oops = await buildGuestModule(kernel, OOPS_MODULE_DIR, { name: OOPS_MODULE });
+  const layer = await buildGuestModulesLayer([kverbs, oops]);
+  const [qemu, tools] = await Promise.all([ensureQemu(), buildGuestToolsLayer()]);
+  const image = await buildInitramfs(kernel, { extraLayers: [tools, layer] });
+  const guest = await bootPrepared(
+    { qemu, kernel, initrd: image.path },
+    { memoryMiB: 512, device: profile === false ? false : { profile } },
+  );
+  return { guest, release: kernel.release, kverbs, oops };
+}
+
+/**
+ * Waits for QEMU to exit after a panic: the harness boots with panic=-1 and -no-reboot
+ * (qemu/launch/cmdline.ts), so the panicking kernel reboots at once, which ends QEMU; the panic's
+ * own "---[ end Kernel panic" line is never printed (kernel/panic.c prints it only without a
+ * reboot).
+ */
+async function waitForPanicExit(guest: BootedGuest, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (guest.running) {
+    if (Date.now() > deadline)
+      throw new HilError(`the guest did not go down after ${ms / 1000} s`, {
+        detail: consoleTail(guest),
+      });
+    await sleep(500);
+  }
+  if (!/Kernel panic - not syncing/.test(guest.consoleLog()))
+    throw new HilError("the guest went down without a panic on the console", {
+      detail: consoleTail(guest),
+    });
+}
+
+/**
+ * Runs a shell command in the guest without waiting for it: for what takes the kernel down, after
+ * which the SSH session never reports back.
+ */
+async function fireAndForget(guest: BootedGuest, command: string): Promise<void> {
+  const r = await guest.exec(`(sleep 1; ${command}) </dev/null >/dev/null 2>&1 &`, { timeoutMs: 30_000 });
+  if (r.exitCode !== 0) throw new HilError(`cannot start in the guest: ${command}`, { detail: r.stderr });
+}
+
+/** The erdma-2022 hang: a drain that never returns, the hung-task report, then sysrq-w. */
+async function captureHungTask(base: string): Promise<CapturedConsole> {
+  const { guest, kverbs, release } = await bootForCapture(base, "erdma-2022");
+  try {
+    const kv = await KverbsDriver.load(guest, kverbs, { inImage: true });
+    const commands = [
+      ...pairCommands({ softirqB: true }),
+      commandLine("post_recv", { qp: "b", wr_id: 1000, count: 8 }),
+      commandLine("modify", { qp: "b", state: "ERR" }),
+      commandLine("post_recv", { qp: "b", wr_id: 2000, count: 3 }),
+      commandLine("drain", { qp: "b", which: "qp" }),
+    ];
+    await kv.run(commands.slice(0, -1));
+    const drain = await kv.run(commands.slice(-1), { timeoutMs: 3000, check: false });
+    if (!drain.stuck) throw new HilError("the drain returned: no hang to report");
+    const step = progress.step("[console] waiting for the hung-task report");
+    await waitForConsole(guest, /blocked for more than \d+ seconds/, 90_000, "hung-task report");
+    step.succeed();
+    // one report: the detector would repeat it every 10 s
+    const quiet = "echo 0 > /proc/sys/kernel/hung_task_warnings";
+    await guest.exec(quiet);
+    await guest.exec("echo w > /proc/sysrq-trigger");
+    await waitForConsole(guest, /sysrq: Show Blocked State[\s\S]*__ib_drain/, 30_000, "sysrq-w output");
+    await sleep(1000);
+    const log = guest.consoleLog();
+    const all = [...commands, "(wait for the hung-task report)", quiet, "echo w > /proc/sysrq-trigger"];
+    return {
+      kind: "hung-task",
+      base,
+      release,
+      commands: all,
+      log,
+      excerpt: excerpt(log, /INFO: task \S+ blocked for more than/, /__ib_drain|<\/TASK>/),
+    };
+  } finally {
+    await guest.dispose();
+  }
+}
+
+/**
+ * siw: ib_drain_qp on a QP without a receive queue trips __ib_drain_rq's WARN; with panicOnWarn
+ * the kernel panics after it.
+ */
+async function captureDrainWarn(base: string, panicOnWarn: boolean): Promise<CapturedConsole> {
+  const { guest, kverbs, release } = await bootForCapture(base, false);
+  try {
+    await addSiwLink(guest);
+    const kv = await KverbsDriver.load(guest, kverbs, { inImage: true });
+    const setup = pairCommands({ softirqB: false, rqA: 0 });
+    const drain = commandLine("drain", { qp: "a", which: "qp" });
+    if (!panicOnWarn) {
+      await kv.run([...setup, drain], { timeoutMs: 30_000 });
+      await waitForConsole(guest, /---\[ end trace/, 20_000, "end of the WARN");
+      await kv.unload();
+      const log = guest.consoleLog();
+      return {
+        kind: "drain-warn",
+        base,
+        release,
+        commands: [...setup, drain],
+        log,
+        excerpt: excerpt(log, /-+\[ cut here \]-+/, /---\[ end trace/),
+      };
+    }
+    const sysctl = "echo 1 > /proc/sys/kernel/panic_on_warn";
+    await kv.run(setup, { timeoutMs: 30_000 });
+    const r = await guest.exec(sysctl);
+    if (r.exitCode !== 0) throw new HilError(`guest command failed: ${sysctl}`, { detail: r.stderr });
+    // the worker runs the drain on its own; the guest panics under it
+    await fireAndForget(guest, `echo '${drain}' > ${KVERBS_DEBUGFS}/ctl`);
+    await waitForPanicExit(guest, 60_000);
+    const log = guest.consoleLog();
+    return {
+      kind: "panic-on-warn",
+      base,
+      release,
+      commands: [...setup, sysctl, drain],
+      log,
+      excerpt: excerpt(log, /-+\[ cut here \]-+/),
+    };
+  } finally {
+    await guest.dispose();
+  }
+}
+
+/** sysrq-c: the kernel panics on request. */
+async function captureSysrqCrash(base: string): Promise<CapturedConsole> {
+  const { guest, release } = await bootForCapture(base, false);
+  try {
+    const command = "echo c > /proc/sysrq-trigger";
+    await fireAndForget(guest, command);
+    await waitForPanicExit(guest, 60_000);
+    const log = guest.consoleLog();
+    return {
+      kind: "sysrq-crash",
+      base,
+      release,
+      commands: [command],
+      log,
+      excerpt: excerpt(log, /sysrq: Trigger a crash/),
+    };
+  } finally {
+    await guest.dispose();
+  }
+}
+
+const OOPS_WHAT = { oops: "null", bug: "bug", "oops-in-irq": "timer-null" } as const;
+
+/** hil_oops loaded with what=null, bug or timer-null: an Oops in process context, or one that panics. */
+async function captureOops(kind: "oops" | "bug" | "oops-in-irq", base: string): Promise<CapturedConsole> {
+  const { guest, oops, release } = await bootForCapture(base, false);
+  try {
+    const command = `insmod ${guestModulePath(release, oops.name)} what=${OOPS_WHAT[kind]}`;
+    if (kind === "oops-in-irq") {
+      await fireAndForget(guest, command);
+      await waitForPanicExit(guest, 60_000);
+    } else {
+      // the Oops kills insmod; the kernel carries on
+      const r = await guest.exec(command, { timeoutMs: 60_000 });
+      if (r.exitCode === 0) throw new HilError(`${command} returned 0: no Oops`);
+      await waitForConsole(guest, /---\[ end trace/, 30_000, "end of the Oops");
+      await sleep(1000);
+    }
+    const log = guest.consoleLog();
+    const first = kind === "bug" ? /-+\[ cut here \]-+/ : /BUG: kernel NULL pointer dereference/;
+    // a panic is the end of the log
+    const last = kind === "oops-in-irq" ? undefined : /---\[ end trace/;
+    return { kind, base, release, commands: [command], log, excerpt: excerpt(log, first, last) };
+  } finally {
+    await guest.dispose();
+  }
+}
+
+export function capture(kind: CaptureKind, base = DEFAULT_BASE[kind]): Promise<CapturedConsole> {
+  switch (kind) {
+    case "hung-task":
+      return captureHungTask(base);
+    case "drain-warn":
+      return captureDrainWarn(base, false);
+    case "panic-on-warn":
+      return captureDrainWarn(base, true);
+    case "sysrq-crash":
+      return captureSysrqCrash(base);
+    default:
+      return captureOops(kind, base);
+  }
+}
+
+const USAGE = `usage: console-capture.ts <kind> <out>.log [--kernel <base>] [--full <file>]
+  kinds: ${CAPTURE_KINDS.join(", ")}
+  writes <out>.log (header + the report) and <out>.expected.json (the parse, to review)
+`;
+
+function isKind(s: string | undefined): s is CaptureKind {
+  return (CAPTURE_KINDS as readonly string[]).includes(s ?? "");
+}
+
+/** The command line, or a reason it is not one. */
+export function parseCaptureArgs(
+  argv: readonly string[],
+): { kind: CaptureKind; out: string; kernel?: string; full?: string } | string {
+  const positional: string[] = [];
+  const opts: { kernel?: string; full?: string } = {};
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    if (a === "--kernel" || a === "--full") {
+      const v = argv[++i];
+      if (!v) return `${a} needs a value`;
+      opts[a === "--kernel" ? "kernel" : "full"] = v;
+    } else if (a.startsWith("-")) return `unknown option ${a}`;
+    else positional.push(a);
+  }
+  const [kind, out] = positional;
+  if (!isKind(kind)) return `not a capture kind: ${kind ?? "(none)"}`;
+  if (!out?.endsWith(".log") || positional.length !== 2) return "one output file <out>.log";
+  return { kind, out, ...opts };
+}
+
+async function main(argv: string[]): Promise<number> {
+  const args = parseCaptureArgs(argv);
+  if (typeof args === "string") {
+    process.stderr.write(`${args}\n${USAGE}`);
+    return 2;
+  }
+  const { kind, out } = args;
+  const c = await capture(kind, args.kernel);
+  const header = fixtureHeader(c);
+  if (!REAL_HEADER.test(header))
+    throw new HilError(`the header is not one the golden test accepts: ${header}`);
+  writeFileSync(out, `${header}\n${c.excerpt}`);
+  if (args.full) writeFileSync(args.full, c.log);
+  const { path, golden } = writeExpected(out);
+  process.stdout.write(`${out}\n${path}\n${summarize(golden) || "(no events)"}\n`);
+  return 0;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (err: unknown) => {
+      process.stderr.write(`${err instanceof HilError ? err.format() : String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}
