@@ -12,8 +12,8 @@
  *       receive buffer of the same index, READ reads the peer's send buffer (both PDs
  *       rkey=global, the peer's MR rkey)
  *       send_inv: IBV_WR_SEND_WITH_INV of the peer QP's buffer MR (reg_mr and local_inv are
- *       refused when the input is checked: cmd.c). bad=<i>: WR i of each call has max_sge+1
- *       SGEs, which the provider must refuse (a partial post).
+ *       refused when the input is checked: cmd.c). bad=<i>: WR i of each call has 64 SGEs
+ *       (more than the device takes), which the provider must refuse (a partial post).
  *   post_recv qp= wr_id=<first> [count=1] [len=buf] [batch=count] [bad=<i>]
  *   poll cq= [min=0] [timeout=1000] [budget=0]   ibv_poll_cq until `min` completions arrived on
  *       the CQ since the previous poll command returned (at most `budget` a pass, 0: all)
@@ -277,7 +277,11 @@ static const struct uv_send_op send_ops[] = {
 	{ "send_inv", IBV_WR_SEND_WITH_INV, false, false, true },
 };
 
-/* bad=<i>: WR i of a call gets one SGE more than the device's max_sge */
+/*
+ * bad=<i>: WR i of a call gets UV_BAD_SGES SGEs. ibv_device_attr.max_sge is the lesser of the
+ * send and receive limits (erdma: 1, while its provider takes 6 SGEs on a send), so max_sge+1
+ * can be a valid WR; 64 is more than erdma's or siw's limit on either queue (6).
+ */
 #define UV_BAD_SGES 64
 
 struct uv_send_batch {
@@ -298,11 +302,11 @@ struct uv_send_req {
 	uint32_t bad_at;
 };
 
-/* Makes `wr` carry one SGE more than the device's max_sge, copies of its own first SGE. */
+/* Makes `wr` carry UV_BAD_SGES SGEs, copies of its own first SGE. */
 static void make_invalid(struct ibv_sge *bad_sges, const struct ibv_sge *like, int *num_sge,
 			 struct ibv_sge **sg_list)
 {
-	uint32_t n = uv.max_sge + 1;
+	uint32_t n = UV_BAD_SGES;
 
 	for (uint32_t j = 0; j < n; j++)
 		bad_sges[j] = *like;
@@ -382,9 +386,9 @@ static int bad_arg(struct hil_cmd *cmd, uint32_t *bad_at)
 
 	if (rc)
 		return rc;
-	if (*bad_at != UINT32_MAX && uv.max_sge + 1 > UV_BAD_SGES)
-		return hil_fail(cmd, -EINVAL, "bad=: the device's max_sge %u is more than %d",
-				uv.max_sge, UV_BAD_SGES - 1);
+	if (*bad_at != UINT32_MAX && uv.max_sge >= UV_BAD_SGES)
+		return hil_fail(cmd, -EINVAL, "bad=: the device's max_sge %u is not below %d",
+				uv.max_sge, UV_BAD_SGES);
 	return 0;
 }
 

@@ -34,7 +34,7 @@ export const rule3: Rule = {
           });
         if (w.accepted && w.completions.length === 0 && model.deadline(w) !== undefined)
           problems.push({
-            reason: `WR ${w.wrId} before *bad_wr (index ${call.bad}) of call ${call.call} was posted but never completed`,
+            reason: `WR ${w.wrId} before *bad_wr (index ${call.bad}) of call ${call.call}, posted to ${w.qp} in ${w.postedIn}, never completed`,
             evidence: ev,
             wrs: [ref(w)],
           });
