@@ -1,0 +1,111 @@
+/**
+ * Private copies of cached trees that a build may write into without reaching the cache entries
+ * they come from.
+ */
+import {
+  copyFile,
+  lstat,
+  readFile,
+  readlink,
+  rename,
+  rm,
+  stat,
+  symlink,
+  utimes,
+  writeFile,
+} from "node:fs/promises";
+import { join } from "node:path";
+import { HilError } from "../../util/errors.ts";
+import { probe, run } from "../../util/exec.ts";
+import type { KbuildTree } from "./kbuild.ts";
+import type { TreeChange } from "./tree-diff.ts";
+
+const NOT_PATH_CHAR = "[^A-Za-z0-9_.+-]";
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/** `old` as a whole path or a path prefix ("/a/src" in "/a/src/x.c", not in "/a/src2"). */
+function pathPattern(old: string): RegExp {
+  return new RegExp(`${escapeRegExp(old)}(?=$|${NOT_PATH_CHAR})`, "g");
+}
+
+/** Text files (no NUL byte) under `dir` that name any of `paths` (as pathPattern matches them). */
+async function textFilesNaming(dir: string, paths: readonly string[]): Promise<string[]> {
+  const patterns = paths.map((p) => `${p.replace(/[.[\]()*+?{}|^$\\]/g, "\\$&")}($|${NOT_PATH_CHAR})`);
+  const args = ["-rlIZE", ...patterns.flatMap((p) => ["-e", p]), "."];
+  const r = await probe("grep", args, { cwd: dir });
+  if (r.exitCode > 1)
+    throw new HilError("cannot search the copied build tree", { where: dir, detail: r.stderr });
+  return r.stdout
+    .split("\0")
+    .filter(Boolean)
+    .map((f) => join(dir, f));
+}
+
+/**
+ * Copies the O= build tree `from.buildDir` to `to.buildDir` so that Kbuild, run there against
+ * `to.srcDir`, takes every object as built: file times are kept (`cp -a`), and every text file
+ * and symlink naming the old source or build tree (the .cmd records, .d files, the generated
+ * Makefile, `source`) is rewritten to name the new ones. Kbuild compares each target's recorded
+ * command with the one it would run now and reads the target's dependencies from the same
+ * record, so a record left naming the old tree would hide a changed file; none is left.
+ */
+export async function copyBuildTree(from: KbuildTree, to: KbuildTree): Promise<void> {
+  await run("cp -a (copy of the base build tree)", "cp", [
+    "-a",
+    "--reflink=auto",
+    from.buildDir,
+    to.buildDir,
+  ]);
+  const renames: Array<[RegExp, string]> = [
+    [pathPattern(from.buildDir), to.buildDir],
+    [pathPattern(from.srcDir), to.srcDir],
+  ];
+  const needles = [from.buildDir, from.srcDir];
+  for (const file of await textFilesNaming(to.buildDir, needles)) {
+    const before = await stat(file);
+    let text = await readFile(file, "utf8");
+    for (const [pattern, replacement] of renames) text = text.replace(pattern, replacement);
+    await writeFile(file, text);
+    await utimes(file, before.atime, before.mtime);
+  }
+  const links = await run("find (symlinks)", "find", [to.buildDir, "-type", "l", "-printf", "%P\\0"]);
+  for (const rel of links.stdout.split("\0").filter(Boolean)) {
+    const link = join(to.buildDir, rel);
+    let target = await readlink(link);
+    for (const [pattern, replacement] of renames) target = target.replace(pattern, replacement);
+    if (target === (await readlink(link))) continue;
+    await rm(link);
+    await symlink(target, link);
+  }
+  const left = await textFilesNaming(to.buildDir, needles);
+  if (left.length > 0) {
+    throw new HilError("the copied build tree still names the base trees", {
+      where: to.buildDir,
+      detail: left.slice(0, 10).join("\n"),
+    });
+  }
+}
+
+/**
+ * A hard-linked copy of the patched source tree in which every file the series changed is a file
+ * of its own, written now: newer than every object of the base build, whatever the age of the
+ * patched tree, so Kbuild's time stamp check sees each of them as changed.
+ */
+export async function copySourceTree(
+  patched: string,
+  to: string,
+  changes: readonly TreeChange[],
+): Promise<void> {
+  await run("cp -al (hard-linked copy of the patched tree)", "cp", ["-al", patched, to]);
+  for (const c of changes) {
+    if (c.kind === "deleted") continue;
+    const dst = join(to, c.path);
+    const tmp = `${dst}.hil-tmp`;
+    if ((await lstat(dst)).isSymbolicLink()) await symlink(await readlink(dst), tmp);
+    else await copyFile(join(patched, c.path), tmp);
+    await rename(tmp, dst);
+  }
+}
