@@ -101,7 +101,7 @@ export async function compileKernel(
   } catch (err) {
     if (isHilError(err) && errors.length > 0) {
       throw new HilError(`${title.replace(/^\[kernel\] /, "")} failed`, {
-        detail: `errors:\n${errors.join("\n")}\n${err.detail ?? ""}`,
+        detail: `errors:\n${errors.join("\n")}\n${(err.detail ?? "").replaceAll(`${tree.srcDir}/`, "")}`,
         cause: err,
       });
     }
