@@ -161,6 +161,7 @@ async function buildPatched(work: string, req: KernelRequest, p: Plan): Promise<
  */
 export async function buildKernelFromScratch(req: KernelRequest, dir: string): Promise<KernelArtifact> {
   const p = await plan(req);
+  await mkdir(dir, { recursive: true });
   const { tree, version } = await buildFromScratch(dir, await ensureSourceTree(p), p);
   return finish(dir, tree, p, version);
 }
