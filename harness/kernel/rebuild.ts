@@ -2,7 +2,7 @@
  * A patched kernel built from its base's cached build: the plan (rebuild-plan.ts) from what the
  * series changed and what the base build recorded, and the trees Kbuild then continues in.
  */
-import { rm } from "node:fs/promises";
+import { lutimes, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { readModuleMap, sameNamedHeaders, targetsUsing } from "./build-record.ts";
 import { compileKernel, configureKernel, type KbuildTree } from "./kbuild.ts";
@@ -11,7 +11,7 @@ import type { Fragment } from "./kconfig.ts";
 import { moduleTargets, restoreModuleRecords, saveModuleRecords } from "./module-build.ts";
 import { planRebuild, type RebuildPlan } from "./rebuild-plan.ts";
 import { inStep } from "./step.ts";
-import { copyBuildTree, copySourceTree } from "./tree-copy.ts";
+import { copyBuildTree } from "./tree-copy.ts";
 import { diffLinkedTrees, type TreeChange } from "./tree-diff.ts";
 import type { KernelArtifact } from "./types.ts";
 
@@ -38,9 +38,19 @@ export async function planFromBase(base: KernelArtifact, patchedSrc: string): Pr
 }
 
 /**
- * Continues the base build with the series applied in `<work>/src` and `<work>/build`: copies of
- * the patched sources and of the base build tree, where Kbuild makes again what the changes reach
- * (mode "modules": only the modules; the base's vmlinux stays). Returns the tree and the steps run.
+ * The changed files of the patched tree, written "now": newer than every object of the base build
+ * whatever the age of the patched tree, so Kbuild's time stamp check sees each of them as changed.
+ * Each is a file of the patched tree's own (apply.ts), never one shared with the base tree.
+ */
+export async function touchChanged(patchedSrc: string, changes: readonly TreeChange[]): Promise<void> {
+  const now = new Date();
+  for (const c of changes) if (c.kind !== "deleted") await lutimes(join(patchedSrc, c.path), now, now);
+}
+
+/**
+ * Continues the base build with the series applied: Kbuild runs against the patched tree in
+ * `<work>/build`, a copy of the base build tree, and makes again what the changes reach (mode
+ * "modules": only the modules; the base's vmlinux stays). Returns the tree and the steps run.
  */
 export async function rebuildFromBase(
   work: string,
@@ -53,13 +63,11 @@ export async function rebuildFromBase(
 ): Promise<{ tree: KbuildTree; steps: number }> {
   const { plan, changes, used } = planned;
   if (plan.mode === "full") throw new Error("a full build does not start from the base build");
-  const tree: KbuildTree = { srcDir: join(work, "src"), buildDir: join(work, "build") };
-  await inStep("[kernel] copying the base build and the patched sources", async () => {
-    await Promise.all([
-      copySourceTree(patchedSrc, tree.srcDir, changes),
-      copyBuildTree({ srcDir: base.srcDir, buildDir: base.buildDir }, tree),
-    ]);
-  });
+  const tree: KbuildTree = { srcDir: patchedSrc, buildDir: join(work, "build") };
+  await inStep("[kernel] copying the base build", () =>
+    copyBuildTree({ srcDir: base.srcDir, buildDir: base.buildDir }, tree),
+  );
+  await touchChanged(patchedSrc, changes);
   if (plan.mode === "incremental" && plan.reconfigure)
     await configureKernel(tree, fragments, join(work, "fragments"), version.text);
   // A target whose input is gone has no newer file to notice: remove it so Kbuild makes it again.

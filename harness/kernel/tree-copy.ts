@@ -1,24 +1,9 @@
-/**
- * Private copies of cached trees that a build may write into without reaching the cache entries
- * they come from.
- */
-import {
-  copyFile,
-  lstat,
-  readFile,
-  readlink,
-  rename,
-  rm,
-  stat,
-  symlink,
-  utimes,
-  writeFile,
-} from "node:fs/promises";
+/** A private copy of a cached build tree that Kbuild may continue in without touching the original. */
+import { readFile, readlink, rm, stat, symlink, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { HilError } from "../../util/errors.ts";
 import { probe, run } from "../../util/exec.ts";
 import type { KbuildTree } from "./kbuild.ts";
-import type { TreeChange } from "./tree-diff.ts";
 
 const NOT_PATH_CHAR = "[^A-Za-z0-9_.+-]";
 
@@ -86,26 +71,5 @@ export async function copyBuildTree(from: KbuildTree, to: KbuildTree): Promise<v
       where: to.buildDir,
       detail: left.slice(0, 10).join("\n"),
     });
-  }
-}
-
-/**
- * A hard-linked copy of the patched source tree in which every file the series changed is a file
- * of its own, written now: newer than every object of the base build, whatever the age of the
- * patched tree, so Kbuild's time stamp check sees each of them as changed.
- */
-export async function copySourceTree(
-  patched: string,
-  to: string,
-  changes: readonly TreeChange[],
-): Promise<void> {
-  await run("cp -al (hard-linked copy of the patched tree)", "cp", ["-al", patched, to]);
-  for (const c of changes) {
-    if (c.kind === "deleted") continue;
-    const dst = join(to, c.path);
-    const tmp = `${dst}.hil-tmp`;
-    if ((await lstat(dst)).isSymbolicLink()) await symlink(await readlink(dst), tmp);
-    else await copyFile(join(patched, c.path), tmp);
-    await rename(tmp, dst);
   }
 }

@@ -1,4 +1,5 @@
-import { run } from "../../util/exec.ts";
+import { HilError } from "../../util/errors.ts";
+import { probe } from "../../util/exec.ts";
 
 /** A file a series changed, relative to the top of the kernel tree. */
 export interface TreeChange {
@@ -8,20 +9,11 @@ export interface TreeChange {
 
 /** Files and symlinks under `root`: relative path -> inode number (as text). */
 async function inodes(root: string): Promise<Map<string, string>> {
-  const { stdout } = await run("find (inodes)", "find", [
-    root,
-    "(",
-    "-type",
-    "f",
-    "-o",
-    "-type",
-    "l",
-    ")",
-    "-printf",
-    "%i %P\\0",
-  ]);
+  // probe, not run: run() splits output into lines, and this output has none
+  const r = await probe("find", [root, "(", "-type", "f", "-o", "-type", "l", ")", "-printf", "%i %P\\0"]);
+  if (r.exitCode !== 0) throw new HilError("cannot list the kernel tree", { where: root, detail: r.stderr });
   const out = new Map<string, string>();
-  for (const rec of stdout.split("\0")) {
+  for (const rec of r.stdout.split("\0")) {
     const space = rec.indexOf(" ");
     if (space > 0) out.set(rec.slice(space + 1), rec.slice(0, space));
   }
