@@ -7,12 +7,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { HilError } from "../../util/errors.ts";
 import { probe } from "../../util/exec.ts";
-
-const PATH_CHAR = "A-Za-z0-9_.+-";
-
-function escapeEre(text: string): string {
-  return text.replace(/[.[\]()*+?{}|^$\\]/g, "\\$&");
-}
+import { escapeEre, PATH_END_ERE, trimPathEnd } from "./path-match.ts";
 
 /** The target a record file describes: "drivers/x/.a.o.cmd" -> "drivers/x/a.o". */
 export function recordTarget(recordPath: string): string {
@@ -33,7 +28,7 @@ async function grepRecords(buildDir: string, srcDir: string, patterns: readonly 
   if (patterns.length === 0) return found;
   const prefix = `${srcDir}/`;
   const args = ["-rZoE", "--include=*.cmd", "--include=*.d"];
-  for (const p of patterns) args.push("-e", `${escapeEre(prefix)}${p}($|[^${PATH_CHAR}])`);
+  for (const p of patterns) args.push("-e", `${escapeEre(prefix)}${p}${PATH_END_ERE}`);
   const r = await probe("grep", [...args, "."], { cwd: buildDir });
   if (r.exitCode > 1)
     throw new HilError("cannot read the base build's dependency records", {
@@ -44,7 +39,7 @@ async function grepRecords(buildDir: string, srcDir: string, patterns: readonly 
     const nul = line.indexOf("\0");
     if (nul < 0) continue;
     const record = line.slice(0, nul).replace(/^\.\//, "");
-    const path = line.slice(nul + 1 + prefix.length).replace(new RegExp(`[^/${PATH_CHAR}]$`), "");
+    const path = trimPathEnd(line.slice(nul + 1 + prefix.length));
     const targets = found.get(path) ?? new Set<string>();
     targets.add(recordTarget(record));
     found.set(path, targets);

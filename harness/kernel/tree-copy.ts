@@ -4,22 +4,11 @@ import { join } from "node:path";
 import { HilError } from "../../util/errors.ts";
 import { probe, run } from "../../util/exec.ts";
 import type { KbuildTree } from "./kbuild.ts";
+import { pathEre, pathRegExp } from "./path-match.ts";
 
-const NOT_PATH_CHAR = "[^A-Za-z0-9_.+-]";
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-}
-
-/** `old` as a whole path or a path prefix ("/a/src" in "/a/src/x.c", not in "/a/src2"). */
-function pathPattern(old: string): RegExp {
-  return new RegExp(`${escapeRegExp(old)}(?=$|${NOT_PATH_CHAR})`, "g");
-}
-
-/** Text files (no NUL byte) under `dir` that name any of `paths` (as pathPattern matches them). */
+/** Text files (no NUL byte) under `dir` that name any of `paths`. */
 async function textFilesNaming(dir: string, paths: readonly string[]): Promise<string[]> {
-  const patterns = paths.map((p) => `${p.replace(/[.[\]()*+?{}|^$\\]/g, "\\$&")}($|${NOT_PATH_CHAR})`);
-  const args = ["-rlIZE", ...patterns.flatMap((p) => ["-e", p]), "."];
+  const args = ["-rlIZE", ...paths.flatMap((p) => ["-e", pathEre(p)]), "."];
   const r = await probe("grep", args, { cwd: dir });
   if (r.exitCode > 1)
     throw new HilError("cannot search the copied build tree", { where: dir, detail: r.stderr });
@@ -45,8 +34,8 @@ export async function copyBuildTree(from: KbuildTree, to: KbuildTree): Promise<v
     to.buildDir,
   ]);
   const renames: Array<[RegExp, string]> = [
-    [pathPattern(from.buildDir), to.buildDir],
-    [pathPattern(from.srcDir), to.srcDir],
+    [pathRegExp(from.buildDir), to.buildDir],
+    [pathRegExp(from.srcDir), to.srcDir],
   ];
   const needles = [from.buildDir, from.srcDir];
   for (const file of await textFilesNaming(to.buildDir, needles)) {
