@@ -46,6 +46,13 @@ function isCompilerInput(path: string): boolean {
   return /\.(c|h|S|rs|lds)$/.test(path);
 }
 
+/** Text the kernel build never reads (a series often updates it beside the code). */
+function isNeverBuilt(path: string): boolean {
+  return (
+    /^(Documentation|LICENSES|tools\/testing)\//.test(path) || path === "MAINTAINERS" || path === "CREDITS"
+  );
+}
+
 function listed(paths: readonly string[], max = 3): string {
   return paths.length <= max
     ? paths.join(", ")
@@ -87,7 +94,7 @@ export function planRebuild(facts: ChangeFacts): RebuildPlan {
         reason: `${c.path} is deleted; ${listed(targets, 1)} used it`,
       };
     if (targets.length === 0) {
-      if (isCompilerInput(c.path) || c.path.startsWith("Documentation/")) continue;
+      if (isCompilerInput(c.path) || isNeverBuilt(c.path)) continue;
       return {
         mode: "incremental",
         reconfigure: false,

@@ -115,7 +115,12 @@ t.test("what Kbuild's tracking cannot see is built from scratch", async (t) => {
 t.test("files no build step uses", async (t) => {
   const unused = planRebuild(
     facts([
-      ...modified("drivers/net/ethernet/intel/e1000/e1000_main.c", "Documentation/infiniband/erdma.rst"),
+      ...modified(
+        "drivers/net/ethernet/intel/e1000/e1000_main.c",
+        "Documentation/infiniband/erdma.rst",
+        "MAINTAINERS",
+        "tools/testing/selftests/rdma/rping.sh",
+      ),
       { path: `${ERDMA}/erdma_new.h`, kind: "added" },
     ]),
   );
