@@ -32,7 +32,7 @@ function isKbuildMachinery(path: string): boolean {
 }
 
 /** What `make tinyconfig` + fragments + olddefconfig read. */
-export function isKconfigInput(path: string): boolean {
+function isKconfigInput(path: string): boolean {
   return basename(path).startsWith("Kconfig") || /^(arch\/[^/]+\/configs|kernel\/configs)\//.test(path);
 }
 
