@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureHostPackages } from "../../util/apt.ts";
 import { ensureEntry, isComplete } from "../../util/cache.ts";
@@ -12,8 +12,9 @@ import { baseKey, ensureBaseTree, kernelVersion } from "./base-source.ts";
 import { type BaseSpec, describeBase, parseBaseSpec } from "./base-spec.ts";
 import { compileKernel, configureKernel, installModules, type KbuildTree, kernelRelease } from "./kbuild.ts";
 import { type Fragment, readFragment, resolveFragmentPath } from "./kconfig.ts";
+import { planFromBase, rebuildFromBase } from "./rebuild.ts";
 import { loadSeries, type Series } from "./series.ts";
-import type { KernelArtifact, KernelRequest } from "./types.ts";
+import type { KernelArtifact, KernelRequest, RebuildRecord } from "./types.ts";
 
 /** Host packages a kernel build needs (for `hil setup`). */
 export const KERNEL_HOST_PACKAGES = [
@@ -109,7 +110,12 @@ export async function buildKernel(req: KernelRequest): Promise<KernelArtifact> {
   const entry = { what: `kernel ${p.describe}`, inPlace: true };
   const { dir, built } = await ensureEntry(KERNEL_CACHE_KIND, p.key, entry, async (work) => {
     await ensureHostPackages(p.spec.kind === "git" ? [...KERNEL_HOST_PACKAGES, "git"] : KERNEL_HOST_PACKAGES);
-    const artifact = await buildInto(work, await ensureSourceTree(p), p);
+    let artifact: KernelArtifact;
+    if (p.series) artifact = await buildPatched(work, req, p);
+    else {
+      const { tree, version } = await buildFromScratch(work, await ensureSourceTree(p), p);
+      artifact = await finish(work, tree, p, version);
+    }
     await writeFile(join(work, ARTIFACT_FILE), `${JSON.stringify(artifact, null, 2)}\n`);
   });
   const artifact = JSON.parse(await readFile(join(dir, ARTIFACT_FILE), "utf8")) as KernelArtifact;
@@ -121,15 +127,68 @@ export async function buildKernel(req: KernelRequest): Promise<KernelArtifact> {
   return artifact;
 }
 
-async function buildInto(work: string, srcDir: string, p: Plan): Promise<KernelArtifact> {
+/**
+ * Base + series, continuing the base's cached build (built first if missing) so that only what
+ * the series reaches is made again; from scratch when the plan says Kbuild cannot be trusted
+ * with the change.
+ */
+async function buildPatched(work: string, req: KernelRequest, p: Plan): Promise<KernelArtifact> {
+  const patchedSrc = await ensureSourceTree(p);
+  const base = await buildKernel({ ...req, series: undefined });
+  const planned = await planFromBase(base, patchedSrc);
+  const { plan } = planned;
+  progress.info(`[kernel] ${plan.mode === "modules" ? "module-only" : plan.mode} build: ${plan.reason}`);
+  const record = { mode: plan.mode, reason: plan.reason, baseKey: base.key };
+  if (plan.mode === "full") {
+    const { tree, version, steps } = await buildFromScratch(work, patchedSrc, p);
+    return finish(work, tree, p, version, { ...record, steps });
+  }
+  const version = kernelVersion(patchedSrc);
+  const what =
+    plan.mode === "modules" ? `${plan.modules.map((m) => basename(m)).join(", ") || "no module"} of ` : "";
+  const title = `[kernel] rebuilding ${what}Linux ${version.text} + ${p.series?.patches.length} patch(es) from its base build`;
+  const { tree, steps } = await rebuildFromBase(work, base, patchedSrc, planned, p.fragments, version, title);
+  return finish(work, tree, p, version.text, {
+    ...record,
+    steps,
+    ...(plan.mode === "modules" ? { modules: plan.modules } : {}),
+  });
+}
+
+/**
+ * Builds `req` from scratch into `dir`, outside the cache: what a patched kernel cost before it
+ * could start from its base's build, for benchmarks and for tests that compare the two.
+ */
+export async function buildKernelFromScratch(req: KernelRequest, dir: string): Promise<KernelArtifact> {
+  const p = await plan(req);
+  await mkdir(dir, { recursive: true });
+  const { tree, version } = await buildFromScratch(dir, await ensureSourceTree(p), p);
+  return finish(dir, tree, p, version);
+}
+
+/** tinyconfig + fragments, then the whole kernel, in `<work>/build`. */
+async function buildFromScratch(work: string, srcDir: string, p: Plan) {
   const version = kernelVersion(srcDir);
   const tree: KbuildTree = { srcDir, buildDir: join(work, "build") };
-  const modulesRoot = join(work, "modules");
   await mkdir(tree.buildDir);
   await configureKernel(tree, p.fragments, join(work, "fragments"), version.text);
   const patches = p.series ? ` + ${p.series.patches.length} patch(es)` : "";
   const title = `[kernel] building Linux ${version.text}${patches}`;
-  await compileKernel(tree, join(work, "build.log"), `${version.major}.${version.minor}`, title);
+  const { steps } = await compileKernel(tree, join(work, "build.log"), title, {
+    statsLabel: `${version.major}.${version.minor}`,
+  });
+  return { tree, version: version.text, steps };
+}
+
+/** modules_install, then the artifact: bzImage and .config copied out of the build tree. */
+async function finish(
+  work: string,
+  tree: KbuildTree,
+  p: Plan,
+  version: string,
+  rebuild?: RebuildRecord,
+): Promise<KernelArtifact> {
+  const modulesRoot = join(work, "modules");
   await installModules(tree, modulesRoot);
   const release = await kernelRelease(tree);
   if (!["lib", "usr/lib"].some((d) => existsSync(join(modulesRoot, d, "modules", release)))) {
@@ -146,10 +205,11 @@ async function buildInto(work: string, srcDir: string, p: Plan): Promise<KernelA
     modulesRoot,
     release,
     buildDir: tree.buildDir,
-    srcDir,
+    srcDir: tree.srcDir,
     config,
     describe: p.describe,
-    version: version.text,
+    version,
     patches: p.series?.patches.map((x) => x.subject) ?? [],
+    ...(rebuild ? { rebuild } : {}),
   };
 }

@@ -57,12 +57,26 @@ export async function configureKernel(
 
 const COMPILER_ERROR = /: (fatal )?error: |\*\*\* /;
 
-/**
- * `make -j<nproc>`: Kbuild's quiet lines drive the progress bar, whose total is the step count
- * the last build of this kernel version (`statsLabel`) recorded. The whole output goes to `logPath`.
- */
-export async function compileKernel(tree: KbuildTree, logPath: string, statsLabel: string, title: string) {
-  const total = readStats()[statsLabel]?.steps;
+export interface CompileOptions {
+  /** make targets; default: the kernel and its modules */
+  targets?: readonly string[];
+  /** the progress bar's step count when known in advance */
+  total?: number;
+  /**
+   * A full build: the progress total is the step count the last full build of this kernel
+   * version (e.g. "6.12") recorded, and this build's count is recorded for the next one.
+   */
+  statsLabel?: string;
+}
+
+/** `make -j<nproc>`: Kbuild's quiet lines drive the progress bar. The whole output goes to `logPath`. */
+export async function compileKernel(
+  tree: KbuildTree,
+  logPath: string,
+  title: string,
+  opts: CompileOptions = {},
+) {
+  const total = opts.total ?? (opts.statsLabel ? readStats()[opts.statsLabel]?.steps : undefined);
   const counter = new KbuildCounter();
   const errors: string[] = [];
   const log = createWriteStream(logPath);
@@ -71,12 +85,14 @@ export async function compileKernel(tree: KbuildTree, logPath: string, statsLabe
     await inStep(
       title,
       async (step) => {
-        await run("make", "make", make(tree, [`-j${availableParallelism()}`]), {
+        await run("make", "make", make(tree, [`-j${availableParallelism()}`, ...(opts.targets ?? [])]), {
           tailLines: 30,
           onLine: (line) => {
             log.write(`${line}\n`);
             if (counter.feed(line)) step.update(counter.steps, total, counter.last?.target);
-            else if (COMPILER_ERROR.test(line) && errors.length < 30) errors.push(line);
+            // paths relative to the source tree: a failed build's tree is removed
+            else if (COMPILER_ERROR.test(line) && errors.length < 30)
+              errors.push(line.replaceAll(`${tree.srcDir}/`, ""));
           },
         });
       },
@@ -85,7 +101,7 @@ export async function compileKernel(tree: KbuildTree, logPath: string, statsLabe
   } catch (err) {
     if (isHilError(err) && errors.length > 0) {
       throw new HilError(`${title.replace(/^\[kernel\] /, "")} failed`, {
-        detail: `errors:\n${errors.join("\n")}\n${err.detail ?? ""}`,
+        detail: `errors:\n${errors.join("\n")}\n${(err.detail ?? "").replaceAll(`${tree.srcDir}/`, "")}`,
         cause: err,
       });
     }
@@ -98,7 +114,7 @@ export async function compileKernel(tree: KbuildTree, logPath: string, statsLabe
     objects: counter.objects,
     seconds: Math.round((Date.now() - started) / 1000),
   };
-  await recordStats(statsLabel, stats);
+  if (opts.statsLabel) await recordStats(opts.statsLabel, stats);
   return stats;
 }
 

@@ -27,4 +27,19 @@ export interface KernelArtifact {
   version?: string;
   /** subjects of the applied patches, in order */
   patches?: string[];
+  /** for base + series: how the build went from the base's build (absent in entries built before) */
+  rebuild?: RebuildRecord;
+}
+
+/** How a patched kernel was built (harness/kernel/rebuild-plan.ts). */
+export interface RebuildRecord {
+  /** modules: only those modules were made again; incremental: Kbuild continued the base build; full: from scratch */
+  mode: "modules" | "incremental" | "full";
+  reason: string;
+  /** the base kernel's key */
+  baseKey: string;
+  /** the Kbuild steps this build ran */
+  steps: number;
+  /** for mode "modules": the modules rebuilt, e.g. drivers/infiniband/hw/erdma/erdma.ko */
+  modules?: string[];
 }
