@@ -235,8 +235,7 @@ export function renderShow(entries: readonly ScenarioEntry[]): string {
     );
     const applicable = (s.known_bugs ?? []).filter(
       (b) =>
-        s.drivers.includes(b.driver) &&
-        (!b.executors || b.executors.some((x) => s.executors.includes(x))),
+        s.drivers.includes(b.driver) && (!b.executors || b.executors.some((x) => s.executors.includes(x))),
     );
     for (const b of applicable) {
       const where = [
@@ -246,7 +245,9 @@ export function renderShow(entries: readonly ScenarioEntry[]): string {
         b.executors && `executors ${b.executors.join(", ")}`,
         b.oracle_profiles && `oracle profiles ${b.oracle_profiles.join(", ")}`,
       ].filter(Boolean);
-      out.push(`  ${b.implied ? "shared known bug" : "known bug"} (${where.join("; ")}): rules ${b.rules.join(", ")} XFAIL; ${b.reference}`);
+      out.push(
+        `  ${b.implied ? "shared known bug" : "known bug"} (${where.join("; ")}): rules ${b.rules.join(", ")} XFAIL; ${b.reference}`,
+      );
     }
     if (s.expect_fail)
       out.push(`  expect_fail: rules ${s.expect_fail.rules.join(", ")}: ${s.expect_fail.why}`);
