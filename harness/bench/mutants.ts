@@ -1,0 +1,194 @@
+/**
+ * The mutation campaign: how much the drain suite really catches. Runs the suite on the base
+ * (debian:6.12, device profile erdma-reflush) once per executor, then on the base with each series
+ * of fixtures/mutants/mutants.yaml, and prints per series whether it was caught (a verdict the base
+ * passed became a FAIL, or could not be judged), by which scenarios and rules; at the end the catch
+ * rate (mutants caught / written) and the false FAILs of the benign series.
+ *
+ *   node --import tsx harness/bench/mutants.ts [--only a,b] [--executor kernel|user]
+ *     [--scenario <globs>] [--run-dir <dir>] [--json]
+ *
+ * Each series is a full kernel build (cached by content) and a suite run. Progress on stderr,
+ * results on stdout; the run directories (base-<executor>/, <series>-<executor>/) and
+ * mutants.json stay in --run-dir (default runs/mutants-<timestamp>). Exit status: 0 done, 1 a
+ * benign series FAILed, 3 a series could not be judged (not built, or a benign run broken),
+ * 2 bad input.
+ */
+import { mkdir, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { DEFAULT_PROFILE } from "../../qemu/erdma/profile-file.ts";
+import { HilError, isHilError } from "../../util/errors.ts";
+import { progress } from "../../util/progress.ts";
+import { stampedRunDir } from "../cli/repro-command.ts";
+import { type JobRecord, type JobSpec, runJob } from "../run/matrix-job.ts";
+import { EXECUTORS, type ExecutorKind } from "../scenario/schema.ts";
+import { compareRuns, outcomeOf, type RunComparison, summarize } from "./mutants/classify.ts";
+import { loadManifest, MANIFEST_FILE, type SeriesEntry, selectSeries } from "./mutants/manifest.ts";
+import { renderSeries, renderSummary, type SeriesReport } from "./mutants/report.ts";
+
+const BASE_KERNEL = "debian:6.12";
+
+const USAGE = `usage: node --import tsx harness/bench/mutants.ts [options]
+  --only <a,b>         these series of the manifest (default: all)
+  --executor <kind>    only this executor (kernel, user; default: each series' own)
+  --scenario <globs>   narrow the suite (default: every scenario meant for the target)
+  --manifest <file>    default ${MANIFEST_FILE}
+  --run-dir <dir>      where the runs go (default runs/mutants-<timestamp>)
+  --json               the results as JSON on stdout
+`;
+
+interface Options {
+  only?: string[];
+  executor?: ExecutorKind;
+  scenario?: string;
+  manifest: string;
+  runDir: string;
+  json: boolean;
+}
+
+function parseOptions(argv: string[]): Options | undefined {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      only: { type: "string" },
+      executor: { type: "string" },
+      scenario: { type: "string" },
+      manifest: { type: "string", default: MANIFEST_FILE },
+      "run-dir": { type: "string" },
+      json: { type: "boolean", default: false },
+      help: { type: "boolean", default: false },
+    },
+  });
+  if (values.help) return undefined;
+  const executor = values.executor;
+  if (executor !== undefined && !(EXECUTORS as readonly string[]).includes(executor))
+    throw new HilError(`--executor ${executor}: one of ${EXECUTORS.join(", ")}`);
+  return {
+    ...(values.only
+      ? {
+          only: values.only
+            .split(",")
+            .map((s) => s.trim())
+            .filter(Boolean),
+        }
+      : {}),
+    ...(executor ? { executor: executor as ExecutorKind } : {}),
+    ...(values.scenario ? { scenario: values.scenario } : {}),
+    manifest: resolve(values.manifest as string),
+    runDir: values["run-dir"] ? resolve(values["run-dir"]) : stampedRunDir("mutants"),
+    json: values.json as boolean,
+  };
+}
+
+function specFor(executor: ExecutorKind, opts: Options, series?: string): JobSpec {
+  return {
+    kernel: BASE_KERNEL,
+    ...(series ? { series } : {}),
+    driver: "erdma",
+    executor,
+    deviceProfile: DEFAULT_PROFILE,
+    scenarios: opts.scenario ?? "*",
+  };
+}
+
+function executorsOf(entry: SeriesEntry, opts: Options): ExecutorKind[] {
+  return entry.executors.filter((e) => !opts.executor || e === opts.executor);
+}
+
+async function runBase(executor: ExecutorKind, opts: Options): Promise<JobRecord> {
+  progress.info(`[mutants] base: ${BASE_KERNEL} erdma/${DEFAULT_PROFILE} ${executor} executor`);
+  const record = await runJob(specFor(executor, opts), {
+    runDir: join(opts.runDir, `base-${executor}`),
+    id: `base-${executor}`,
+    meantOnly: opts.scenario === undefined,
+  });
+  const broken = record.results.find((r) => r.id === "kernel" || r.id === "suite");
+  if (broken) throw new HilError(`the base run could not be judged: ${broken.reason}`, { exitCode: 3 });
+  return record;
+}
+
+async function runSeries(
+  entry: SeriesEntry,
+  bases: Map<ExecutorKind, JobRecord>,
+  opts: Options,
+): Promise<SeriesReport> {
+  const started = Date.now();
+  const runs: RunComparison[] = [];
+  for (const executor of executorsOf(entry, opts)) {
+    const base = bases.get(executor) as JobRecord;
+    const patched = await runJob(specFor(executor, opts, entry.file), {
+      runDir: join(opts.runDir, `${entry.name}-${executor}`),
+      id: `${entry.name}-${executor}`,
+      meantOnly: opts.scenario === undefined,
+      kernelErrors: "record",
+    });
+    runs.push(compareRuns(base, patched, executor));
+  }
+  const invalid = runs.find((r) => r.invalid !== undefined)?.invalid;
+  return {
+    name: entry.name,
+    kind: entry.kind,
+    class: entry.class,
+    outcome: outcomeOf(entry.kind, runs),
+    ...(entry.predict ? { predict: entry.predict } : {}),
+    catches: runs.flatMap((r) => r.catches),
+    ...(invalid !== undefined ? { invalid } : {}),
+    wallMs: Date.now() - started,
+  };
+}
+
+function exitCode(reports: readonly SeriesReport[]): number {
+  if (reports.some((r) => r.outcome === "false-fail")) return 1;
+  if (reports.some((r) => r.outcome === "invalid" || r.outcome === "not-judged")) return 3;
+  return 0;
+}
+
+async function main(): Promise<number> {
+  const opts = parseOptions(process.argv.slice(2));
+  if (!opts) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const manifest = await loadManifest(opts.manifest);
+  const series = selectSeries(manifest, opts.only).filter((s) => executorsOf(s, opts).length > 0);
+  if (series.length === 0)
+    throw new HilError(`no series of the manifest runs on the ${opts.executor} executor`);
+  await mkdir(opts.runDir, { recursive: true });
+  const started = Date.now();
+  const bases = new Map<ExecutorKind, JobRecord>();
+  for (const executor of EXECUTORS)
+    if (series.some((s) => executorsOf(s, opts).includes(executor)))
+      bases.set(executor, await runBase(executor, opts));
+  const reports: SeriesReport[] = [];
+  for (const [i, entry] of series.entries()) {
+    progress.info(`[mutants] ${i + 1}/${series.length} ${entry.kind} ${entry.name}: ${entry.class}`);
+    const report = await runSeries(entry, bases, opts);
+    reports.push(report);
+    progress.info(`[mutants] ${entry.name}: ${report.outcome} in ${Math.round(report.wallMs / 1000)}s`);
+    if (!opts.json) process.stdout.write(renderSeries(report));
+  }
+  const summary = summarize(reports);
+  const out = {
+    base: BASE_KERNEL,
+    deviceProfile: DEFAULT_PROFILE,
+    runDir: opts.runDir,
+    wallMs: Date.now() - started,
+    summary,
+    series: reports,
+  };
+  await writeFile(join(opts.runDir, "mutants.json"), `${JSON.stringify(out, null, 2)}\n`);
+  process.stdout.write(opts.json ? `${JSON.stringify(out, null, 2)}\n` : `\n${renderSummary(summary)}`);
+  progress.info(`[mutants] run directory: ${opts.runDir}`);
+  return exitCode(reports);
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`${isHilError(err) ? err.format() : (err as Error).stack}\n`);
+    process.exitCode = isHilError(err) ? err.exitCode : 1;
+  },
+);

@@ -1,0 +1,62 @@
+/** The campaign's text output: one line per series as it finishes, then the figures. */
+import type { CampaignSummary, Catch, Outcome } from "./classify.ts";
+import type { SeriesKind } from "./manifest.ts";
+
+export interface SeriesReport {
+  name: string;
+  kind: SeriesKind;
+  class: string;
+  outcome: Outcome;
+  predict?: "caught" | "survives";
+  catches: Catch[];
+  /** why the series was not judged (its kernel was not built) */
+  invalid?: string;
+  /** building its kernel and running the suite, over all its executors */
+  wallMs: number;
+}
+
+function duration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
+}
+
+/** Catches grouped per executor and scenario: "post-send-in-error[ib,linux] FAIL rules 1,5". */
+export function describeCatches(catches: readonly Catch[]): string[] {
+  const groups = new Map<string, Catch[]>();
+  for (const c of catches) {
+    const id = `${c.executor}\u0000${c.scenario ?? c.key}\u0000${c.patched ?? "-"}`;
+    groups.set(id, [...(groups.get(id) ?? []), c]);
+  }
+  return [...groups.values()].map((cs) => {
+    const first = cs[0] as Catch;
+    const profiles = cs.map((c) => c.profile).filter(Boolean);
+    const where = first.scenario ? `${first.scenario}[${profiles.join(",")}]` : first.key;
+    const rules = [...new Set(cs.flatMap((c) => c.rules))];
+    const verdict = first.patched ?? "no verdict";
+    const exec = first.executor === "kernel" ? "" : ` (${first.executor} executor)`;
+    return `${where} ${verdict}${rules.length ? ` rules ${rules.join(",")}` : ""}${exec}`;
+  });
+}
+
+export function renderSeries(r: SeriesReport): string {
+  const surprise =
+    r.kind === "mutant" &&
+    r.predict &&
+    r.outcome !== "invalid" &&
+    (r.predict === "caught") !== (r.outcome === "caught")
+      ? ` [predicted: ${r.predict}]`
+      : "";
+  const head = `${r.outcome.padEnd(10)} ${r.name}  (${duration(r.wallMs)})${surprise}`;
+  if (r.invalid) return `${head}\n    not built: ${r.invalid}\n`;
+  const lines = describeCatches(r.catches).map((l) => `    ${l}`);
+  return `${[head, ...lines].join("\n")}\n`;
+}
+
+export function renderSummary(s: CampaignSummary): string {
+  const rate = s.catchRate === undefined ? "-" : `${Math.round(s.catchRate * 100)}%`;
+  return [
+    `mutants: ${s.caught} of ${s.mutants} caught (catch rate ${rate}; ${s.caughtByRule} by a rule FAIL, ${s.caught - s.caughtByRule} only by ERROR/MISS), ${s.survived} survived, ${s.invalid} not built`,
+    `benign: ${s.benign} series, ${s.falseFails} false FAIL(s), ${s.benignNotJudged} with runs not judged`,
+    "",
+  ].join("\n");
+}

@@ -1,0 +1,219 @@
+// The mutation campaign's judgement from two sets of verdicts: a verdict the base passed (PASS,
+// XFAIL, XPASS, SKIP) that FAILs with the series is a catch naming the rules that moved, an ERROR,
+// MISS or missing verdict is a catch that could not be judged, a kernel that was not built makes
+// the series invalid; then the outcome per kind and the campaign's figures.
+import t from "tap";
+import {
+  type Catch,
+  compareRuns,
+  outcomeOf,
+  type RunComparison,
+  summarize,
+} from "../../harness/bench/mutants/classify.ts";
+import { renderSeries } from "../../harness/bench/mutants/report.ts";
+import type { SuiteRecord } from "../../harness/run/matrix-verdicts.ts";
+import type { CheckResult, Verdict } from "../../harness/verdict.ts";
+
+type Cell = [scenario: string, profile: string, verdict: Verdict, rules?: Record<string, Verdict>];
+
+function record(cells: readonly Cell[], extra: CheckResult[] = []): SuiteRecord {
+  const names = [...new Set(cells.map((c) => c[0]))];
+  return {
+    kernel: "debian:6.12",
+    scenarios: names.map((name) => ({
+      name,
+      file: `${name}.yaml`,
+      durationMs: 1,
+      judgements: cells
+        .filter((c) => c[0] === name)
+        .map(([, profile, verdict, rules]) => ({
+          profile: profile as "ib",
+          verdict,
+          rules: Object.entries(rules ?? {}).map(([rule, v]) => ({
+            rule: rule as "1",
+            title: "-",
+            citation: "-",
+            verdict: v,
+            reason: `rule ${rule} ${v}`,
+          })),
+        })),
+    })),
+    results: [
+      { id: "erdma-probe", title: "probe", verdict: "PASS", reason: "-" },
+      ...extra,
+      ...cells.map(([s, p, v]) => ({ id: `${s}[${p}]`, title: s, verdict: v, reason: `${s} ${p} ${v}` })),
+    ],
+  };
+}
+
+const BASE: Cell[] = [
+  ["post-send-in-error", "ib", "PASS", { 1: "PASS", 5: "PASS" }],
+  ["post-send-in-error", "linux", "PASS", { 1: "PASS", 5: "PASS" }],
+  ["partial-post-rq-overflow", "linux", "FAIL", { 5: "FAIL" }],
+  ["drain-rq-full", "linux", "XFAIL", { 9: "XFAIL" }],
+  ["fault-stall-sq-drain", "linux", "SKIP"],
+  ["drain-qp-idle", "linux", "PASS", { 9: "PASS" }],
+];
+
+function patchedWith(changes: Record<string, Cell>): SuiteRecord {
+  return record(BASE.map((c) => changes[`${c[0]}[${c[1]}]`] ?? c));
+}
+
+t.test(
+  "a verdict the base passed that FAILs with the series is a catch with the rules that moved",
+  async (t) => {
+    const r = compareRuns(
+      record(BASE),
+      patchedWith({
+        "post-send-in-error[ib]": ["post-send-in-error", "ib", "FAIL", { 1: "FAIL", 5: "FAIL" }],
+        "drain-rq-full[linux]": ["drain-rq-full", "linux", "FAIL", { 9: "XFAIL", 5: "FAIL" }],
+        "fault-stall-sq-drain[linux]": ["fault-stall-sq-drain", "linux", "FAIL", { hang: "FAIL" }],
+        "partial-post-rq-overflow[linux]": [
+          "partial-post-rq-overflow",
+          "linux",
+          "FAIL",
+          { 5: "FAIL", 3: "FAIL" },
+        ],
+      }),
+      "kernel",
+    );
+    t.equal(r.invalid, undefined);
+    t.same(
+      r.catches.map((c) => [c.key, c.base, c.patched, c.how, c.rules]),
+      [
+        ["post-send-in-error[ib]", "PASS", "FAIL", "fail", ["1", "5"]],
+        ["drain-rq-full[linux]", "XFAIL", "FAIL", "fail", ["5"]],
+        ["fault-stall-sq-drain[linux]", "SKIP", "FAIL", "fail", ["hang"]],
+      ],
+      "PASS, XFAIL and SKIP can be caught; a scenario that FAILed on the base cannot",
+    );
+    t.equal(r.catches[0]?.executor, "kernel");
+    t.equal(r.catches[0]?.scenario, "post-send-in-error");
+    t.equal(r.catches[0]?.profile, "ib");
+  },
+);
+
+t.test("an ERROR or MISS, or no verdict at all, is a catch that could not be judged", async (t) => {
+  const r = compareRuns(
+    record(BASE),
+    patchedWith({
+      "post-send-in-error[linux]": ["post-send-in-error", "linux", "ERROR"],
+      "drain-qp-idle[linux]": ["drain-qp-idle", "linux", "MISS"],
+    }),
+    "user",
+  );
+  t.same(
+    r.catches.map((c) => [c.key, c.patched, c.how]),
+    [
+      ["post-send-in-error[linux]", "ERROR", "not-judged"],
+      ["drain-qp-idle[linux]", "MISS", "not-judged"],
+    ],
+  );
+  const broken = record(
+    [],
+    [{ id: "suite", title: "the drain suite runs", verdict: "ERROR", reason: "guest died" }],
+  );
+  const all = compareRuns(record(BASE), broken, "kernel");
+  t.equal(all.catches.filter((c) => c.how === "not-judged").length, 5, "every verdict the base passed");
+  t.ok(
+    all.catches.every((c) => c.patched === undefined || c.key === "erdma-probe"),
+    "missing on the patched side",
+  );
+  t.equal(
+    all.catches.find((c) => c.key === "drain-qp-idle[linux]")?.reason,
+    "guest died",
+    "the suite's reason",
+  );
+});
+
+t.test("unchanged or still passing verdicts are no catch; a kernel not built is invalid", async (t) => {
+  t.same(compareRuns(record(BASE), record(BASE), "kernel"), { catches: [] });
+  const xpass = patchedWith({ "drain-rq-full[linux]": ["drain-rq-full", "linux", "XPASS", { 9: "XPASS" }] });
+  t.same(compareRuns(record(BASE), xpass, "kernel").catches, [], "XFAIL -> XPASS is not a catch");
+  const notBuilt = record(
+    [],
+    [{ id: "kernel", title: "the kernel builds", verdict: "ERROR", reason: "hunk #1 FAILED" }],
+  );
+  t.same(compareRuns(record(BASE), notBuilt, "kernel"), { catches: [], invalid: "hunk #1 FAILED" });
+});
+
+const fail = (key: string): Catch => ({
+  key,
+  executor: "kernel",
+  base: "PASS",
+  patched: "FAIL",
+  how: "fail",
+  rules: ["5"],
+  reason: "-",
+});
+const error = (key: string): Catch => ({ ...fail(key), patched: "ERROR", how: "not-judged", rules: [] });
+const runs = (...cs: Catch[]): RunComparison[] => [{ catches: cs }];
+
+t.test("the outcome of a series per kind", async (t) => {
+  t.equal(outcomeOf("mutant", runs(fail("a[ib]"))), "caught");
+  t.equal(outcomeOf("mutant", runs(error("a[ib]"))), "caught", "an ERROR the series caused counts");
+  t.equal(outcomeOf("mutant", [{ catches: [] }, { catches: [] }]), "survived");
+  t.equal(outcomeOf("mutant", [{ catches: [] }, { catches: [], invalid: "no kernel" }]), "invalid");
+  t.equal(outcomeOf("benign", runs(fail("a[ib]"), error("b[ib]"))), "false-fail");
+  t.equal(outcomeOf("benign", runs(error("b[ib]"))), "not-judged");
+  t.equal(outcomeOf("benign", runs()), "clean");
+});
+
+t.test(
+  "the campaign's figures: catch rate over the mutants written, false FAILs of benign series",
+  async (t) => {
+    const s = summarize([
+      { kind: "mutant", outcome: "caught", catches: [fail("a[ib]")] },
+      { kind: "mutant", outcome: "caught", catches: [error("a[ib]")] },
+      { kind: "mutant", outcome: "survived", catches: [] },
+      { kind: "mutant", outcome: "invalid", catches: [] },
+      { kind: "benign", outcome: "false-fail", catches: [fail("a[ib]")] },
+      { kind: "benign", outcome: "clean", catches: [] },
+      { kind: "benign", outcome: "not-judged", catches: [error("a[ib]")] },
+    ]);
+    t.same(s, {
+      mutants: 4,
+      caught: 2,
+      caughtByRule: 1,
+      survived: 1,
+      invalid: 1,
+      catchRate: 0.5,
+      benign: 3,
+      falseFails: 1,
+      benignNotJudged: 1,
+    });
+    t.equal(summarize([]).catchRate, undefined, "no mutants, no rate");
+  },
+);
+
+t.test("a series line names the scenarios and rules, and a prediction that did not hold", async (t) => {
+  const line = renderSeries({
+    name: "no-reflush-after-post",
+    kind: "mutant",
+    class: "-",
+    outcome: "survived",
+    predict: "caught",
+    catches: [],
+    wallMs: 754_000,
+  });
+  t.match(line, /^survived\s+no-reflush-after-post {2}\(12m34s\) \[predicted: caught\]\n$/);
+  const caught = renderSeries({
+    name: "x",
+    kind: "mutant",
+    class: "-",
+    outcome: "caught",
+    predict: "caught",
+    catches: [
+      { ...fail("post-send-in-error[ib]"), scenario: "post-send-in-error", profile: "ib", rules: ["1"] },
+      {
+        ...fail("post-send-in-error[linux]"),
+        scenario: "post-send-in-error",
+        profile: "linux",
+        rules: ["1", "9"],
+      },
+    ],
+    wallMs: 5_000,
+  });
+  t.match(caught, /\n {4}post-send-in-error\[ib,linux\] FAIL rules 1,9\n$/);
+  t.notMatch(caught, /predicted/);
+});
