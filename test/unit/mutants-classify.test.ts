@@ -11,12 +11,12 @@ import {
   summarize,
 } from "../../harness/bench/mutants/classify.ts";
 import { renderSeries } from "../../harness/bench/mutants/report.ts";
-import type { SuiteRecord } from "../../harness/run/matrix-verdicts.ts";
+import type { RunRecord } from "../../harness/rundir/schema.ts";
 import type { CheckResult, Verdict } from "../../harness/verdict.ts";
 
 type Cell = [scenario: string, profile: string, verdict: Verdict, rules?: Record<string, Verdict>];
 
-function record(cells: readonly Cell[], extra: CheckResult[] = []): SuiteRecord {
+function record(cells: readonly Cell[], extra: CheckResult[] = []): RunRecord {
   const names = [...new Set(cells.map((c) => c[0]))];
   return {
     kernel: "debian:6.12",
@@ -55,7 +55,7 @@ const BASE: Cell[] = [
   ["drain-qp-idle", "linux", "PASS", { 9: "PASS" }],
 ];
 
-function patchedWith(changes: Record<string, Cell>): SuiteRecord {
+function patchedWith(changes: Record<string, Cell>): RunRecord {
   return record(BASE.map((c) => changes[`${c[0]}[${c[1]}]`] ?? c));
 }
 

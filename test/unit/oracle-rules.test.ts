@@ -83,7 +83,8 @@ class TraceBuilder {
       len: 64,
       ...(queue === "sq" ? { signal: o.signal ?? "all" } : {}),
     });
-    this.push({ ev: "post_ret", call, rc: o.rc ?? 0, bad: o.rc ? (o.bad === undefined ? 0 : o.bad) : null });
+    const bad = o.bad !== undefined ? o.bad : o.rc ? 0 : null;
+    this.push({ ev: "post_ret", call, rc: o.rc ?? 0, bad });
     for (let i = 0; i < count; i++) this.callOf.set(`${qp}/${queue}/${wrId + i}`, { call, op });
     return this;
   }
@@ -289,6 +290,17 @@ t.test("rule 3: partial posts", async (t) => {
 
   const lost = pair().post("qp", "sq", 1, 4, { rc: -12, bad: 3 }).flush("qp", "sq", 1, 2).modify("qp", "ERR");
   t.match(verdictOf(lost, "3").reason, /WR 3 before \*bad_wr .* never completed/);
+
+  const contradicted = pair().post("qp", "sq", 1, 4, { rc: 0, bad: 2 }).flush("qp", "sq", 1, 2);
+  const c = verdictOf(contradicted, "3");
+  t.equal(c.verdict, "FAIL", "a call that returns 0 yet hands back *bad_wr");
+  t.match(c.reason, /post call \d+ on qp returned 0 with \*bad_wr at index 2/);
+  t.same(
+    c.problems?.[0]?.wrs?.map((w) => w.wrId),
+    [3, 4],
+    "it names the WRs the return code claims",
+  );
+  t.equal(verdictOf(pair().post("qp", "sq", 1, 2, { rc: 0, bad: null }), "3").verdict, "SKIP");
   t.equal(verdictOf(pair(), "3").verdict, "SKIP");
 });
 

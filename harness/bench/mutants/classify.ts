@@ -4,10 +4,10 @@
  * (the series broke the run itself). A series whose kernel was not built is invalid, neither caught
  * nor survived. For a benign series any such FAIL is a false FAIL.
  */
-import type { SuiteRecord, VerdictEntry } from "../../run/matrix-verdicts.ts";
-import { verdictEntries } from "../../run/matrix-verdicts.ts";
+import type { RunRecord } from "../../rundir/schema.ts";
 import type { ExecutorKind } from "../../scenario/schema.ts";
 import { PASSING_VERDICTS, type Verdict } from "../../verdict.ts";
+import { type VerdictEntry, verdictEntries } from "../../workflows/verdict-list.ts";
 import type { SeriesKind } from "./manifest.ts";
 
 export interface Catch {
@@ -33,7 +33,7 @@ export interface RunComparison {
 
 const UNJUDGED: readonly Verdict[] = ["ERROR", "MISS"];
 
-function topLevel(record: SuiteRecord): Map<string, VerdictEntry> {
+function topLevel(record: RunRecord): Map<string, VerdictEntry> {
   return new Map(
     verdictEntries(record)
       .filter((e) => e.rule === undefined)
@@ -41,7 +41,7 @@ function topLevel(record: SuiteRecord): Map<string, VerdictEntry> {
   );
 }
 
-function failingRules(record: SuiteRecord, key: string): Map<string, Verdict> {
+function failingRules(record: RunRecord, key: string): Map<string, Verdict> {
   return new Map(
     verdictEntries(record)
       .filter((e) => e.rule !== undefined && `${e.scenario}[${e.profile}]` === key)
@@ -50,7 +50,7 @@ function failingRules(record: SuiteRecord, key: string): Map<string, Verdict> {
 }
 
 /** The catches of one patched run against the base run of the same executor. */
-export function compareRuns(base: SuiteRecord, patched: SuiteRecord, executor: ExecutorKind): RunComparison {
+export function compareRuns(base: RunRecord, patched: RunRecord, executor: ExecutorKind): RunComparison {
   const kernel = patched.results.find((r) => r.id === "kernel" && r.verdict === "ERROR");
   if (kernel) return { catches: [], invalid: kernel.reason };
   const a = topLevel(base);

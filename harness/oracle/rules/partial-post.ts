@@ -12,8 +12,16 @@ export const rule3: Rule = {
     "Linux include/rdma/ib_verbs.h ib_post_send()/ib_post_recv(): on an immediate failure *bad_wr references the WR that failed to be posted",
   judge({ model }) {
     const failed = model.calls.filter((c) => c.rc !== 0 && !c.marker);
-    if (failed.length === 0) return skip("no post call failed");
-    const problems: Problem[] = [];
+    // a call that hands back *bad_wr yet returns 0 tells its caller every WR was posted
+    const contradicted = model.calls.filter((c) => c.rc === 0 && c.bad !== null && !c.marker);
+    if (failed.length === 0 && contradicted.length === 0) return skip("no post call failed");
+    const problems: Problem[] = contradicted.map((call) => ({
+      reason: `post call ${call.call} on ${call.qp} returned 0 with *bad_wr at index ${call.bad}: the WRs from there on count as posted`,
+      evidence: [call.at, ...(call.retAt === undefined ? [] : [call.retAt])].map((at) =>
+        quote(model.records, at),
+      ),
+      wrs: call.wrs.slice(call.bad ?? 0).map(ref),
+    }));
     for (const call of failed) {
       const ev = [quote(model.records, call.at)];
       if (call.retAt !== undefined) ev.push(quote(model.records, call.retAt));
@@ -40,7 +48,7 @@ export const rule3: Rule = {
           });
       }
     }
-    if (problems.length > 0) return fail(problems, failed.length);
+    if (problems.length > 0) return fail(problems, failed.length + contradicted.length);
     const before = failed.reduce((n, c) => n + c.wrs.filter((w) => w.accepted).length, 0);
     return pass(
       `${failed.length} partial post(s): ${before} WR(s) before *bad_wr completed, none after`,
