@@ -120,7 +120,8 @@ function markKnown(r: RuleVerdict, bugs: readonly KnownBug[]): RuleVerdict {
       reason: `holds though a known bug is recorded (${first.reference}): ${r.reason}`,
       knownBug,
     };
-  if (r.verdict !== "FAIL") return r;
+  // a step's unexpected return is the commands rule's ERROR; a record may describe it as the driver's
+  if (r.verdict !== "FAIL" && !(r.verdict === "ERROR" && r.rule === "commands")) return r;
   const problems = problemsOf(r);
   const unknown = problems.find((p) => !recorded.some((b) => describes(b, p.reason)));
   if (unknown)

@@ -423,3 +423,31 @@ t.test("a shared record applied by pattern makes no XPASS where its bug does not
     "named in the file: XPASS",
   );
 });
+
+t.test(
+  "a record naming commands: a step's unexpected return it describes is XFAIL, other ERRORs stay",
+  async (t) => {
+    const bug: KnownBug = {
+      ...BUG,
+      rules: ["commands"],
+      failure: "returned 0; the scenario expects an error",
+    };
+    const cmd = (reason: string): RuleVerdict => ({ ...rule("commands", "ERROR"), reason });
+    const [described] = applyKnownBugs(
+      [judgement([cmd('step 2 (line 9): "post_send" returned 0; the scenario expects an error')])],
+      [bug],
+    );
+    t.equal(described?.rules[0]?.verdict, "XFAIL");
+    t.equal(described?.verdict, "XFAIL");
+    const [truncated] = applyKnownBugs(
+      [judgement([cmd("the trace ends before step 3 (line 11) was done")])],
+      [bug],
+    );
+    t.equal(truncated?.rules[0]?.verdict, "ERROR", "a cut trace is not the driver's return");
+    const [other] = applyKnownBugs(
+      [judgement([{ ...rule("console", "ERROR"), reason: "returned 0; the scenario expects an error" }])],
+      [{ ...bug, rules: ["console"] }],
+    );
+    t.equal(other?.rules[0]?.verdict, "ERROR", "only the commands rule's ERROR can be a known bug");
+  },
+);
