@@ -14,6 +14,8 @@ export type CheckResult = {
   reason: string;
   /** quoted evidence: output lines, console lines */
   evidence?: string[];
+  /** a scenario under an oracle profile: how many events of the run each covered rule judged */
+  exercised?: { rule: string; judged: number }[];
 };
 
 /**

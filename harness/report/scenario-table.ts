@@ -52,23 +52,48 @@ function recordLines(results: readonly CheckResult[]): string[] {
   return results.filter(isRecordCheck).map((r) => `${r.id}  ${r.verdict}  ${r.reason}`);
 }
 
+/**
+ * How many events each covered rule judged, the most under any oracle profile: "3:2 4:8 5:12"
+ * (rule 3 judged 2 events...), "-" when the scenario did not run.
+ */
+export function exercisedCell(row: ScenarioRow): string {
+  const most = new Map<string, number>();
+  for (const r of Object.values(row.verdicts))
+    for (const e of r.exercised ?? []) most.set(e.rule, Math.max(most.get(e.rule) ?? 0, e.judged));
+  return [...most].map(([rule, n]) => `${rule}:${n}`).join(" ") || "-";
+}
+
 export function renderScenarioTable(results: readonly CheckResult[]): string {
   const rows = scenarioRows(results.filter(isScenarioResult));
   const profiles = ORACLE_PROFILES.filter((p) => rows.some((r) => r.verdicts[p]));
   const nameWidth = Math.max(8, ...rows.map((r) => r.name.length));
   const widths = profiles.map((p) => Math.max(p.length, 5));
-  const head = ["scenario".padEnd(nameWidth), ...profiles.map((p, i) => p.padEnd(widths[i] ?? 5)), "reason"];
+  const judged = rows.map(exercisedCell);
+  const judgedWidth = Math.max("judged (rule:events)".length, ...judged.map((j) => j.length));
+  const head = [
+    "scenario".padEnd(nameWidth),
+    ...profiles.map((p, i) => p.padEnd(widths[i] ?? 5)),
+    "judged (rule:events)".padEnd(judgedWidth),
+    "reason",
+  ];
   const lines = [
     ...stageLines(results.filter((r) => !isScenarioResult(r) && !isRecordCheck(r))),
     head.join("  "),
   ];
-  for (const row of rows) {
+  rows.forEach((row, k) => {
     const cells = profiles.map((p, i) => (row.verdicts[p]?.verdict ?? "-").padEnd(widths[i] ?? 5));
     const worst = Object.values(row.verdicts).sort(
       (a, b) => RANK.indexOf(a.verdict) - RANK.indexOf(b.verdict),
     )[0];
-    lines.push([row.name.padEnd(nameWidth), ...cells, worst?.reason ?? ""].join("  "));
-  }
+    lines.push(
+      [
+        row.name.padEnd(nameWidth),
+        ...cells,
+        (judged[k] ?? "-").padEnd(judgedWidth),
+        worst?.reason ?? "",
+      ].join("  "),
+    );
+  });
   lines.push(...recordLines(results), summaryLine(results));
   return `${lines.join("\n")}\n`;
 }

@@ -57,6 +57,8 @@ const scenario = z.looseObject({
   file: z.string().optional(),
   scenario: z.string().optional(),
   repetition: z.number().int().min(1).optional(),
+  /** the rules the scenario covers (each rule's `judged` says how many events it was applied to) */
+  covers: z.array(z.string()).optional(),
   judgements: z.array(judgement),
   outcome: z.looseObject({ verdict, reason: z.string() }).optional(),
   trace: z.string().optional(),

@@ -81,6 +81,8 @@ export type ScenarioReport = {
   /** repeat > 1: the scenario this is a repetition of, and which one (1-based) */
   scenario?: string;
   repetition?: number;
+  /** the rules the scenario covers */
+  covers?: string[];
   /** the verdict per oracle profile */
   judgements: ProfileJudgement[];
   /** set when the scenario did not run (SKIP, MISS) or the run broke (ERROR) */
@@ -175,7 +177,15 @@ function judgementResult(s: ScenarioReport, j: ProfileJudgement): CheckResult {
     verdict: j.verdict,
     reason,
     ...(failing?.evidence ? { evidence: failing.evidence } : {}),
+    ...(s.covers ? { exercised: exercisedRules(s.covers, j) } : {}),
   };
+}
+
+function exercisedRules(covers: readonly string[], j: ProfileJudgement): { rule: string; judged: number }[] {
+  return covers.flatMap((rule) => {
+    const r = j.rules.find((x) => String(x.rule) === rule);
+    return r && r.applies !== false ? [{ rule, judged: r.judged ?? 0 }] : [];
+  });
 }
 
 function scenarioResults(report: SuiteReport): CheckResult[] {
@@ -411,6 +421,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
       report.scenarios.push({
         ...runName(r),
         file: r.scenario.file,
+        covers: r.scenario.covers.map(String),
         judgements: leanJudgements(
           errored ? judgements.map((j) => ({ ...j, verdict: "ERROR" })) : judgements,
         ),

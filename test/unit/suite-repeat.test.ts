@@ -339,6 +339,7 @@ t.test("n = 1: the names, ports, report and table of today", async (t) => {
   t.same(Object.keys(report.scenarios[0] ?? {}), [
     "name",
     "file",
+    "covers",
     "judgements",
     "trace",
     "observations",
@@ -348,7 +349,7 @@ t.test("n = 1: the names, ports, report and table of today", async (t) => {
   const explicit = await suite(t, [scenario("drain-a")], () => "pass", 1);
   t.equal(explicit.report.repeat, undefined, "--repeat 1 is no repeat");
   t.equal(explicit.report.stability, undefined);
-  t.match(renderScenarioTable(suiteResults(report)), /^drain-a {3}PASS {3}PASS {3}every rule holds$/m);
+  t.match(renderScenarioTable(suiteResults(report)), /^drain-a {3}PASS {3}PASS {3}9:1 +every rule holds$/m);
 });
 
 t.test("stability: agreement, a flaky FAIL, flaky between passing verdicts", async (t) => {

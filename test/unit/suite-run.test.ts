@@ -325,9 +325,9 @@ t.test("verdict rows and the table", async (t) => {
   );
   t.same(results[1]?.evidence, ["stack: x"]);
   const table = renderScenarioTable(results).split("\n");
-  t.match(table[0], /^scenario\s+ib\s+linux\s+reason$/);
-  t.match(table[1], /^drain-a\s+PASS\s+FAIL\s+rule 9: did not return$/);
-  t.match(table[2], /^fault-b\s+-\s+SKIP\s+meant for erdma, not siw$/);
+  t.match(table[0], /^scenario\s+ib\s+linux\s+judged \(rule:events\)\s+reason$/);
+  t.match(table[1], /^drain-a\s+PASS\s+FAIL\s+-\s+rule 9: did not return$/);
+  t.match(table[2], /^fault-b\s+-\s+SKIP\s+-\s+meant for erdma, not siw$/);
   t.equal(table[3], "hil: 1 passed, 1 failed, 1 skip");
 });
 
@@ -438,3 +438,50 @@ t.test(
     });
   },
 );
+
+t.test("each covered rule's judged events: in the results and the table's column", async (t) => {
+  const rule = (id: string, judged: number, applies = true) => ({
+    rule: id,
+    title: "",
+    citation: "",
+    verdict: judged > 0 ? ("PASS" as const) : ("SKIP" as const),
+    reason: "",
+    judged,
+    applies,
+  });
+  const report: SuiteReport = {
+    driver: "erdma",
+    executor: "kernel",
+    scenarios: [
+      {
+        name: "overflow",
+        file: "overflow.yaml",
+        covers: ["3", "5"],
+        judgements: [
+          { profile: "ib", verdict: "PASS", rules: [rule("3", 1), rule("5", 40), rule("4", 40)] },
+          { profile: "linux", verdict: "PASS", rules: [rule("3", 2), rule("5", 0, false)] },
+        ],
+        durationMs: 1,
+      },
+    ],
+    boots: 1,
+    timings: { bootMs: 0, stepsMs: 0, judgeMs: 0 },
+  } as unknown as SuiteReport;
+  const results = suiteResults(report);
+  t.same(
+    results.map((r) => r.exercised),
+    [
+      [
+        { rule: "3", judged: 1 },
+        { rule: "5", judged: 40 },
+      ],
+      [{ rule: "3", judged: 2 }],
+    ],
+    "the covered rules only (rule 4 is not), a rule a profile does not apply left out",
+  );
+  t.match(
+    renderScenarioTable(results),
+    /^overflow\s+PASS\s+PASS\s+3:2 5:40\s+every rule holds$/m,
+    "the most of any profile",
+  );
+});
