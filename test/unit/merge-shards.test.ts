@@ -5,6 +5,7 @@
 import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import t from "tap";
 import type { Verdict } from "../../harness/verdict.ts";
 import type { JobRecord, JobSpec } from "../../harness/workflows/job.ts";
@@ -65,7 +66,7 @@ async function fakeRun(spec: JobSpec, opts: { runDir: string }): Promise<JobReco
 }
 
 async function planOf(text = PLAN_TEXT): Promise<MatrixPlan> {
-  return parsePlan(text, "/work/main/fixtures/plans/unit.yaml");
+  return parsePlan(text, fileURLToPath(new URL("../../fixtures/plans/unit.yaml", import.meta.url)));
 }
 
 /** job id -> verdict key -> verdict, read back from a matrix directory's job run dirs. */
