@@ -384,7 +384,7 @@ export function registerScenariosCommand(program: Command): void {
         "The scenario language is described in fixtures/scenarios/README.md. A pattern without '/' is a scenario name",
         "(a file of fixtures/scenarios); a file of your own is a path: ./my-bug.yaml, not my-bug.yaml.",
         "",
-        "The listing has a row a scenario: the rules of DESIGN.md it covers, the drivers, executors and device profiles",
+        "The listing has a row a scenario: the rules it covers (README, What is judged), the drivers, executors and device profiles",
         "it is meant for (hil run leaves the others out, or lists them as SKIP when named with --scenario), and its",
         "known bugs and expected failures (XFAIL). --check loads and compiles each file as hil run would and adds a",
         "note where the suite would not run it (SKIP or MISS, with the reason). --show prints the hil_kverbs lines:",

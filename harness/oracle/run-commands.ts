@@ -61,7 +61,7 @@ export const commandsRule: Rule = {
   id: "commands",
   title: "every command the scenario sent ran and returned what the scenario allows",
   citation:
-    "DESIGN.md, What is judged: a step whose command failed where the scenario did not allow it is an ERROR, not a silent SKIP of the rules behind it",
+    "README, What is judged: a step whose command failed where the scenario did not allow it is an ERROR, not a silent SKIP of the rules behind it",
   judge({ model, observations, commands }) {
     if (!commands) return { verdict: "SKIP", reason: "no command list given", judged: 0, applies: false };
     const cmds = model.records.flatMap((r) => (r.ev === "cmd" ? [r] : []));

@@ -14,7 +14,7 @@ import { DRIVERS, EXECUTORS, ORACLE_PROFILES } from "./axes.ts";
 export const KNOWN_BUGS_FILE = fileURLToPath(new URL("../../fixtures/known-bugs.yaml", import.meta.url));
 
 /**
- * A rule of DESIGN.md (1-9) the oracle judges. Rule 8 (receives keep working in SQ Error) is not
+ * A rule of the README's What is judged (1-9) the oracle judges. Rule 8 (receives keep working in SQ Error) is not
  * one: SQE exists for UD/UC QPs only, and every QP here is RC, which goes from a send error to
  * ERROR (IBTA Vol 1 10.3.1, QP state diagram).
  */
@@ -27,7 +27,7 @@ export const designRule = z
     message: "rule 8 (SQ Error) is not judged: an RC QP never enters SQE, it goes to ERROR on a send error",
   });
 
-/** a rule of DESIGN.md, or the harness's own: "hang" (a step past its watchdog), "console", "commands" */
+/** a rule (README, What is judged), or the harness's own: "hang" (a step past its watchdog), "console", "commands" */
 export const ruleRef = z.union([designRule, z.enum(["hang", "console", "commands"])]);
 
 /** A regular expression, checked to compile. */

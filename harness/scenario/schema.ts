@@ -274,7 +274,7 @@ export const scenarioSchema = z
       .regex(/^[a-z0-9][a-z0-9-]*$/, "lowercase letters, digits and dashes")
       .optional(),
     description: z.string().min(1),
-    /** the rules of DESIGN.md this scenario is written to exercise (all rules are judged) */
+    /** the rules (README, What is judged) this scenario is written to exercise (all rules are judged) */
     covers: z.array(ruleRef).min(1),
     profiles: z.array(z.enum(ORACLE_PROFILES)).min(1).default(["ib", "iwarp-rdmac", "linux"]),
     drivers: z.array(z.enum(DRIVERS)).min(1).default(["siw", "erdma"]),

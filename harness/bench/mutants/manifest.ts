@@ -39,7 +39,7 @@ const entrySchema = z
       .array(z.string().regex(/^[\w.+-]+\.[ch]:\w+$/, "file:symbol (erdma_qp.c:erdma_post_send)"))
       .min(1),
     class: z.string().trim().min(1),
-    /** the rules of DESIGN.md a mutant should break (a benign change breaks none) */
+    /** the rules (README, What is judged) a mutant should break (a benign change breaks none) */
     rules: z.array(ruleRef).min(1).optional(),
     /** scenarios expected to catch it */
     scenarios: z.array(slug).min(1).optional(),
