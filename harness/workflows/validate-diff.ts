@@ -7,7 +7,7 @@
 
 import type { RunRecord } from "../rundir/schema.ts";
 import { PASSING_VERDICTS, type Verdict } from "../verdict.ts";
-import { type VerdictEntry, verdictEntries } from "./verdict-list.ts";
+import { ruleEntriesOf, topLevelEntries } from "./verdict-list.ts";
 
 export type Change =
   /** FAIL with the series, not without (XFAIL -> FAIL too: a FAIL no known bug accounts for) */
@@ -61,33 +61,17 @@ export function classify(base: Verdict | undefined, patched: Verdict | undefined
   return "changed";
 }
 
-function topLevel(record: RunRecord): Map<string, VerdictEntry> {
-  return new Map(
-    verdictEntries(record)
-      .filter((e) => e.rule === undefined)
-      .map((e) => [e.key, e]),
-  );
-}
-
-function rulesOf(record: RunRecord, key: string): Map<string, VerdictEntry> {
-  return new Map(
-    verdictEntries(record)
-      .filter((e) => e.rule !== undefined && `${e.scenario}[${e.profile}]` === key)
-      .map((e) => [e.rule as string, e]),
-  );
-}
-
 /** Compares two runs' verdicts; keys in the base's order, then those only the patched run has. */
 export function diffVerdicts(base: RunRecord, patched: RunRecord): ValidateDiff {
-  const a = topLevel(base);
-  const b = topLevel(patched);
+  const a = topLevelEntries(base);
+  const b = topLevelEntries(patched);
   const keys = [...a.keys(), ...[...b.keys()].filter((k) => !a.has(k))];
   const deltas = keys.map((key): VerdictDelta => {
     const x = a.get(key);
     const y = b.get(key);
     const change = classify(x?.verdict, y?.verdict);
-    const ra = rulesOf(base, key);
-    const rb = rulesOf(patched, key);
+    const ra = ruleEntriesOf(base, key);
+    const rb = ruleEntriesOf(patched, key);
     const rules: RuleDelta[] = [];
     for (const rule of [...ra.keys(), ...[...rb.keys()].filter((r) => !ra.has(r))]) {
       const ba = ra.get(rule);

@@ -73,3 +73,21 @@ export function countsText(counts: Partial<Record<Verdict, number>>): string {
       .join(", ") || "no verdicts"
   );
 }
+
+/** A run's verdicts above the rules (probe checks, scenario x profile), by key. */
+export function topLevelEntries(record: RunRecord): Map<string, VerdictEntry> {
+  return new Map(
+    verdictEntries(record)
+      .filter((e) => e.rule === undefined)
+      .map((e) => [e.key, e]),
+  );
+}
+
+/** The rule verdicts under one scenario x profile key (`name[profile]`), by rule. */
+export function ruleEntriesOf(record: RunRecord, key: string): Map<string, VerdictEntry> {
+  return new Map(
+    verdictEntries(record)
+      .filter((e) => e.rule !== undefined && `${e.scenario}[${e.profile}]` === key)
+      .map((e) => [e.rule as string, e]),
+  );
+}

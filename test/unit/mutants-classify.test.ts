@@ -12,39 +12,11 @@ import {
 } from "../../harness/bench/mutants/classify.ts";
 import { renderSeries } from "../../harness/bench/mutants/report.ts";
 import type { RunRecord } from "../../harness/rundir/schema.ts";
-import type { CheckResult, Verdict } from "../../harness/verdict.ts";
+import type { CheckResult } from "../../harness/verdict.ts";
+import { type Cell, runRecordOf } from "../support/run-records.ts";
 
-type Cell = [scenario: string, profile: string, verdict: Verdict, rules?: Record<string, Verdict>];
-
-function record(cells: readonly Cell[], extra: CheckResult[] = []): RunRecord {
-  const names = [...new Set(cells.map((c) => c[0]))];
-  return {
-    kernel: "debian:6.12",
-    scenarios: names.map((name) => ({
-      name,
-      file: `${name}.yaml`,
-      durationMs: 1,
-      judgements: cells
-        .filter((c) => c[0] === name)
-        .map(([, profile, verdict, rules]) => ({
-          profile: profile as "ib",
-          verdict,
-          rules: Object.entries(rules ?? {}).map(([rule, v]) => ({
-            rule: rule as "1",
-            title: "-",
-            citation: "-",
-            verdict: v,
-            reason: `rule ${rule} ${v}`,
-          })),
-        })),
-    })),
-    results: [
-      { id: "erdma-probe", title: "probe", verdict: "PASS", reason: "-" },
-      ...extra,
-      ...cells.map(([s, p, v]) => ({ id: `${s}[${p}]`, title: s, verdict: v, reason: `${s} ${p} ${v}` })),
-    ],
-  };
-}
+const record = (cells: readonly Cell[], extra: CheckResult[] = []): RunRecord =>
+  runRecordOf(cells, { extra });
 
 const BASE: Cell[] = [
   ["post-send-in-error", "ib", "PASS", { 1: "PASS", 5: "PASS" }],

@@ -10,45 +10,12 @@ import type { Verdict } from "../../harness/verdict.ts";
 import { inspectSeries, validateExitCode } from "../../harness/workflows/validate.ts";
 import { classify, diffSummary, diffVerdicts, renderDiff } from "../../harness/workflows/validate-diff.ts";
 import { HilError } from "../../util/errors.ts";
+import { type Cell, runRecordOf } from "../support/run-records.ts";
 
 const SERIES = fileURLToPath(new URL("../../fixtures/series/", import.meta.url));
 
-type Cell = [scenario: string, profile: string, verdict: Verdict, rules?: Record<string, Verdict>];
-
-function record(cells: readonly Cell[], probe: Verdict = "PASS"): RunRecord {
-  const names = [...new Set(cells.map((c) => c[0]))];
-  return {
-    kernel: "debian:6.12",
-    probe: [{ id: "erdma-probe", title: "probe", verdict: probe, reason: "-" }],
-    scenarios: names.map((name) => ({
-      name,
-      file: `${name}.yaml`,
-      durationMs: 1,
-      judgements: cells
-        .filter((c) => c[0] === name)
-        .map(([, profile, verdict, rules]) => ({
-          profile: profile as "ib",
-          verdict,
-          rules: Object.entries(rules ?? {}).map(([rule, v]) => ({
-            rule: rule as "1",
-            title: "-",
-            citation: "-",
-            verdict: v,
-            reason: `rule ${rule} ${v}`,
-          })),
-        })),
-    })),
-    results: [
-      { id: "erdma-probe", title: "probe", verdict: probe, reason: "-" },
-      ...cells.map(([s, p, v]) => ({
-        id: `${s}[${p}]`,
-        title: s,
-        verdict: v,
-        reason: `${s} under ${p}: ${v}`,
-      })),
-    ],
-  };
-}
+const record = (cells: readonly Cell[], probe: Verdict = "PASS"): RunRecord =>
+  runRecordOf(cells, { probe, reason: (s, p, v) => `${s} under ${p}: ${v}` });
 
 const BASE: Cell[] = [
   ["post-send-in-error", "ib", "PASS", { 1: "PASS", 5: "PASS" }],

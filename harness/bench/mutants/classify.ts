@@ -7,7 +7,7 @@
 import type { RunRecord } from "../../rundir/schema.ts";
 import type { ExecutorKind } from "../../scenario/schema.ts";
 import { PASSING_VERDICTS, type Verdict } from "../../verdict.ts";
-import { type VerdictEntry, verdictEntries } from "../../workflows/verdict-list.ts";
+import { ruleEntriesOf, topLevelEntries } from "../../workflows/verdict-list.ts";
 import type { SeriesKind } from "./manifest.ts";
 
 export interface Catch {
@@ -33,28 +33,16 @@ export interface RunComparison {
 
 const UNJUDGED: readonly Verdict[] = ["ERROR", "MISS"];
 
-function topLevel(record: RunRecord): Map<string, VerdictEntry> {
-  return new Map(
-    verdictEntries(record)
-      .filter((e) => e.rule === undefined)
-      .map((e) => [e.key, e]),
-  );
-}
-
 function failingRules(record: RunRecord, key: string): Map<string, Verdict> {
-  return new Map(
-    verdictEntries(record)
-      .filter((e) => e.rule !== undefined && `${e.scenario}[${e.profile}]` === key)
-      .map((e) => [e.rule as string, e.verdict]),
-  );
+  return new Map([...ruleEntriesOf(record, key)].map(([rule, e]) => [rule, e.verdict]));
 }
 
 /** The catches of one patched run against the base run of the same executor. */
 export function compareRuns(base: RunRecord, patched: RunRecord, executor: ExecutorKind): RunComparison {
   const kernel = patched.results.find((r) => r.id === "kernel" && r.verdict === "ERROR");
   if (kernel) return { catches: [], invalid: kernel.reason };
-  const a = topLevel(base);
-  const b = topLevel(patched);
+  const a = topLevelEntries(base);
+  const b = topLevelEntries(patched);
   const suiteError = patched.results.find((r) => r.id === "suite" && UNJUDGED.includes(r.verdict));
   const catches: Catch[] = [];
   for (const [key, x] of a) {
