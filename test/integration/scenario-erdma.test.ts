@@ -38,7 +38,10 @@ t.test("hil run on erdma, debian:6.12: a PASS and a known bug (XFAIL) exit 0", a
     r.stdout,
     /^the device probes: kernel-release PASS, erdma-module PASS, rdma-core PASS, erdma-probe PASS, verbs-lifecycle PASS, console-clean PASS$/m,
   );
-  t.match(r.stdout, /^drain-twice\s+PASS\s+PASS\s+PASS\s+\w+:[1-9]\d*(?: \w+:[1-9]\d*)*\s+every rule holds$/m);
+  t.match(
+    r.stdout,
+    /^drain-twice\s+PASS\s+PASS\s+PASS\s+\w+:[1-9]\d*(?: \w+:[1-9]\d*)*\s+every rule holds$/m,
+  );
   t.match(
     r.stdout,
     /^partial-post-rq-overflow\s+XFAIL\s+XFAIL\s+XFAIL\s+[\w: ]+\s+rule [45]: known bug \(drivers\/infiniband\/hw\/erdma\/erdma_qp\.c:erdma_post_recv\)/m,
