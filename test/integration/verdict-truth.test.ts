@@ -57,6 +57,26 @@ function writeScenarios(dir: string): Record<string, string> {
   );
 }
 
+/** `hil run` of these scenario files on debian:6.12, judged under the linux profile. */
+function runOn(files: (string | undefined)[], dir: string, env: NodeJS.ProcessEnv, more: string[] = []) {
+  const scenarios = files.map((f) => f ?? "").join(",");
+  return hil(
+    [
+      "run",
+      "--kernel",
+      "debian:6.12",
+      "--oracle",
+      "linux",
+      "--scenario",
+      scenarios,
+      "--run-dir",
+      dir,
+      ...more,
+    ],
+    env,
+  );
+}
+
 t.test(
   "a refused modify and an unmet poll are ERRORs naming their step; a marker before a flush FAILs rules 9 and 4",
   async (t) => {
@@ -64,18 +84,9 @@ t.test(
     const root = t.testdir({});
     const files = writeScenarios(root);
     const dir = join(root, "run");
-    const r = await hil(
-      [
-        "run",
-        "--kernel",
-        "debian:6.12",
-        "--oracle",
-        "linux",
-        "--scenario",
-        [files["refused-modify"], files["unmet-poll"], files["marker-before-flush"]].join(","),
-        "--run-dir",
-        dir,
-      ],
+    const r = await runOn(
+      [files["refused-modify"], files["unmet-poll"], files["marker-before-flush"]],
+      dir,
       iso.env,
     );
     const out = `${r.stdout}${r.stderr}`.slice(-6000);
@@ -118,21 +129,7 @@ t.test("a stale known-bug record: XPASS, exit 0; under --strict exit 1", async (
   const files = writeScenarios(root);
   for (const strict of [false, true]) {
     const dir = join(root, strict ? "strict" : "lenient");
-    const r = await hil(
-      [
-        "run",
-        "--kernel",
-        "debian:6.12",
-        "--oracle",
-        "linux",
-        "--scenario",
-        files["stale-record"] ?? "",
-        "--run-dir",
-        dir,
-        ...(strict ? ["--strict"] : []),
-      ],
-      iso.env,
-    );
+    const r = await runOn([files["stale-record"]], dir, iso.env, strict ? ["--strict"] : []);
     const out = `${r.stdout}${r.stderr}`.slice(-4000);
     t.equal(r.exitCode, strict ? 1 : 0, `strict ${strict}\n${out}`);
     t.same(verdictsOf(scenarioOf(dir, "stale-record")), ["linux XPASS"]);
