@@ -242,6 +242,7 @@ void kv_qp_mrs_free(struct kv_qp *q);
 /* the completion handler of every WR the executor posts */
 void kv_done(struct ib_cq *cq, struct ib_wc *wc);
 const char *kv_wc_opcode_name(enum ib_wc_opcode op);
+void kv_rec_wc(struct kv_rec *r, const struct ib_wc *wc);
 
 /* the device's ops wrapped while a drain of q runs (kv_tap.c) */
 void kv_tap_begin(const struct kv_qp *q, u64 call);

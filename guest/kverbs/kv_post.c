@@ -62,6 +62,17 @@ const char *kv_wc_opcode_name(enum ib_wc_opcode op)
 	}
 }
 
+/* A work completion's status, opcode (numbers and names), qp_num and vendor_err */
+void kv_rec_wc(struct kv_rec *r, const struct ib_wc *wc)
+{
+	kv_rec_uint(r, "status", wc->status);
+	kv_rec_str(r, "status_name", hil_wc_status_name(wc->status));
+	kv_rec_uint(r, "opcode", wc->opcode);
+	kv_rec_str(r, "opcode_name", kv_wc_opcode_name(wc->opcode));
+	kv_rec_uint(r, "qp_num", wc->qp ? wc->qp->qp_num : 0);
+	kv_rec_uint(r, "vendor_err", wc->vendor_err);
+}
+
 /* How a send operation builds its WR: payload from the SQ slot, a peer's buffer, an MR. */
 enum kv_send_kind { KV_SK_SEND, KV_SK_RDMA, KV_SK_REG, KV_SK_LINV, KV_SK_SINV };
 
@@ -108,12 +119,7 @@ void kv_done(struct ib_cq *cq, struct ib_wc *wc)
 	kv_rec_str(&r, "qp", pool->name);
 	kv_rec_str(&r, "queue", c->queue == KV_SQ ? "sq" : "rq");
 	kv_rec_uint(&r, "wr_id", c->wr_id);
-	kv_rec_uint(&r, "status", wc->status);
-	kv_rec_str(&r, "status_name", hil_wc_status_name(wc->status));
-	kv_rec_uint(&r, "opcode", wc->opcode);
-	kv_rec_str(&r, "opcode_name", kv_wc_opcode_name(wc->opcode));
-	kv_rec_uint(&r, "qp_num", wc->qp ? wc->qp->qp_num : 0);
-	kv_rec_uint(&r, "vendor_err", wc->vendor_err);
+	kv_rec_wc(&r, wc);
 	kv_rec_uint(&r, "byte_len", wc->byte_len);
 	kv_rec_uint(&r, "call", c->call);
 	if (n > 1)

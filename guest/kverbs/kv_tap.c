@@ -61,12 +61,7 @@ static void marker_done(struct ib_cq *cq, struct ib_wc *wc)
 	kv_rec_str(&r, "cq", cq_name(cq));
 	kv_rec_str(&r, "qp", tap.q ? tap.q->name : "?");
 	kv_rec_str(&r, "queue", m->queue == KV_SQ ? "sq" : "rq");
-	kv_rec_uint(&r, "status", wc->status);
-	kv_rec_str(&r, "status_name", hil_wc_status_name(wc->status));
-	kv_rec_uint(&r, "opcode", wc->opcode);
-	kv_rec_str(&r, "opcode_name", kv_wc_opcode_name(wc->opcode));
-	kv_rec_uint(&r, "qp_num", wc->qp ? wc->qp->qp_num : 0);
-	kv_rec_uint(&r, "vendor_err", wc->vendor_err);
+	kv_rec_wc(&r, wc);
 	kv_rec_commit(&r);
 	/* the core's done (ib_drain_qp_done) wakes the drain: nothing here may touch m after it */
 	m->done(cq, wc);

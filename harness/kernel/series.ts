@@ -116,17 +116,21 @@ export function patchFileNames(names: readonly string[]): string[] {
   return names.filter((n) => n.endsWith(".patch")).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
-/** Reads a series from an mbox / single patch file or a directory of *.patch files. */
-export function loadSeries(path: string, cwd = process.cwd()): Series {
-  const full = resolve(cwd, path);
-  let isDir: boolean;
+/** Whether the series at `full` (given as `path`) is a directory of patches; an error when it is missing. */
+export function isSeriesDirectory(path: string, full: string): boolean {
   try {
-    isDir = statSync(full).isDirectory();
+    return statSync(full).isDirectory();
   } catch {
     throw new HilError(`series ${path} does not exist`, {
       detail: "give an mbox (git format-patch --stdout, b4 am) or a directory of *.patch files",
     });
   }
+}
+
+/** Reads a series from an mbox / single patch file or a directory of *.patch files. */
+export function loadSeries(path: string, cwd = process.cwd()): Series {
+  const full = resolve(cwd, path);
+  const isDir = isSeriesDirectory(path, full);
   if (!isDir) {
     const bytes = readFileSync(full);
     return {

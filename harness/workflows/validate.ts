@@ -3,12 +3,18 @@
  * the series changed. An empty series (an mbox with no patch, a directory with no *.patch file)
  * is the base kernel itself: both sides run on it, and they must agree.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
-import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
-import { hasDiff, isCoverLetter, loadSeries, messageSubject, splitMboxMessages } from "../kernel/series.ts";
+import {
+  hasDiff,
+  isCoverLetter,
+  isSeriesDirectory,
+  loadSeries,
+  messageSubject,
+  splitMboxMessages,
+} from "../kernel/series.ts";
 import { selectScenarios } from "../scenario/select.ts";
 import {
   checkJobSpec,
@@ -34,14 +40,7 @@ export interface SeriesInfo {
  */
 export function inspectSeries(path: string): SeriesInfo {
   const full = resolve(path);
-  let isDir: boolean;
-  try {
-    isDir = statSync(full).isDirectory();
-  } catch {
-    throw new HilError(`series ${path} does not exist`, {
-      detail: "give an mbox (git format-patch --stdout, b4 am) or a directory of *.patch files",
-    });
-  }
+  const isDir = isSeriesDirectory(path, full);
   if (isDir) {
     if (!readdirSync(full).some((n) => n.endsWith(".patch"))) return { path: full, subjects: [] };
   } else {

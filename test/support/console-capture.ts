@@ -55,6 +55,7 @@ import { ensureQemu } from "../../qemu/provision/qemu.ts";
 import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
 import { REAL_HEADER, summarize, writeExpected } from "./console-golden.ts";
+import { runAsMain } from "./run-main.ts";
 
 export const CAPTURE_KINDS = [
   "hung-task",
@@ -411,12 +412,4 @@ async function main(argv: string[]): Promise<number> {
   return 0;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  main(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (err: unknown) => {
-      process.stderr.write(`${err instanceof HilError ? err.format() : String(err)}\n`);
-      process.exit(1);
-    },
-  );
-}
+runAsMain(import.meta.url, main, 1);

@@ -21,6 +21,7 @@ import {
   type StackFrame,
 } from "../../harness/console/parse.ts";
 import { HilError } from "../../util/errors.ts";
+import { runAsMain } from "./run-main.ts";
 
 export const GOLDEN_DIR = fileURLToPath(new URL("../fixtures/console/", import.meta.url));
 const LOG = ".log";
@@ -173,12 +174,4 @@ async function main(argv: string[]): Promise<number> {
   return 0;
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  main(process.argv.slice(2)).then(
-    (code) => process.exit(code),
-    (err: unknown) => {
-      process.stderr.write(`${err instanceof HilError ? err.format() : String(err)}\n`);
-      process.exit(2);
-    },
-  );
-}
+runAsMain(import.meta.url, main, 2);
