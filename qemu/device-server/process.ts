@@ -168,7 +168,9 @@ export async function startDevicesProcess(opts: DevicesProcessOptions): Promise<
       ),
     );
   });
-  const timeoutMs = opts.startTimeoutMs ?? 30_000;
+  // a server that dies is reported at once (exited above); this only bounds a live one that is slow
+  // to start, as node and tsx are on a machine busy building kernels (30 s was seen to run out)
+  const timeoutMs = opts.startTimeoutMs ?? 120_000;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(
