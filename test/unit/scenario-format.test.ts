@@ -175,3 +175,35 @@ t.test("folded texts quoted in verdict lines lose YAML's closing newline", async
   t.equal(s.expect_fail?.why, "the device writes it twice");
   t.equal(s.known_bugs?.[0]?.note, "a note");
 });
+
+t.test(
+  "the language's newer steps and fields: inline needs qp.inline, destroy, a peer on the QP's CQ",
+  async (t) => {
+    const errorOf = (text: string) => {
+      try {
+        parseScenario(text, "new.yaml");
+      } catch (err) {
+        return err as HilError;
+      }
+      throw new Error("no error");
+    };
+    const head = "description: d\ncovers: [1]\n";
+    const tooLong = errorOf(`${head}steps:\n  - post_send: { count: 2, len: 128, inline: true }\n`);
+    t.match(
+      tooLong.message,
+      /^steps\[0\]\.post_send\.inline: an inline post of 128 bytes needs qp\.inline of at least that \(it is 0\)/,
+    );
+    t.match(tooLong.where, /^new\.yaml:4:/, "the step's line");
+    const ok = parseScenario(
+      `${head}qp: { inline: 128 }\npeer: { cq: qp }\nsteps:\n  - post_send: { count: 2, len: 128, inline: true }\n  - destroy: {}\n`,
+      "ok.yaml",
+    );
+    t.equal(ok.qp.inline, 128);
+    t.equal(ok.peer.cq, "qp");
+    t.same(ok.steps[1], { destroy: { on: "qp" } });
+    const badPeerCq = errorOf(`${head}peer: { cq: both }\nsteps:\n  - drain: { which: qp }\n`);
+    t.match(badPeerCq.message, /^peer\.cq: /);
+    const badDestroy = errorOf(`${head}steps:\n  - destroy: { on: nobody }\n`);
+    t.match(badDestroy.message, /^steps\[0\]\.destroy\.on: /);
+  },
+);
