@@ -5,6 +5,7 @@
 import { z } from "zod";
 import { DRAIN_TARGETS, POLL_CONTEXTS, QP_STATES, SEND_OPS } from "../protocol/commands.ts";
 import { DRIVERS, type DriverName, EXECUTORS, ORACLE_PROFILES } from "./axes.ts";
+import { cqCapacityProblems } from "./cq-capacity.ts";
 import { type KnownBug, knownBugEntry, ruleRef } from "./known-bug.ts";
 
 export {
@@ -306,6 +307,7 @@ export const scenarioSchema = z
     expect_fail: expectFailSchema.optional(),
   })
   .superRefine((s, ctx) => {
+    for (const p of cqCapacityProblems(s)) ctx.addIssue({ code: "custom", path: p.path, message: p.message });
     if (s.expect_fail && !s.steps.some((x) => "fault" in x))
       ctx.addIssue({
         code: "custom",

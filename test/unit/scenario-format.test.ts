@@ -130,6 +130,51 @@ t.test("a cross-field check: a step's own watchdog must outlast its wait", async
   );
 });
 
+t.test("a CQ smaller than the completions its queues can hold unpolled is refused", async (t) => {
+  const e = await errorOf("cq-overrun.yaml");
+  t.equal(e.where, `${BAD}cq-overrun.yaml:3:23`);
+  t.equal(
+    e.message,
+    "qp.cq_depth: cq_depth 16 is smaller than the 34 completions the QP's CQ can hold unpolled " +
+      "(its queues: sq 64 + rq 64 = 128; its steps: 34 WRs, drain markers and duplicated CQEs): " +
+      "the CQ could overrun and lose completions that would be blamed on the driver",
+  );
+  const base = ["description: d", "covers: [5]"];
+  const steps = ["steps:", "  - post_send: { count: 40 }", "  - drain: { which: sq }"];
+  t.doesNotThrow(
+    () => parseScenario([...base, "qp: { sq: 8, rq: 8, cq_depth: 16 }", ...steps].join("\n"), "x.yaml"),
+    "queues of 8 + 8 cannot overrun 16 entries, whatever the steps post",
+  );
+  t.throws(
+    () =>
+      parseScenario([...base, "qp: { sq: 64, cq: separate, cq_depth: 40 }", ...steps].join("\n"), "x.yaml"),
+    /the 41 completions the QP's send CQ can hold unpolled/,
+    "40 sends and the SQ's drain marker on a separate send CQ of 40",
+  );
+  t.doesNotThrow(
+    () =>
+      parseScenario([...base, "qp: { sq: 64, cq: separate, cq_depth: 41 }", ...steps].join("\n"), "x.yaml"),
+    "41 entries hold them",
+  );
+  t.throws(
+    () =>
+      parseScenario(
+        [
+          ...base,
+          "qp: { cq_depth: 20 }",
+          "peer: { cq: qp }",
+          "steps:",
+          "  - post_recv: { on: peer, count: 12 }",
+          "  - post_send: { count: 8 }",
+          "  - fault: { kind: duplicate-cqe, queue: sq, count: 1 }",
+        ].join("\n"),
+        "x.yaml",
+      ),
+    /the 21 completions the QP's CQ can hold unpolled \(its queues: sq 64 \+ rq 64 \+ peer\.sq 64 \+ peer\.rq 256 = 448/,
+    "the peer's completions on the QP's CQ and a duplicated CQE count",
+  );
+});
+
 t.test("several problems: the first is the message, the rest the detail", async (t) => {
   try {
     parseScenario("covers: [10]\nbogus: 1\nsteps: []\n", "x.yaml");
