@@ -6,9 +6,12 @@
  * rate (mutants caught / written) and the false FAILs of the benign series.
  *
  *   node --import tsx harness/bench/mutants.ts [--only a,b] [--executor kernel|user]
- *     [--scenario <globs>] [--run-dir <dir>] [--json]
+ *     [--scenario <globs>] [--full] [--base-from <dir>] [--run-dir <dir>] [--json]
  *
- * Each series is a full kernel build (cached by content) and a suite run. Progress on stderr,
+ * Each series is a kernel build (continuing the base's, cached by content) and a suite run. A
+ * mutant whose manifest entry predicts the scenarios that catch it runs those first; only if they
+ * do not catch it does the whole suite run (--full: the whole suite for every series). A benign
+ * series always runs the whole suite. Progress on stderr,
  * results on stdout; the run directories (base-<executor>/, <series>-<executor>/) and
  * mutants.json stay in --run-dir (default runs/mutants-<timestamp>). Exit status: 0 done, 1 a
  * benign series FAILed, 3 a series could not be judged (not built, or a benign run broken),
@@ -21,8 +24,10 @@ import { DEFAULT_PROFILE } from "../../qemu/erdma/profile-file.ts";
 import { HilError, isHilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
 import { stampedRunDir } from "../cli/repro-command.ts";
+import { readRunRecord } from "../rundir/read.ts";
+import type { RunRecord } from "../rundir/schema.ts";
 import { EXECUTORS, type ExecutorKind } from "../scenario/schema.ts";
-import { type JobRecord, type JobSpec, runJob } from "../workflows/job.ts";
+import { type JobSpec, runJob } from "../workflows/job.ts";
 import { compareRuns, outcomeOf, type RunComparison, summarize } from "./mutants/classify.ts";
 import { loadManifest, MANIFEST_FILE, type SeriesEntry, selectSeries } from "./mutants/manifest.ts";
 import { renderSeries, renderSummary, type SeriesReport } from "./mutants/report.ts";
@@ -34,6 +39,8 @@ const USAGE = `usage: node --import tsx harness/bench/mutants.ts [options]
   --executor <kind>    only this executor (kernel, user; default: each series' own)
   --scenario <globs>   narrow the suite (default: every scenario meant for the target)
   --manifest <file>    default ${MANIFEST_FILE}
+  --full               the whole suite for every mutant (default: its predicted scenarios first)
+  --base-from <dir>    reuse the base runs (base-<executor>/) of an earlier campaign's run dir
   --run-dir <dir>      where the runs go (default runs/mutants-<timestamp>)
   --json               the results as JSON on stdout
 `;
@@ -44,6 +51,8 @@ interface Options {
   scenario?: string;
   manifest: string;
   runDir: string;
+  full: boolean;
+  baseFrom?: string;
   json: boolean;
 }
 
@@ -56,6 +65,8 @@ function parseOptions(argv: string[]): Options | undefined {
       scenario: { type: "string" },
       manifest: { type: "string", default: MANIFEST_FILE },
       "run-dir": { type: "string" },
+      full: { type: "boolean", default: false },
+      "base-from": { type: "string" },
       json: { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
@@ -77,18 +88,20 @@ function parseOptions(argv: string[]): Options | undefined {
     ...(values.scenario ? { scenario: values.scenario } : {}),
     manifest: resolve(values.manifest as string),
     runDir: values["run-dir"] ? resolve(values["run-dir"]) : stampedRunDir("mutants"),
+    full: values.full as boolean,
+    ...(values["base-from"] ? { baseFrom: resolve(values["base-from"]) } : {}),
     json: values.json as boolean,
   };
 }
 
-function specFor(executor: ExecutorKind, opts: Options, series?: string): JobSpec {
+function specFor(executor: ExecutorKind, scenarios: string, series?: string): JobSpec {
   return {
     kernel: BASE_KERNEL,
     ...(series ? { series } : {}),
     driver: "erdma",
     executor,
     deviceProfile: DEFAULT_PROFILE,
-    scenarios: opts.scenario ?? "*",
+    scenarios,
   };
 }
 
@@ -96,9 +109,16 @@ function executorsOf(entry: SeriesEntry, opts: Options): ExecutorKind[] {
   return entry.executors.filter((e) => !opts.executor || e === opts.executor);
 }
 
-async function runBase(executor: ExecutorKind, opts: Options): Promise<JobRecord> {
+async function runBase(executor: ExecutorKind, opts: Options): Promise<RunRecord> {
+  if (opts.baseFrom) {
+    const dir = join(opts.baseFrom, `base-${executor}`);
+    progress.info(
+      `[mutants] base: ${BASE_KERNEL} erdma/${DEFAULT_PROFILE} ${executor} executor, from ${dir}`,
+    );
+    return readRunRecord(dir);
+  }
   progress.info(`[mutants] base: ${BASE_KERNEL} erdma/${DEFAULT_PROFILE} ${executor} executor`);
-  const record = await runJob(specFor(executor, opts), {
+  const record = await runJob(specFor(executor, opts.scenario ?? "*"), {
     runDir: join(opts.runDir, `base-${executor}`),
     id: `base-${executor}`,
     meantOnly: opts.scenario === undefined,
@@ -108,22 +128,48 @@ async function runBase(executor: ExecutorKind, opts: Options): Promise<JobRecord
   return record;
 }
 
+/** The series on its executors over some scenarios (undefined: the campaign's whole suite). */
+async function judgeSeries(
+  entry: SeriesEntry,
+  bases: Map<ExecutorKind, RunRecord>,
+  opts: Options,
+  predicted?: readonly string[],
+): Promise<RunComparison[]> {
+  const runs: RunComparison[] = [];
+  for (const executor of executorsOf(entry, opts)) {
+    const id = `${entry.name}-${executor}${predicted ? "-predicted" : ""}`;
+    const patched = await runJob(
+      specFor(executor, predicted?.join(",") ?? opts.scenario ?? "*", entry.file),
+      {
+        runDir: join(opts.runDir, id),
+        id,
+        meantOnly: opts.scenario === undefined,
+        kernelErrors: "record",
+      },
+    );
+    runs.push(
+      compareRuns(bases.get(executor) as RunRecord, patched, executor, predicted && new Set(predicted)),
+    );
+  }
+  return runs;
+}
+
 async function runSeries(
   entry: SeriesEntry,
-  bases: Map<ExecutorKind, JobRecord>,
+  bases: Map<ExecutorKind, RunRecord>,
   opts: Options,
 ): Promise<SeriesReport> {
   const started = Date.now();
-  const runs: RunComparison[] = [];
-  for (const executor of executorsOf(entry, opts)) {
-    const base = bases.get(executor) as JobRecord;
-    const patched = await runJob(specFor(executor, opts, entry.file), {
-      runDir: join(opts.runDir, `${entry.name}-${executor}`),
-      id: `${entry.name}-${executor}`,
-      meantOnly: opts.scenario === undefined,
-      kernelErrors: "record",
-    });
-    runs.push(compareRuns(base, patched, executor));
+  const predictedFirst =
+    entry.kind === "mutant" && !opts.full && opts.scenario === undefined && entry.scenarios.length > 0;
+  let runs = predictedFirst ? await judgeSeries(entry, bases, opts, entry.scenarios) : [];
+  const byPredicted = predictedFirst && outcomeOf(entry.kind, runs) === "caught";
+  if (!byPredicted) {
+    if (predictedFirst)
+      progress.info(
+        `[mutants] ${entry.name}: not caught by ${entry.scenarios.join(", ")}; the whole suite now`,
+      );
+    runs = await judgeSeries(entry, bases, opts);
   }
   const invalid = runs.find((r) => r.invalid !== undefined)?.invalid;
   return {
@@ -133,6 +179,7 @@ async function runSeries(
     outcome: outcomeOf(entry.kind, runs),
     ...(entry.predict ? { predict: entry.predict } : {}),
     catches: runs.flatMap((r) => r.catches),
+    scope: byPredicted ? "predicted" : "suite",
     ...(invalid !== undefined ? { invalid } : {}),
     wallMs: Date.now() - started,
   };
@@ -156,7 +203,7 @@ async function main(): Promise<number> {
     throw new HilError(`no series of the manifest runs on the ${opts.executor} executor`);
   await mkdir(opts.runDir, { recursive: true });
   const started = Date.now();
-  const bases = new Map<ExecutorKind, JobRecord>();
+  const bases = new Map<ExecutorKind, RunRecord>();
   for (const executor of EXECUTORS)
     if (series.some((s) => executorsOf(s, opts).includes(executor)))
       bases.set(executor, await runBase(executor, opts));

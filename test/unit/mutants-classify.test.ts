@@ -109,6 +109,26 @@ t.test("unchanged or still passing verdicts are no catch; a kernel not built is 
   t.same(compareRuns(record(BASE), notBuilt, "kernel"), { catches: [], invalid: "hunk #1 FAILED" });
 });
 
+t.test("a run of some scenarios is compared on those only", async (t) => {
+  const only = new Set(["drain-qp-idle"]);
+  const subset = record(BASE.filter((e) => e[0] === "drain-qp-idle"));
+  t.same(
+    compareRuns(record(BASE), subset, "kernel", only),
+    { catches: [] },
+    "the others did not run: no catch",
+  );
+  t.ok(
+    compareRuns(record(BASE), subset, "kernel").catches.length > 0,
+    "without the scope the missing scenarios count as not judged",
+  );
+  const failing = record([["drain-qp-idle", "linux", "FAIL", { 9: "FAIL" }]]);
+  t.same(
+    compareRuns(record(BASE), failing, "kernel", only).catches.map((c) => c.key),
+    ["drain-qp-idle[linux]"],
+    "a FAIL inside the scope is caught",
+  );
+});
+
 const fail = (key: string): Catch => ({
   key,
   executor: "kernel",
@@ -166,6 +186,7 @@ t.test("a series line names the scenarios and rules, and a prediction that did n
     outcome: "survived",
     predict: "caught",
     catches: [],
+    scope: "suite",
     wallMs: 754_000,
   });
   t.match(line, /^survived\s+no-reflush-after-post {2}\(12m34s\) \[predicted: caught\]\n$/);
@@ -184,8 +205,14 @@ t.test("a series line names the scenarios and rules, and a prediction that did n
         rules: ["1", "9"],
       },
     ],
+    scope: "predicted",
     wallMs: 5_000,
   });
   t.match(caught, /\n {4}post-send-in-error\[ib,linux\] FAIL rules 1,9\n$/);
-  t.notMatch(caught, /predicted/);
+  t.match(
+    caught,
+    /^caught\s+x {2}\(5s\) \[by its predicted scenarios\]\n/,
+    "caught before the whole suite ran",
+  );
+  t.notMatch(caught, /predicted: /);
 });

@@ -37,8 +37,16 @@ function failingRules(record: RunRecord, key: string): Map<string, Verdict> {
   return new Map([...ruleEntriesOf(record, key)].map(([rule, e]) => [rule, e.verdict]));
 }
 
-/** The catches of one patched run against the base run of the same executor. */
-export function compareRuns(base: RunRecord, patched: RunRecord, executor: ExecutorKind): RunComparison {
+/**
+ * The catches of one patched run against the base run of the same executor. With `scenarios`, the
+ * patched run ran only those: the base's other scenarios are not compared (probe checks always are).
+ */
+export function compareRuns(
+  base: RunRecord,
+  patched: RunRecord,
+  executor: ExecutorKind,
+  scenarios?: ReadonlySet<string>,
+): RunComparison {
   const kernel = patched.results.find((r) => r.id === "kernel" && r.verdict === "ERROR");
   if (kernel) return { catches: [], invalid: kernel.reason };
   const a = topLevelEntries(base);
@@ -47,6 +55,7 @@ export function compareRuns(base: RunRecord, patched: RunRecord, executor: Execu
   const catches: Catch[] = [];
   for (const [key, x] of a) {
     if (!PASSING_VERDICTS.includes(x.verdict)) continue;
+    if (scenarios && x.scenario !== undefined && !scenarios.has(x.scenario)) continue;
     const y = b.get(key);
     const how =
       y?.verdict === "FAIL" ? "fail" : !y || UNJUDGED.includes(y.verdict) ? "not-judged" : undefined;

@@ -9,6 +9,11 @@ export interface SeriesReport {
   outcome: Outcome;
   predict?: "caught" | "survives";
   catches: Catch[];
+  /**
+   * predicted: caught by the scenarios its manifest entry predicts, so the rest of the suite was not
+   * run; suite: judged by the whole suite (every benign series, and every mutant those missed)
+   */
+  scope: "predicted" | "suite";
   /** why the series was not judged (its kernel was not built) */
   invalid?: string;
   /** building its kernel and running the suite, over all its executors */
@@ -46,7 +51,8 @@ export function renderSeries(r: SeriesReport): string {
     (r.predict === "caught") !== (r.outcome === "caught")
       ? ` [predicted: ${r.predict}]`
       : "";
-  const head = `${r.outcome.padEnd(10)} ${r.name}  (${duration(r.wallMs)})${surprise}`;
+  const scope = r.scope === "predicted" ? " [by its predicted scenarios]" : "";
+  const head = `${r.outcome.padEnd(10)} ${r.name}  (${duration(r.wallMs)})${scope}${surprise}`;
   if (r.invalid) return `${head}\n    not built: ${r.invalid}\n`;
   const lines = describeCatches(r.catches).map((l) => `    ${l}`);
   return `${[head, ...lines].join("\n")}\n`;
