@@ -31,6 +31,8 @@ export interface PreparedGuest {
   qemu: QemuInstall;
   kernel: KernelArtifact;
   initrd: string;
+  /** the rdma-core version the initramfs carries (Debian's, e.g. "44.0-2") */
+  rdmaCore?: string;
 }
 
 /** Builds (or finds cached) everything a guest boot needs: QEMU, the kernel, the initramfs with the guest tools. */
@@ -39,7 +41,7 @@ export async function prepareGuest(req: KernelRequest): Promise<PreparedGuest> {
   const kernel = await buildKernel(req);
   const tools = await buildGuestToolsLayer();
   const image = await buildInitramfs(kernel, { extraLayers: [tools] });
-  return { qemu, kernel, initrd: image.path };
+  return { qemu, kernel, initrd: image.path, ...(image.rdmaCore ? { rdmaCore: image.rdmaCore } : {}) };
 }
 
 /** The emulated erdma device of a boot: which profile, where its hardware trace goes. */

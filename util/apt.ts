@@ -43,7 +43,8 @@ function sourcesText(name: AptContextName): string {
     .join("\n");
 }
 
-export async function aptContext(name: AptContextName): Promise<AptContext> {
+/** Where a context keeps its sources, lists and downloads, and the apt options that point there. */
+function contextPaths(name: AptContextName) {
   const base = join(cacheRoot(), "apt", name);
   const sourcesDir = join(base, "sources.list.d");
   const lists = join(base, "lists");
@@ -59,12 +60,21 @@ export async function aptContext(name: AptContextName): Promise<AptContext> {
     `Dir::Cache::Archives=${archives}`,
     "-o",
     "APT::Sandbox::User=root",
+    // apt's parsed form of the lists, kept beside them: without it every apt run parses them all
+    // again (about 1 s of CPU each; Debian's images set no cache file). It holds the lists only,
+    // not the host's dpkg status, and apt checks it against the lists before using it.
+    "-o",
+    `Dir::Cache::srcpkgcache=${join(base, "srcpkgcache.bin")}`,
   ];
+  return { base, sourcesDir, lists, archives, options, stamp: join(base, "updated") };
+}
+
+export async function aptContext(name: AptContextName): Promise<AptContext> {
+  const { base, sourcesDir, lists, archives, options, stamp } = contextPaths(name);
   const ctx = { name, options };
   await mkdir(join(lists, "partial"), { recursive: true });
   await mkdir(join(archives, "partial"), { recursive: true });
   await mkdir(sourcesDir, { recursive: true });
-  const stamp = join(base, "updated");
   const sourcesFile = join(sourcesDir, "hil.sources");
   await withLock(join(base, "lock"), `apt lists ${name}`, async () => {
     const fresh = existsSync(stamp) && Date.now() - statSync(stamp).mtimeMs < LISTS_MAX_AGE_MS;
@@ -86,6 +96,16 @@ export async function aptContext(name: AptContextName): Promise<AptContext> {
     }
   });
   return ctx;
+}
+
+/**
+ * A context with its package lists as an earlier update left them, never updating them (for
+ * questions that must stay fast and offline, like `hil --version`); undefined when they were
+ * never fetched.
+ */
+export function cachedAptContext(name: AptContextName): AptContext | undefined {
+  const { options, stamp } = contextPaths(name);
+  return existsSync(stamp) ? { name, options } : undefined;
 }
 
 export interface PackageUri {
@@ -129,6 +149,12 @@ export async function packageUri(ctx: AptContext, pkg: string): Promise<PackageU
   const uri = (await packageUris(ctx, [pkg])).get(pkg);
   if (!uri) throw new HilError(`Debian package ${pkg} is not available from ${ctx.name}`);
   return uri;
+}
+
+/** The version in a .deb's file name (`<package>_<version>_<arch>.deb`, the epoch's colon as %3a). */
+export function debFileVersion(filename: string): string | undefined {
+  const m = /^[^_]+_([^_]+)_[^_]+\.deb$/.exec(filename);
+  return m?.[1] === undefined ? undefined : decodeURIComponent(m[1]);
 }
 
 /** Downloads packages (verified by apt against the index) into `destDir`; returns their paths. */

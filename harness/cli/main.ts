@@ -5,6 +5,7 @@ const program = new Command("hil")
   .description(
     "erdma-hil: boots QEMU guests with an emulated erdma device and judges RDMA drain/flush behaviour",
   )
+  .option("-V, --version", "print the versions of hil and of what it would use (hil version)")
   .showHelpAfterError()
   .exitOverride();
 
@@ -15,24 +16,32 @@ process.stdout.on("error", (err: NodeJS.ErrnoException) => {
   throw err;
 });
 
+// `hil --version` is `hil version`, which loads only its own modules, not every command's.
+const [first, ...rest] = process.argv.slice(2);
+const versionOnly = first === "version" || first === "--version" || first === "-V";
+const argv = versionOnly ? [...process.argv.slice(0, 2), "version", ...rest] : process.argv;
+
 // Each area registers its own subcommands.
-const registrations = [
-  import("./setup-command.ts"),
-  import("../kernel/cli.ts"),
-  import("./boot-command.ts"),
-  import("./run-command.ts"),
-  import("./report-command.ts"),
-  import("./repro-command.ts"),
-  import("./validate-command.ts"),
-  import("./matrix-command.ts"),
-  import("./merge-command.ts"),
-  import("./scenarios-command.ts"),
-];
+const registrations = versionOnly
+  ? [import("./version-command.ts")]
+  : [
+      import("./setup-command.ts"),
+      import("../kernel/cli.ts"),
+      import("./boot-command.ts"),
+      import("./run-command.ts"),
+      import("./report-command.ts"),
+      import("./repro-command.ts"),
+      import("./validate-command.ts"),
+      import("./matrix-command.ts"),
+      import("./merge-command.ts"),
+      import("./scenarios-command.ts"),
+      import("./version-command.ts"),
+    ];
 
 async function main(): Promise<number> {
   for (const mod of await Promise.all(registrations)) mod.register(program);
   try {
-    await program.parseAsync(process.argv);
+    await program.parseAsync(argv);
     return typeof process.exitCode === "number" ? process.exitCode : 0;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;

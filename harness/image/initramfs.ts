@@ -28,12 +28,16 @@ export async function composeInitramfs(layers: readonly ImageLayer[]): Promise<I
   return { path: join(dir, INITRAMFS_FILE), key };
 }
 
+/** A guest's initramfs and the rdma-core version its userspace carries. */
+export type GuestImage = ImageLayer & { rdmaCore: string | undefined };
+
 /** The guest's initramfs for `kernel`: the shared userspace layer plus this kernel's modules. */
 export async function buildInitramfs(
   kernel: KernelArtifact,
   opts: { extraLayers?: readonly ImageLayer[] } = {},
-): Promise<{ path: string; key: string }> {
+): Promise<GuestImage> {
   const userspace = await buildUserspaceLayer();
   const modules = await buildModulesLayer(kernel);
-  return composeInitramfs([userspace, modules, ...(opts.extraLayers ?? [])]);
+  const image = await composeInitramfs([userspace, modules, ...(opts.extraLayers ?? [])]);
+  return { ...image, rdmaCore: userspace.rdmaCore };
 }

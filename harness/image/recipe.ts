@@ -23,6 +23,9 @@ export const ROOT_PACKAGES = [
   "iproute2",
 ] as const;
 
+/** The guest package whose Debian version is the guest's rdma-core version (rdma-core's providers). */
+export const RDMA_CORE_PACKAGE = "ibverbs-providers";
+
 /**
  * Packages whose only role is packaging (maintainer scripts, user creation, debconf prompts).
  * A dependency group naming one of them is dropped, and they are never followed.

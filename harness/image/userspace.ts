@@ -1,6 +1,6 @@
 import { chmod, copyFile, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { aptContext } from "../../util/apt.ts";
+import { aptContext, debFileVersion } from "../../util/apt.ts";
 import { ensureEntry } from "../../util/cache.ts";
 import { run } from "../../util/exec.ts";
 import { hashParts } from "../../util/hash.ts";
@@ -14,6 +14,7 @@ import {
   LIBRARY_DIRS,
   PACKAGING_ONLY,
   PRUNED_PATHS,
+  RDMA_CORE_PACKAGE,
   RECIPE_VERSION,
   ROOT_PACKAGES,
   SKELETON_DIRS,
@@ -25,6 +26,9 @@ export interface ImageLayer {
   path: string;
   key: string;
 }
+
+/** The userspace layer and the rdma-core version it carries (Debian's, e.g. "44.0-2"). */
+export type UserspaceLayer = ImageLayer & { rdmaCore: string | undefined };
 
 export const USERSPACE_ARCHIVE = "userspace.cpio.gz";
 
@@ -69,7 +73,7 @@ async function* userspaceEntries(root: string): AsyncGenerator<CpioEntry> {
 }
 
 /** The kernel-independent layer: Debian userspace, the init script, device nodes. Cached by content. */
-export async function buildUserspaceLayer(): Promise<ImageLayer> {
+export async function buildUserspaceLayer(): Promise<UserspaceLayer> {
   const ctx = await aptContext(USERSPACE_SUITE);
   const names = await resolvePackageClosure(ctx, ROOT_PACKAGES, PACKAGING_ONLY);
   const packages = await resolvePackages(ctx, names);
@@ -98,5 +102,6 @@ export async function buildUserspaceLayer(): Promise<ImageLayer> {
     await rm(root, { recursive: true, force: true });
     await copyFile(INIT_SCRIPT_PATH, join(work, "init"));
   });
-  return { path: join(dir, USERSPACE_ARCHIVE), key };
+  const rdmaCore = packages.find((p) => p.name === RDMA_CORE_PACKAGE);
+  return { path: join(dir, USERSPACE_ARCHIVE), key, rdmaCore: rdmaCore && debFileVersion(rdmaCore.filename) };
 }

@@ -1,7 +1,14 @@
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { type AptContextName, aptContext, downloadPackages, packageUri } from "../../util/apt.ts";
+import {
+  type AptContextName,
+  aptContext,
+  debFileVersion,
+  downloadPackages,
+  type PackageUri,
+  packageUri,
+} from "../../util/apt.ts";
 import { ensureEntry } from "../../util/cache.ts";
 import { HilError } from "../../util/errors.ts";
 import { run } from "../../util/exec.ts";
@@ -20,13 +27,34 @@ export interface BaseTree {
   srcDir: string;
 }
 
+/** A base's content key and, for a Debian base, the version of the package it names. */
+export interface BaseIdentity {
+  key: string;
+  /** a debian: base's linux-source package version, e.g. "6.12.95-1~bpo12+1" */
+  debianVersion?: string;
+}
+
+/** The content key of a Debian base: the .deb apt names for it, by file name and sha256. */
+export function debianBaseIdentity(uri: PackageUri): BaseIdentity {
+  const debianVersion = debFileVersion(uri.filename);
+  return {
+    key: hashParts(["debian-deb", uri.filename, uri.sha256]),
+    ...(debianVersion ? { debianVersion } : {}),
+  };
+}
+
+/** A base's identity (key, Debian version), computed without fetching or unpacking it. */
+export async function baseIdentity(spec: BaseSpec): Promise<BaseIdentity> {
+  if (spec.kind === "debian")
+    return debianBaseIdentity(await packageUri(await aptContext(spec.suite), spec.package));
+  return { key: await baseKey(spec) };
+}
+
 /** The content key of a base, computed without fetching or unpacking it. */
 export async function baseKey(spec: BaseSpec): Promise<string> {
   switch (spec.kind) {
-    case "debian": {
-      const uri = await packageUri(await aptContext(spec.suite), spec.package);
-      return hashParts(["debian-deb", uri.filename, uri.sha256]);
-    }
+    case "debian":
+      return (await baseIdentity(spec)).key;
     case "git": {
       const head = (await run("git rev-parse", "git", ["-C", spec.path, "rev-parse", "HEAD"])).stdout.trim();
       const diff = await gitDiffAgainstHead(spec.path);

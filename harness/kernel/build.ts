@@ -3,12 +3,12 @@ import { copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureHostPackages } from "../../util/apt.ts";
-import { ensureEntry, isComplete } from "../../util/cache.ts";
+import { cachePath, ensureEntry, isComplete } from "../../util/cache.ts";
 import { HilError } from "../../util/errors.ts";
 import { hashParts, shortKey } from "../../util/hash.ts";
 import { progress } from "../../util/progress.ts";
 import { ensurePatchedTree } from "./apply.ts";
-import { baseKey, ensureBaseTree, kernelVersion } from "./base-source.ts";
+import { type BaseIdentity, baseIdentity, ensureBaseTree, kernelVersion } from "./base-source.ts";
 import { type BaseSpec, describeBase, parseBaseSpec } from "./base-spec.ts";
 import { compileKernel, configureKernel, installModules, type KbuildTree, kernelRelease } from "./kbuild.ts";
 import { type Fragment, readFragment, resolveFragmentPath } from "./kconfig.ts";
@@ -71,16 +71,22 @@ interface Plan {
   /** guest/kconfig/base.config first, then the user's fragments */
   fragments: Fragment[];
   baseKey: string;
+  /** a debian: base's package version */
+  debianVersion: string | undefined;
   key: string;
   describe: string;
 }
 
 async function plan(req: KernelRequest): Promise<Plan> {
   const spec = parseBaseSpec(req.base);
+  return planWith(req, spec, await baseIdentity(spec));
+}
+
+function planWith(req: KernelRequest, spec: BaseSpec, base: BaseIdentity): Plan {
   const series = req.series ? loadSeries(req.series) : undefined;
   const baseConfig = readFragment(BASE_CONFIG_PATH, "guest/kconfig/base.config");
   const userFragments = req.configs.map((c) => readFragment(resolveFragmentPath(c), c));
-  const bKey = await baseKey(spec);
+  const bKey = base.key;
   const key = kernelBuildKey({
     baseKey: bKey,
     seriesKey: series?.key,
@@ -94,7 +100,34 @@ async function plan(req: KernelRequest): Promise<Plan> {
   ]
     .filter(Boolean)
     .join(" ");
-  return { spec, series, fragments: [baseConfig, ...userFragments], baseKey: bKey, key, describe };
+  return {
+    spec,
+    series,
+    fragments: [baseConfig, ...userFragments],
+    baseKey: bKey,
+    debianVersion: base.debianVersion,
+    key,
+    describe,
+  };
+}
+
+/** A cached artifact, with what the plan knows that older artifact files may lack. */
+async function readArtifact(dir: string, p: Plan): Promise<KernelArtifact> {
+  const artifact = JSON.parse(await readFile(join(dir, ARTIFACT_FILE), "utf8")) as KernelArtifact;
+  return p.debianVersion ? { ...artifact, debianVersion: p.debianVersion } : artifact;
+}
+
+/**
+ * The kernel `req` names when an earlier build left it in the cache, else undefined; builds,
+ * fetches and locks nothing. `base` is the identity of req's base (baseIdentity computes it).
+ */
+export async function findCachedKernel(
+  req: KernelRequest,
+  base: BaseIdentity,
+): Promise<KernelArtifact | undefined> {
+  const p = planWith(req, parseBaseSpec(req.base), base);
+  const dir = cachePath(KERNEL_CACHE_KIND, p.key);
+  return isComplete(dir) ? readArtifact(dir, p) : undefined;
 }
 
 /** The source tree to build: the pristine base, or the base with the series applied. */
@@ -118,7 +151,7 @@ export async function buildKernel(req: KernelRequest): Promise<KernelArtifact> {
     }
     await writeFile(join(work, ARTIFACT_FILE), `${JSON.stringify(artifact, null, 2)}\n`);
   });
-  const artifact = JSON.parse(await readFile(join(dir, ARTIFACT_FILE), "utf8")) as KernelArtifact;
+  const artifact = await readArtifact(dir, p);
   if (!built) {
     // The build tree refers to its source tree; bring that back if the cache lost it.
     if (!isComplete(resolve(artifact.srcDir, ".."))) await ensureSourceTree(p);
@@ -209,6 +242,7 @@ async function finish(
     config,
     describe: p.describe,
     version,
+    ...(p.debianVersion ? { debianVersion: p.debianVersion } : {}),
     patches: p.series?.patches.map((x) => x.subject) ?? [],
     ...(rebuild ? { rebuild } : {}),
   };

@@ -25,6 +25,8 @@ export interface KernelArtifact {
   describe: string;
   /** VERSION.PATCHLEVEL.SUBLEVEL of the source tree, e.g. "6.12.95" */
   version?: string;
+  /** a debian: base's linux-source package version, e.g. "6.12.95-1~bpo12+1" */
+  debianVersion?: string;
   /** subjects of the applied patches, in order */
   patches?: string[];
   /** for base + series: how the build went from the base's build (absent in entries built before) */

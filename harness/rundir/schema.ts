@@ -2,7 +2,8 @@
  * verdicts.json, the record of one run: the kernel, driver, executor and device; the probe
  * stage's checks; each scenario's judgements per oracle profile with per-rule verdicts; the
  * results (one per check and per scenario and profile: the table and the exit code); timings;
- * a repeated run's stability; a workflow job's spec. This schema is what every writer (hil run,
+ * a repeated run's stability; a workflow job's spec; the versions of hil, QEMU, the kernel and
+ * rdma-core that produced it. This schema is what every writer (hil run,
  * matrix, repro, validate) is checked against before writing and what every reader (the
  * reports, validate's diff, merge, repro) parses. Readers are lenient with fields they do not
  * know (a newer hil's record still reads); writers cannot write a record this schema refuses.
@@ -126,6 +127,20 @@ const job = z.looseObject({
   }),
 });
 
+/**
+ * The versions that produced the run (absent in records of hil before they were recorded): hil's,
+ * QEMU's, the kernel's (its spec as given, its release as built and booted, a debian: base's
+ * package version) and the guest image's rdma-core (Debian's package version).
+ */
+const versions = z.looseObject({
+  hil: z.string(),
+  qemu: z.string().optional(),
+  kernel: z
+    .looseObject({ spec: z.string(), release: z.string().optional(), debianVersion: z.string().optional() })
+    .optional(),
+  rdmaCore: z.string().optional(),
+});
+
 export const runRecordSchema = z.looseObject({
   kernel: z.string(),
   release: z.string().optional(),
@@ -147,6 +162,7 @@ export const runRecordSchema = z.looseObject({
   job: job.optional(),
   /** run with --strict: an XPASS failed it */
   strict: z.boolean().optional(),
+  versions: versions.optional(),
 });
 
 export type RunCheck = z.infer<typeof check>;
@@ -157,3 +173,4 @@ export type RunSeries = z.infer<typeof series>;
 export type RunStability = z.infer<typeof stability>;
 export type RunRecord = z.infer<typeof runRecordSchema>;
 export type RunJob = z.infer<typeof job>;
+export type RunVersions = z.infer<typeof versions>;

@@ -9,6 +9,7 @@ import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { DEFAULT_PROFILE, loadProfile } from "../../qemu/erdma/profile-file.ts";
 import { HilError } from "../../util/errors.ts";
+import { packageVersion } from "../../util/package.ts";
 import { progress } from "../../util/progress.ts";
 import { DEFAULT_GUEST_MAC, type PreparedGuest, prepareGuest, withGuest } from "../boot.ts";
 import { bootDevice, type ChosenDevice, recordedDevice, smokeDevice } from "../device.ts";
@@ -22,6 +23,7 @@ import { HW_TRACE_FILE } from "../suite/hw-trace.ts";
 import { planScenario } from "../suite/plan.ts";
 import { runSuite, type SuiteReport, suiteResults } from "../suite/suite.ts";
 import type { CheckResult } from "../verdict.ts";
+import { runVersions } from "../versions.ts";
 import { recordSeries } from "./series-record.ts";
 
 /** What a job runs; paths (series, configs, scenario files) as written, relative to a base dir. */
@@ -218,9 +220,10 @@ export async function runJob(spec: JobSpec, opts: RunJobOptions): Promise<JobRec
   const started = Date.now();
   const job = { ...(opts.id ? { id: opts.id } : {}), spec };
   const mac = opts.mac ?? DEFAULT_GUEST_MAC;
+  const kernelRequest = kernelRequestOf(spec, baseDir);
   let guestKernel: PreparedGuest;
   try {
-    guestKernel = await preparedGuestFor(kernelRequestOf(spec, baseDir));
+    guestKernel = await preparedGuestFor(kernelRequest);
   } catch (err) {
     if (opts.kernelErrors !== "record") throw err;
     const record: JobRecord = {
@@ -232,6 +235,7 @@ export async function runJob(spec: JobSpec, opts: RunJobOptions): Promise<JobRec
       wallMs: Date.now() - started,
       results: [errorResult("kernel", "the kernel builds", err)],
       job,
+      versions: { hil: packageVersion() },
     };
     await writeRunRecord(runDir, record);
     return record;
@@ -246,6 +250,7 @@ export async function runJob(spec: JobSpec, opts: RunJobOptions): Promise<JobRec
     device: recordedDevice(device, HW_TRACE_FILE),
     ...(series ? { series } : {}),
     startedAt: new Date(started).toISOString(),
+    versions: runVersions(guestKernel, kernelRequest.base),
   };
   if (opts.probeOnly) {
     const results = await probeOnly(guestKernel, device, runDir, mac);

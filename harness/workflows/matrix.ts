@@ -6,6 +6,7 @@
  */
 import { mkdir, rename, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { packageVersion } from "../../util/package.ts";
 import { progress } from "../../util/progress.ts";
 import { writeRunRecord } from "../rundir/write.ts";
 import { type CheckResult, exitCodeFor, type Verdict } from "../verdict.ts";
@@ -126,7 +127,12 @@ export async function runMatrix(plan: MatrixPlan, opts: MatrixOptions): Promise<
           verdict: "ERROR",
           reason: err instanceof Error ? (err.message.split("\n")[0] ?? "") : String(err),
         };
-        record = { kernel: describeJob(job.spec), results: [result], job: { id: job.id, spec: job.spec } };
+        record = {
+          kernel: describeJob(job.spec),
+          results: [result],
+          job: { id: job.id, spec: job.spec },
+          versions: { hil: packageVersion() },
+        };
         await mkdir(join(out, JOBS_DIR, job.id), { recursive: true });
         await writeRunRecord(join(out, JOBS_DIR, job.id), record);
       }

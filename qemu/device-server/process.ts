@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { HilError } from "../../util/errors.ts";
+import { tsxLoaderUrl } from "../../util/package.ts";
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 
@@ -128,7 +129,8 @@ export function startServerProcess(opts: ServerProcessOptions): Promise<ServerPr
 /** Several devices in one server process; resolves once every socket listens. */
 export async function startDevicesProcess(opts: DevicesProcessOptions): Promise<ServerProcess> {
   killAllOnExit();
-  const args = ["--import", "tsx", MAIN, ...serverArgs(opts)];
+  // tsx as this package resolves it: a bare `--import tsx` would be looked up from the working directory
+  const args = ["--import", tsxLoaderUrl(), MAIN, ...serverArgs(opts)];
   const socketPaths = opts.devices.map((d) => d.socketPath);
   const where = socketPaths.join(", ");
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { ensureEntry, sweepStale } from "../../util/cache.ts";
+import { cachePath, ensureEntry, isComplete, sweepStale } from "../../util/cache.ts";
 import { HilError } from "../../util/errors.ts";
 import { run } from "../../util/exec.ts";
 import { hashParts } from "../../util/hash.ts";
@@ -129,6 +129,19 @@ async function buildInto(entryDir: string): Promise<BuiltQemuManifest> {
   };
   await writeManifest(entryDir, manifest);
   return manifest;
+}
+
+/** The QEMU an earlier build left in the cache, without building or locking anything; undefined if none. */
+export async function findBuiltQemu(): Promise<QemuInstall | undefined> {
+  const dir = cachePath(BUILD_KIND, qemuBuildKey());
+  if (!isComplete(dir)) return undefined;
+  const manifest = await readManifest(dir);
+  return {
+    binary: join(dir, manifest.binary),
+    version: manifest.version,
+    origin: "built",
+    firmwareDirs: hostFirmwareDirs(),
+  };
 }
 
 /** QEMU built from Debian's pinned source into the cache (or found there from an earlier build). */

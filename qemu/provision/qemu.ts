@@ -1,7 +1,7 @@
 import type { QemuInstall } from "../launch/types.ts";
-import { ensureBuiltQemu } from "./build.ts";
+import { ensureBuiltQemu, findBuiltQemu } from "./build.ts";
 import { inspectQemu } from "./inspect.ts";
-import { resolveQemu } from "./resolve.ts";
+import { findHostQemu, resolveQemu } from "./resolve.ts";
 
 export { inspectQemu } from "./inspect.ts";
 export { QEMU_BACKPORTS_PACKAGES, QEMU_HOST_PACKAGES } from "./packages.ts";
@@ -12,4 +12,13 @@ export { QEMU_BACKPORTS_PACKAGES, QEMU_HOST_PACKAGES } from "./packages.ts";
  */
 export async function ensureQemu(): Promise<QemuInstall> {
   return resolveQemu(process.env, { inspect: inspectQemu, build: ensureBuiltQemu });
+}
+
+/**
+ * The QEMU ensureQemu would use, when it needs no build: $HIL_QEMU (an error if unusable), a
+ * usable one on PATH, or one an earlier build left in the cache; undefined otherwise. Builds,
+ * installs and locks nothing.
+ */
+export async function findQemu(env: NodeJS.ProcessEnv = process.env): Promise<QemuInstall | undefined> {
+  return (await findHostQemu(env, inspectQemu)) ?? (await findBuiltQemu());
 }

@@ -45,15 +45,20 @@ function explicitBinary(value: string, env: NodeJS.ProcessEnv): string {
 
 /**
  * $HIL_QEMU if set (and an error if it is unusable: a user who names a binary wants that one),
- * else qemu-system-x86_64 from PATH when it is new enough and has vfio-user-pci, else a build.
+ * else qemu-system-x86_64 from PATH when it is new enough and has vfio-user-pci, else undefined.
+ * `onSkip` hears why a QEMU on PATH was passed over.
  */
-export async function resolveQemu(env: NodeJS.ProcessEnv, providers: QemuProviders): Promise<QemuInstall> {
+export async function findHostQemu(
+  env: NodeJS.ProcessEnv,
+  inspect: QemuProviders["inspect"],
+  onSkip: (why: string) => void = () => {},
+): Promise<QemuInstall | undefined> {
   const wanted = env.HIL_QEMU;
   if (wanted) {
     const binary = explicitBinary(wanted, env);
     let caps: QemuCapabilities;
     try {
-      caps = await providers.inspect(binary);
+      caps = await inspect(binary);
     } catch (err) {
       throw new HilError(`HIL_QEMU=${binary} cannot be run as QEMU`, {
         detail: err instanceof HilError ? err.format() : String(err),
@@ -71,7 +76,7 @@ export async function resolveQemu(env: NodeJS.ProcessEnv, providers: QemuProvide
 
   const onPath = findOnPath(QEMU_BINARY_NAME, env.PATH);
   if (onPath) {
-    const why = await providers.inspect(onPath).then(
+    const why = await inspect(onPath).then(
       (caps) => ({ caps, shortcomings: qemuShortcomings(caps) }),
       (err: unknown) => ({
         caps: undefined,
@@ -81,7 +86,13 @@ export async function resolveQemu(env: NodeJS.ProcessEnv, providers: QemuProvide
     if (why.caps && why.shortcomings.length === 0) {
       return { binary: onPath, version: why.caps.version, origin: "PATH", firmwareDirs: hostFirmwareDirs() };
     }
-    progress.info(`[qemu] not using ${onPath}: ${why.shortcomings.join(" and ")}`);
+    onSkip(`not using ${onPath}: ${why.shortcomings.join(" and ")}`);
   }
-  return providers.build();
+  return undefined;
+}
+
+/** The QEMU of findHostQemu, else a build (see there for $HIL_QEMU and PATH). */
+export async function resolveQemu(env: NodeJS.ProcessEnv, providers: QemuProviders): Promise<QemuInstall> {
+  const host = await findHostQemu(env, providers.inspect, (why) => progress.info(`[qemu] ${why}`));
+  return host ?? providers.build();
 }

@@ -2,7 +2,8 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
 import { buildKernel } from "../../harness/kernel/build.ts";
-import { hil, type Isolation, isolate, leftovers } from "../support/cli.ts";
+import { gatherVersions } from "../../harness/versions.ts";
+import { hil, type Isolation, isolate, leftovers, REPO_ROOT } from "../support/cli.ts";
 
 t.setTimeout(60 * 60_000);
 
@@ -89,6 +90,26 @@ t.test("hil run (the main job): the device probes, then the drain suite; a run d
     ],
   );
   t.same(record.device, { profile: "erdma-reflush", trace: "hw-trace.jsonl" });
+  // the versions that produced the run, as `hil --version` says it would use them
+  const predicted = await gatherVersions();
+  t.equal(predicted.hil, JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")).version);
+  t.same(record.versions, {
+    hil: predicted.hil,
+    qemu: predicted.qemu.version,
+    kernel: {
+      spec: "debian:6.12",
+      release: predicted.kernel.release,
+      debianVersion: predicted.kernel.version,
+    },
+    rdmaCore: predicted.rdmaCore.version,
+  });
+  t.match(record.versions?.kernel?.release, /^6\.12\.\d+/);
+  t.equal(
+    record.probe.find((x: { id: string }) => x.id === "kernel-release")?.reason,
+    `uname -r = ${record.versions?.kernel?.release}`,
+    "the release recorded is the one the guest booted",
+  );
+  t.match(record.versions?.rdmaCore, /^\d+\.\d+-\d+$/, "rdma-core's Debian version");
   t.match(readFileSync(join(dir, "console.log"), "utf8"), /HIL-GUEST-READY/);
   const trace = readFileSync(join(dir, "hw-trace.jsonl"), "utf8");
   t.match(trace, /"kind":"cmd","opcode":1,"submod":0,"name":"CREATE_QP"/, "the hardware trace is kept");
