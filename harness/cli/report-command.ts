@@ -122,7 +122,8 @@ export function registerReportCommand(program: Command): void {
       [
         "",
         "ktap: KTAP version 1 (kselftest style): a subtest per scenario, per oracle profile inside it, a test case per",
-        "  rule; XFAIL is `not ok ... # TODO known bug`, SKIP `# SKIP`, ERROR and MISS `# ERROR`.",
+        "  rule; XFAIL is `ok ... # XFAIL` and XPASS `ok ... # XPASS` as kselftest writes them (not ok under",
+        "  --strict), SKIP `ok ... # SKIP`, ERROR `not ok ... # ERROR` and MISS `not ok ... # ERROR MISS:`.",
         "junit: a testsuite per scenario, a testcase per profile and rule, properties kernel/driver/profile.",
         "kcidb: KCIDB I/O v5.0 (checkout with patchset_hash, build, tests); XFAIL is FAIL with waived=true.",
         "html: one self-contained file: the verdict table and a timeline picture per scenario. With --screenshot,",
