@@ -1,6 +1,6 @@
 """JUnit XML read by junitparser (Debian's python3-junitparser), as a CI system's reader would.
 
-Usage: /usr/bin/python3 junit-read.py report.xml
+Usage: /usr/bin/python3 junit-read.py < report.xml
 Prints JSON: per testsuite its attributes as junitparser reads them, the same counts and time as
 junitparser computes them from the testcases (update_statistics), its properties and <system-out>,
 and per testcase its classname, name, time, outcome (passed, failure, error or skipped), the
@@ -31,8 +31,8 @@ def stats(elem):
     return written, {k: getattr(elem, k) for k in keys}
 
 
-def read(path):
-    xml = JUnitXml.fromfile(path)
+def read(source):
+    xml = JUnitXml.fromfile(source)
     suites = []
     for suite in xml:
         cases = []
@@ -63,5 +63,5 @@ def read(path):
     return {"written": written, "computed": computed, "suites": suites}
 
 
-json.dump(read(sys.argv[1]), sys.stdout)
+json.dump(read(sys.stdin.buffer), sys.stdout)
 sys.stdout.write("\n")

@@ -1,7 +1,7 @@
 // JUnit XML of a run directory, read by a JUnit consumer: junitparser (Debian's
 // python3-junitparser, installed when missing) reads every testcase's outcome, message and time
 // and computes the counts from the testcases. A strict little parser here checks the structure.
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import t from "tap";
@@ -186,10 +186,7 @@ let installed: Promise<unknown> | undefined;
 async function junitparserRead(xml: string): Promise<JRReport> {
   installed ??= ensureHostPackages(["python3-junitparser"]);
   await installed;
-  const dir = t.testdir({});
-  const file = `${dir}/report.xml`;
-  await writeFile(file, xml);
-  const r = await execa(PYTHON, [JUNIT_READ, file], { reject: false });
+  const r = await execa(PYTHON, [JUNIT_READ], { input: xml, reject: false });
   if (r.exitCode !== 0) throw new Error(`junitparser could not read the report: ${r.stderr.slice(-2000)}`);
   return JSON.parse(r.stdout) as JRReport;
 }
