@@ -10,7 +10,8 @@
  * falls back to the ok / not ok result). The ok / not ok of every line says what hil's exit code
  * says: ok for what does not fail the run, not ok for what does.
  * - PASS `ok`; FAIL `not ok`; SKIP `ok ... # SKIP <reason>`.
- * - XFAIL `ok ... # XFAIL <reason>`: the spec's directive for a test "expected to fail", written
+ * - XFAIL `ok ... # XFAIL <reason>` (the oracle's reason says what was expected: a known bug and
+ *   its record, or the fault the scenario injects): the spec's directive for a test "expected to fail", written
  *   as kselftest writes it (tools/testing/selftests/kselftest.h, ksft_test_result_code: "ok" and
  *   " # XFAIL "). kunit_parser.py knows SKIP alone and reads it as a success; a TAP14 reader, which
  *   knows SKIP and TODO, as a pass. The rule did fail: the diagnostic lines before it say how.
@@ -76,9 +77,9 @@ function resultLine(n: number, c: Case, strict: boolean): string {
     case "FAIL":
       return `not ok ${n} ${name}`;
     case "XFAIL":
-      return `ok ${n} ${name} # XFAIL known bug: ${why}`;
+      return `ok ${n} ${name} # XFAIL ${why}`;
     case "XPASS":
-      return `${strict ? "not ok" : "ok"} ${n} ${name} # XPASS known bug not seen: ${why}`;
+      return `${strict ? "not ok" : "ok"} ${n} ${name} # XPASS ${why}`;
     case "ERROR":
       return `not ok ${n} ${name} # ERROR ${why}`;
     case "MISS":
@@ -106,8 +107,10 @@ function emit(cases: readonly Case[], indent: string, out: string[], strict: boo
   });
 }
 
+/** The rule's reason, naming its known-bug record where the reason does not (the oracle's XFAIL and XPASS reasons say whether a known bug or an injected fault is expected). */
 function ruleCase(r: RunRule): Case {
-  const known = r.knownBug ? ` (${r.knownBug.reference})` : "";
+  const ref = r.knownBug?.reference;
+  const known = ref && !r.reason.includes(ref) ? ` (${ref})` : "";
   return {
     name: `rule-${r.rule} ${r.title}`,
     verdict: r.verdict,
