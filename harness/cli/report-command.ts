@@ -8,6 +8,7 @@ import { ensureChromium, screenshotHtml } from "../report/browser.ts";
 import { renderHtml } from "../report/html.ts";
 import { renderJunit } from "../report/junit.ts";
 import { renderKcidb } from "../report/kcidb.ts";
+import { validateKcidb } from "../report/kcidb-validate.ts";
 import { renderKtap } from "../report/ktap.ts";
 import { summaryLine } from "../report/table.ts";
 import { loadRunDir, type RunDir } from "../rundir/read.ts";
@@ -33,6 +34,15 @@ export async function renderReport(
       return renderJunit(run);
     case "kcidb": {
       const doc = await renderKcidb(run, opts.urlBase ? { urlBase: opts.urlBase } : {});
+      const check = validateKcidb(doc);
+      if (!check.valid)
+        throw new HilError("the KCIDB report does not validate against the KCIDB v5.0 schema", {
+          where: run.dir,
+          detail: [
+            ...check.errors.slice(0, 8),
+            ...(opts.urlBase ? [`(--url-base ${opts.urlBase} is where its URLs start)`] : []),
+          ].join("\n"),
+        });
       return `${JSON.stringify(doc, null, 2)}\n`;
     }
     case "html":
@@ -122,9 +132,14 @@ export function registerReportCommand(program: Command): void {
       [
         "",
         "ktap: KTAP version 1 (kselftest style): a subtest per scenario, per oracle profile inside it, a test case per",
-        "  rule; XFAIL is `not ok ... # TODO known bug`, SKIP `# SKIP`, ERROR and MISS `# ERROR`.",
-        "junit: a testsuite per scenario, a testcase per profile and rule, properties kernel/driver/profile.",
-        "kcidb: KCIDB I/O v5.0 (checkout with patchset_hash, build, tests); XFAIL is FAIL with waived=true.",
+        "  rule; XFAIL is `ok ... # XFAIL` and XPASS `ok ... # XPASS` as kselftest writes them (not ok under",
+        "  --strict), SKIP `ok ... # SKIP`, ERROR `not ok ... # ERROR` and MISS `not ok ... # ERROR MISS:`.",
+        "junit: a testsuite per scenario: an execution testcase with the scenario's time, a testcase per profile",
+        "  and rule that judged something (a failure names the rule and its WRs); skipped only where a rule does",
+        "  not apply; XFAIL and XPASS pass with a system-out; properties kernel/driver/profile.",
+        "kcidb: KCIDB I/O v5.0, checked against its schema before it is written: a checkout (patchset_hash; git",
+        "  URL, commit and branch for a git base), a build, a test per probe check, per scenario and profile, and per",
+        "  rule that did not hold; XFAIL is FAIL with waived=true.",
         "html: one self-contained file: the verdict table and a timeline picture per scenario. With --screenshot,",
         "  a PNG of the whole page as Debian's chromium draws it (1400 px wide), beside it as <run-dir>/report.png.",
         "",

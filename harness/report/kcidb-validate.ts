@@ -1,17 +1,15 @@
 /**
- * Validates a KCIDB document against the vendored v5.0 JSON Schema with ajv (draft 2020-12 mode:
- * the schema uses $defs) and ajv-formats (uri, date-time, email). ajv is loaded when asked for,
- * so the report command works without it; validation says exactly what to install when it is
- * missing.
+ * Validates a KCIDB document against the vendored v5.0 JSON Schema (kcidb-schema/, see its
+ * SOURCE.md) with ajv in draft 2020-12 mode (the schema uses $defs) and ajv-formats (uri,
+ * date-time, email). Both are runtime dependencies: `hil report --format kcidb` checks every
+ * document it writes.
  */
-import { readFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { HilError } from "../../util/errors.ts";
+import ajv2020 from "ajv/dist/2020.js";
+import ajvFormats from "ajv-formats";
 
-export const KCIDB_SCHEMA_FILE = fileURLToPath(
-  new URL("../../test/fixtures/kcidb/kcidb-v05_00.schema.json", import.meta.url),
-);
-export const AJV_PACKAGES = "ajv@^8.20.0 ajv-formats@^3.0.1";
+export const KCIDB_SCHEMA_FILE = fileURLToPath(new URL("./kcidb-schema/v05_00.schema.json", import.meta.url));
 
 export interface SchemaCheck {
   valid: boolean;
@@ -28,45 +26,25 @@ interface AjvLike {
 type AjvCtor = new (opts: Record<string, unknown>) => AjvLike;
 type AddFormats = (ajv: AjvLike) => unknown;
 
+/** ajv and ajv-formats are CommonJS: their default export arrives as the module or under .default. */
 function defaultOf<T>(mod: unknown): T {
-  const m = mod as { default?: unknown };
-  const d = m.default as { default?: unknown } | undefined;
-  return (d?.default ?? d ?? mod) as T;
+  const d = (mod as { default?: unknown }).default;
+  return (d ?? mod) as T;
 }
 
-async function load(spec: string): Promise<unknown> {
-  try {
-    return await import(spec);
-  } catch (err) {
-    throw new HilError(
-      `${spec} is not installed: KCIDB validation needs the dev dependencies ${AJV_PACKAGES}`,
-      {
-        cause: err,
-      },
-    );
-  }
-}
+let compiled: Validate | undefined;
 
-let compiled: Promise<Validate> | undefined;
-
-async function validator(): Promise<Validate> {
-  const Ajv = defaultOf<AjvCtor>(await load("ajv/dist/2020.js"));
-  const addFormats = defaultOf<AddFormats>(await load("ajv-formats"));
-  const schema: unknown = JSON.parse(await readFile(KCIDB_SCHEMA_FILE, "utf8"));
+function validator(): Validate {
+  if (compiled) return compiled;
+  const Ajv = defaultOf<AjvCtor>(ajv2020);
   const ajv = new Ajv({ allErrors: true, strict: true });
-  addFormats(ajv);
-  return ajv.compile(schema);
+  defaultOf<AddFormats>(ajvFormats)(ajv);
+  compiled = ajv.compile(JSON.parse(readFileSync(KCIDB_SCHEMA_FILE, "utf8")));
+  return compiled;
 }
 
-export async function validateKcidb(doc: unknown): Promise<SchemaCheck> {
-  compiled ??= validator();
-  let validate: Validate;
-  try {
-    validate = await compiled;
-  } catch (err) {
-    compiled = undefined;
-    throw err;
-  }
+export function validateKcidb(doc: unknown): SchemaCheck {
+  const validate = validator();
   const valid = validate(doc);
   return {
     valid,

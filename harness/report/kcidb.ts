@@ -1,15 +1,20 @@
 /**
- * KCIDB I/O v5.0 (kernelci/kcidb-io kcidb_io/schema/v05_00.py; vendored in
- * test/fixtures/kcidb): one checkout (the kernel base and the patch series applied to it), one
- * build, and tests: one per probe check, per scenario and oracle profile, and per rule.
+ * KCIDB I/O v5.0 (kernelci/kcidb-io kcidb_io/schema/v05_00.py; vendored in kcidb-schema/): one
+ * checkout (the kernel base and the patch series applied to it; git fields for a git base, see
+ * kcidb-checkout.ts), one build, and tests: one per probe check, one per scenario and oracle
+ * profile, and one per rule that did not simply hold: a rule that held (PASS) or had nothing to
+ * judge (SKIP) is a word in its scenario's test, not a test of its own, so the document grows with
+ * what went wrong, not with what passed. A passing scenario's test carries its path, status,
+ * duration, environment and trace URL and nothing else.
  *
  * Statuses: PASS, FAIL, ERROR, SKIP map to themselves; MISS (the harness could not run it) is
  * KCIDB's MISS, and a suite that broke before any scenario ran is one MISS test at the root path.
- * XFAIL is FAIL with `waived: true`: the rule did fail (KCIDB's FAIL: "the test completed and
- * reported the tested code as faulty"), and a recorded known bug is what "waived" is for ("the
- * test status should be ignored", e.g. while it "is being fixed"); PASS with a comment would
- * tell a dashboard the driver is right when it is not. XPASS is PASS, its comment saying the
- * recorded bug was not seen. misc.hil_verdict keeps the harness's own word.
+ * XFAIL is FAIL: the rule did fail (KCIDB's FAIL: "the test completed and reported the tested code
+ * as faulty"), and that it was expected is an incident of an issue (kcidb-issues.ts): the known
+ * bug's record, or the fault the scenario injects; PASS with a comment would tell a dashboard the
+ * driver is right when it is not. XPASS is PASS with an incident saying the issue was not seen.
+ * misc.hil_verdict keeps the harness's own word where it differs. KCIDB refuses NUL characters
+ * in text: they are dropped.
  *
  * A repeated run (--repeat n): KCIDB keeps each execution of a test as its own test object under
  * the test's path, so a repetition's tests have the scenario's path (not `<scenario>#<k>`'s), an
@@ -30,6 +35,8 @@ import {
 } from "../rundir/read.ts";
 import type { RunSeries } from "../rundir/schema.ts";
 import type { Verdict } from "../verdict.ts";
+import { checkoutFacts } from "./kcidb-checkout.ts";
+import { type KcidbIncident, type KcidbIssue, KcidbIssues } from "./kcidb-issues.ts";
 
 export const KCIDB_ORIGIN = "erdma_hil";
 export const KCIDB_VERSION = { major: 5, minor: 0 } as const;
@@ -48,7 +55,6 @@ export interface KcidbTest {
   path: string;
   status: KStatus;
   comment?: string;
-  waived?: boolean;
   log_url?: string;
   log_excerpt?: string;
   duration?: number;
@@ -63,6 +69,8 @@ export interface KcidbReport {
   checkouts: Array<Record<string, unknown>>;
   builds: Array<Record<string, unknown>>;
   tests: KcidbTest[];
+  issues?: KcidbIssue[];
+  incidents?: KcidbIncident[];
 }
 
 export interface KcidbOptions {
@@ -134,22 +142,32 @@ function part(text: string): string {
   return text.replace(/[^a-zA-Z0-9_-]/g, "_") || "_";
 }
 
-function status(v: Verdict): { status: KStatus; waived?: true } {
-  if (v === "XFAIL") return { status: "FAIL", waived: true };
+function status(v: Verdict): { status: KStatus } {
+  if (v === "XFAIL") return { status: "FAIL" };
   if (v === "XPASS") return { status: "PASS" };
   return { status: v };
 }
 
+/** Text as KCIDB takes it: no NUL characters. */
+function text(s: string): string {
+  return s.replace(/\0/g, "");
+}
+
 function excerpt(lines: readonly string[]): string | undefined {
   if (lines.length === 0) return undefined;
-  const text = lines.join("\n");
-  return text.length <= EXCERPT_MAX ? text : `${text.slice(0, EXCERPT_MAX - 20)}\n[... truncated]`;
+  const all = text(lines.join("\n"));
+  return all.length <= EXCERPT_MAX ? all : `${all.slice(0, EXCERPT_MAX - 20)}\n[... truncated]`;
 }
 
 function comment(v: Verdict, reason: string): string {
-  if (v === "XFAIL") return `XFAIL (known bug, waived): ${reason}`;
-  if (v === "XPASS") return `XPASS (recorded known bug not seen): ${reason}`;
-  return reason;
+  if (v === "XFAIL") return text(`XFAIL (expected: see its incident): ${reason}`);
+  if (v === "XPASS") return text(`XPASS (the expected failure was not seen): ${reason}`);
+  return text(reason);
+}
+
+/** A rule that held or had nothing to judge is summed up in its scenario's test, not a test of its own. */
+function isQuiet(v: Verdict): boolean {
+  return v === "PASS" || v === "SKIP";
 }
 
 export async function renderKcidb(run: RunDir, opts: KcidbOptions = {}): Promise<KcidbReport> {
@@ -176,15 +194,21 @@ export async function renderKcidb(run: RunDir, opts: KcidbOptions = {}): Promise
       ...(device?.kind === "external" ? { device_external: device.socket } : {}),
     },
   };
+  const facts = await checkoutFacts(run);
+  const checkoutMisc = {
+    ...facts.misc,
+    ...(patchset ? {} : { note: "built with a patch series the run directory does not record" }),
+  };
   const checkout: Record<string, unknown> = {
     id: checkoutId,
     origin: KCIDB_ORIGIN,
     tree_name: kernelBase(run),
+    ...facts.fields,
     comment: r.kernel,
     valid: true,
     ...(patchset ? { patchset_hash: patchset.hash } : {}),
     ...(patchset && patchset.files.length > 0 ? { patchset_files: patchset.files } : {}),
-    ...(patchset ? {} : { misc: { note: "built with a patch series the run directory does not record" } }),
+    ...(Object.keys(checkoutMisc).length > 0 ? { misc: checkoutMisc } : {}),
   };
   const build: Record<string, unknown> = {
     id: buildId,
@@ -196,15 +220,18 @@ export async function renderKcidb(run: RunDir, opts: KcidbOptions = {}): Promise
     status: "PASS",
   };
   const tests: KcidbTest[] = [];
+  const expected = new KcidbIssues(KCIDB_ORIGIN);
   const base = { build_id: buildId, origin: KCIDB_ORIGIN, start_time: startTime, environment };
   const id = (path: string) => `${KCIDB_ORIGIN}:${runKey}:${path}`;
+  /** the harness's verdict, where the KCIDB status does not say it */
+  const verdictWord = (v: Verdict, s: KStatus) => (v === s ? {} : { hil_verdict: v });
   const stage = stageChecks(run);
   for (const c of stage) {
     const broke = c.id === "suite" && c.verdict === "ERROR";
     // the suite itself could not run: a harness failure, KCIDB's MISS
     const path = broke ? KCIDB_ORIGIN : `${KCIDB_ORIGIN}.${r.probe ? "probe" : "stage"}.${part(c.id)}`;
     const s = broke ? { status: "MISS" as const } : status(c.verdict);
-    const log = excerpt([c.reason, ...(c.evidence ?? [])]);
+    const log = isQuiet(c.verdict) ? undefined : excerpt([c.reason, ...(c.evidence ?? [])]);
     tests.push({
       ...base,
       id: id(path),
@@ -212,8 +239,8 @@ export async function renderKcidb(run: RunDir, opts: KcidbOptions = {}): Promise
       ...s,
       comment: comment(c.verdict, `${c.title}: ${c.reason}`),
       ...(log ? { log_excerpt: log } : {}),
-      ...(r.probe ? { log_url: urlFor(run, "console.log", opts) } : {}),
-      misc: { hil_verdict: c.verdict, check: c.id },
+      ...(r.probe && !isQuiet(c.verdict) ? { log_url: urlFor(run, "console.log", opts) } : {}),
+      misc: { ...verdictWord(c.verdict, s.status), check: c.id },
     });
   }
   for (const s of scenariosOf(run)) {
@@ -227,47 +254,64 @@ export async function renderKcidb(run: RunDir, opts: KcidbOptions = {}): Promise
     const duration = (s.durationMs ?? 0) / 1000;
     for (const j of s.judgements) {
       const path = `${KCIDB_ORIGIN}.${part(rep.scenario)}.${part(j.profile)}`;
+      const quiet = isQuiet(j.verdict) && !s.outcome;
       const worst = j.rules.find((x) => x.verdict === j.verdict && x.verdict !== "PASS");
-      const reason =
-        s.outcome?.reason ?? (worst ? `rule ${worst.rule}: ${worst.reason}` : "every rule holds");
-      const log = excerpt(worst?.evidence ?? []);
+      const reason = s.outcome?.reason ?? (worst ? `rule ${worst.rule}: ${worst.reason}` : undefined);
+      const st = status(j.verdict);
+      const profileId = runId(path);
       tests.push({
         ...base,
-        id: runId(path),
+        id: profileId,
         path,
-        ...status(j.verdict),
-        comment: comment(j.verdict, reason),
+        ...st,
+        ...(reason ? { comment: comment(j.verdict, reason) } : {}),
         duration,
         ...(s.trace ? { log_url: urlFor(run, s.trace, opts) } : {}),
-        ...(log ? { log_excerpt: log } : {}),
-        ...(files.length > 0 ? { output_files: files } : {}),
+        ...(!quiet && files.length > 0 ? { output_files: files } : {}),
         misc: {
-          hil_verdict: j.verdict,
+          ...verdictWord(j.verdict, st.status),
           scenario: rep.scenario,
           ...(rep.repetition === undefined ? {} : { repetition: rep.repetition }),
           oracle_profile: j.profile,
-          ...(s.file ? { file: s.file } : {}),
+          ...(!quiet && s.file ? { file: s.file } : {}),
         },
       });
       for (const rule of j.rules) {
+        if (isQuiet(rule.verdict)) continue;
         const rpath = `${path}.rule_${part(rule.rule)}`;
         const rlog = excerpt(rule.evidence ?? []);
+        const rs = status(rule.verdict);
+        const ruleId = runId(rpath);
+        if (rule.verdict === "XFAIL" || rule.verdict === "XPASS") {
+          const issue = expected.issueOf(rep.scenario, rule);
+          expected.incident(ruleId, issue, rule.verdict === "XFAIL");
+          if (j.verdict === rule.verdict) expected.incident(profileId, issue, rule.verdict === "XFAIL");
+        }
         tests.push({
           ...base,
-          id: runId(rpath),
+          id: ruleId,
           path: rpath,
-          ...status(rule.verdict),
+          ...rs,
           comment: comment(rule.verdict, `${rule.title}: ${rule.reason}`),
           ...(rlog ? { log_excerpt: rlog } : {}),
           misc: {
-            hil_verdict: rule.verdict,
+            ...verdictWord(rule.verdict, rs.status),
             rule: rule.rule,
             ...(rule.citation ? { citation: rule.citation } : {}),
             ...(rule.knownBug ? { known_bug: rule.knownBug } : {}),
+            ...(rule.problems?.some((p) => p.wrs?.length)
+              ? { wrs: rule.problems.flatMap((p) => p.wrs ?? []) }
+              : {}),
           },
         });
       }
     }
   }
-  return { version: { ...KCIDB_VERSION }, checkouts: [checkout], builds: [build], tests };
+  return {
+    version: { ...KCIDB_VERSION },
+    checkouts: [checkout],
+    builds: [build],
+    tests,
+    ...(expected.issues.length > 0 ? { issues: expected.issues, incidents: expected.incidents } : {}),
+  };
 }

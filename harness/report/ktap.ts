@@ -2,25 +2,36 @@
  * KTAP version 1 (Documentation/dev-tools/ktap.rst, https://docs.kernel.org/dev-tools/ktap.html),
  * kselftest style: one top-level test for the probe stage and one per scenario; inside a scenario
  * one subtest per oracle profile, and inside that one test case per rule. Subtests open with an
- * indented "KTAP version 1" line and a "# Subtest: <name>" line, as KUnit prints them.
+ * indented "KTAP version 1" line and a "# Subtest: <name>" line, as KUnit prints them, indented by
+ * four spaces as KUnit does (and as TAP14 requires of a child; KTAP readers take any indentation).
  *
  * Verdicts to result lines (the spec's "Test case result lines": `<result> <number>
- * [<description>][ # [<directive>] [<diagnostic data>]]`, and a parser that meets a directive it
- * does not know falls back to the ok / not ok result):
+ * [<description>][ # [<directive>] [<diagnostic data>]]`; a reader that does not know a directive
+ * falls back to the ok / not ok result). The ok / not ok of every line says what hil's exit code
+ * says: ok for what does not fail the run, not ok for what does.
  * - PASS `ok`; FAIL `not ok`; SKIP `ok ... # SKIP <reason>`.
- * - XFAIL `not ok ... # TODO known bug: <reason>`. The spec's TODO is a test "not expected to pass
- *   at the moment", e.g. a known bug; its XFAIL directive ("expected to fail, similar to TODO")
- *   is not one TAP parsers know, so they would count the line as a plain failure. With TODO the
- *   line still says the rule failed (not ok) and both KTAP and TAP consumers do not count it.
- * - XPASS `ok ... # TODO known bug not seen: <reason>` (a TODO test that passed: TAP's "bonus").
- * - ERROR `not ok ... # ERROR <reason>`; MISS (the harness could not run it) the same, with
- *   "not run:" first: KTAP's ERROR directive is the test's execution failing, and has "not ok".
+ * - XFAIL `ok ... # XFAIL <reason>` (the oracle's reason says what was expected: a known bug and
+ *   its record, or the fault the scenario injects): the spec's directive for a test "expected to fail", written
+ *   as kselftest writes it (tools/testing/selftests/kselftest.h, ksft_test_result_code: "ok" and
+ *   " # XFAIL "). kunit_parser.py knows SKIP alone and reads it as a success; a TAP14 reader, which
+ *   knows SKIP and TODO, as a pass. The rule did fail: the diagnostic lines before it say how.
+ * - XPASS `ok ... # XPASS <reason>` as kselftest writes it; `not ok` in a --strict run, where an
+ *   XPASS fails the run.
+ * - ERROR `not ok ... # ERROR <reason>`: the spec's ERROR, "the execution of a test has failed",
+ *   with "not ok" as it asks. A failure for every reader.
+ * - MISS (the harness could not run or judge it) `not ok ... # ERROR MISS: <reason>`: not a pass
+ *   (hil exits 3 on it), and not a SKIP either, which every reader counts as ok; of the spec's
+ *   directives ERROR is the one that says the test did not get to a verdict.
  * The reason and evidence of every line that is not a PASS follow as diagnostic lines ("# ...")
  * before it.
  *
  * A repeated run (--repeat n) has a top-level test per repetition, named `<scenario> repetition
  * <k>` (a description may not hold the "#" of `<scenario>#<k>`), and after the totals one
  * diagnostic line per scenario and oracle profile saying whether its repetitions agree.
+ *
+ * Written here rather than with a TAP library: tap's own writer (@tapjs/core, TAP14) opens a
+ * subtest with no KTAP version line and knows the SKIP and TODO directives only, so it cannot write
+ * the XFAIL, XPASS and ERROR lines above; npm has no package that writes KTAP.
  */
 
 import {
@@ -55,7 +66,7 @@ function oneLine(text: string): string {
   return text.replace(/[\r\n]+/g, " ").trim();
 }
 
-function resultLine(n: number, c: Case): string {
+function resultLine(n: number, c: Case, strict: boolean): string {
   const name = description(c.name);
   const why = oneLine(c.reason);
   switch (c.verdict) {
@@ -66,13 +77,13 @@ function resultLine(n: number, c: Case): string {
     case "FAIL":
       return `not ok ${n} ${name}`;
     case "XFAIL":
-      return `not ok ${n} ${name} # TODO known bug: ${why}`;
+      return `ok ${n} ${name} # XFAIL ${why}`;
     case "XPASS":
-      return `ok ${n} ${name} # TODO known bug not seen: ${why}`;
+      return `${strict ? "not ok" : "ok"} ${n} ${name} # XPASS ${why}`;
     case "ERROR":
       return `not ok ${n} ${name} # ERROR ${why}`;
     case "MISS":
-      return `not ok ${n} ${name} # ERROR not run: ${why}`;
+      return `not ok ${n} ${name} # ERROR MISS: ${why}`;
   }
 }
 
@@ -83,21 +94,23 @@ function diagnostics(c: Case): string[] {
   return lines.map((l) => `# ${l}`.trimEnd());
 }
 
-function emit(cases: readonly Case[], indent: string, out: string[]): void {
+function emit(cases: readonly Case[], indent: string, out: string[], strict: boolean): void {
   out.push(`${indent}1..${cases.length}`);
   cases.forEach((c, i) => {
     if (c.children) {
       const inner = `${indent}    `;
       out.push(`${inner}KTAP version 1`, `${inner}# Subtest: ${description(c.name)}`);
-      emit(c.children, inner, out);
+      emit(c.children, inner, out, strict);
     }
     for (const d of diagnostics(c)) out.push(`${indent}${d}`);
-    out.push(`${indent}${resultLine(i + 1, c)}`);
+    out.push(`${indent}${resultLine(i + 1, c, strict)}`);
   });
 }
 
+/** The rule's reason, naming its known-bug record where the reason does not (the oracle's XFAIL and XPASS reasons say whether a known bug or an injected fault is expected). */
 function ruleCase(r: RunRule): Case {
-  const known = r.knownBug ? ` (${r.knownBug.reference})` : "";
+  const ref = r.knownBug?.reference;
+  const known = ref && !r.reason.includes(ref) ? ` (${ref})` : "";
   return {
     name: `rule-${r.rule} ${r.title}`,
     verdict: r.verdict,
@@ -140,7 +153,10 @@ export function runCases(run: RunDir): Case[] {
         ...(j.rules.length > 0 ? { children: j.rules.map(ruleCase) } : {}),
       }),
     );
-    const order: Verdict[] = ["FAIL", "ERROR", "MISS", "XFAIL", "XPASS", "PASS", "SKIP"];
+    // under --strict an XPASS fails the run, so it outranks an XFAIL
+    const order: Verdict[] = run.record.strict
+      ? ["FAIL", "ERROR", "MISS", "XPASS", "XFAIL", "PASS", "SKIP"]
+      : ["FAIL", "ERROR", "MISS", "XFAIL", "XPASS", "PASS", "SKIP"];
     const worst = order.find((v) => profiles.some((p) => p.verdict === v)) ?? s.outcome?.verdict ?? "SKIP";
     cases.push({
       name: scenarioName(s),
@@ -164,7 +180,7 @@ export function renderKtap(run: RunDir): string {
   ].filter(Boolean);
   out.push(`# erdma-hil: ${what.join(", ")}`);
   const cases = runCases(run);
-  emit(cases, "", out);
+  emit(cases, "", out, r.strict === true);
   const count = (v: Verdict) => r.results.filter((x) => x.verdict === v).length;
   out.push(
     `# totals: pass:${count("PASS")} fail:${count("FAIL")} xfail:${count("XFAIL")} xpass:${count("XPASS")} skip:${count("SKIP")} error:${count("ERROR")} miss:${count("MISS")}`,

@@ -2,7 +2,16 @@
 import { Parser, type Result } from "tap-parser";
 
 export interface ParsedTap {
-  final: { ok: boolean; count: number; pass: number; fail: number; todo: number; skip: number };
+  final: {
+    ok: boolean;
+    count: number;
+    pass: number;
+    fail: number;
+    todo: number;
+    skip: number;
+    /** the failed results, and the parser's own complaints (with a tapError) */
+    failures: Array<{ tapError?: string }>;
+  };
   /** every result line at every depth */
   all: Result[];
 }
