@@ -156,6 +156,9 @@ function extendGuest<E extends object>(guest: Guest, extra: E, alsoDispose: () =
     get running() {
       return guest.running;
     },
+    get qemuExit() {
+      return guest.qemuExit;
+    },
     exec: (command: string, o?: ExecOptions) => guest.exec(command, o),
     execStream: (command, o) => guest.execStream(command, o),
     shell: (io) => guest.shell(io),
@@ -163,10 +166,10 @@ function extendGuest<E extends object>(guest: Guest, extra: E, alsoDispose: () =
     copyFrom: (remote, local) => guest.copyFrom(remote, local),
     consoleLog: () => guest.consoleLog(),
     qmp: () => guest.qmp(),
-    shutdown: () => guest.shutdown(),
-    async dispose() {
+    shutdown: (o) => guest.shutdown(o),
+    async dispose(o) {
       try {
-        await guest.dispose();
+        await guest.dispose(o);
       } finally {
         await alsoDispose();
       }

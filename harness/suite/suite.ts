@@ -27,6 +27,7 @@ import { type CompiledScenario, compileScenario } from "../scenario/compile.ts";
 import type { KnownBug, OracleProfile, Scenario } from "../scenario/schema.ts";
 import { type CheckResult, PASSING_VERDICTS, type Verdict } from "../verdict.ts";
 import { armFault, controlOf } from "./faults.ts";
+import { harnessDeath, watchHarness } from "./harness-watch.ts";
 import { hwEvidence, hwTraceName, settledSize, writeHwSlice } from "./hw-trace.ts";
 import { planScenario, planSteps, type SuiteTarget } from "./plan.ts";
 import {
@@ -374,7 +375,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
       const hwFile = session.hwTraceFile;
       const hwFrom = hwFile ? await settledSize(hwFile, { maxMs: 200 }) : 0;
       const outcome = await observeScenario(session, compiled);
-      if (control) {
+      if (control && !outcome.harnessFault) {
         const cleared = await control
           .control({ op: "clear" })
           .catch((err: Error) => ({ ok: false, error: err.message }));
@@ -417,7 +418,10 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
         hw,
       );
       report.timings.judgeMs += Date.now() - t1;
-      const errored = outcome.error !== undefined && !judgements.some((j) => j.verdict === "FAIL");
+      // a dead device server or QEMU says nothing of the driver, whatever the rules saw before it
+      const errored =
+        outcome.harnessFault !== undefined ||
+        (outcome.error !== undefined && !judgements.some((j) => j.verdict === "FAIL"));
       report.scenarios.push({
         ...runName(r),
         file: r.scenario.file,
@@ -434,7 +438,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
       });
       if (session.executor.wedged || outcome.error !== undefined) {
         progress.info(`[suite] ${r.name}: the guest is rebooted for the scenarios after it`);
-        await session.guest.dispose();
+        await session.guest.dispose({ now: outcome.harnessFault !== undefined });
         session = undefined;
       }
     }
@@ -460,20 +464,25 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
 interface ObservedOutcome extends ExecutorOutcome {
   observations: Observation[];
   durationMs: number;
+  /** the device server or QEMU died while the scenario ran (harness-watch.ts): why */
+  harnessFault?: string;
 }
 
 /**
  * Runs the scenario (its fault steps armed on the device) and adds what the console showed
- * meanwhile, and the faults armed, to what the executor saw.
+ * meanwhile, and the faults armed, to what the executor saw. If the device server or QEMU dies
+ * meanwhile, the executor is not waited for: the outcome names the dead process.
  */
 async function observeScenario(session: GuestSession, compiled: CompiledScenario): Promise<ObservedOutcome> {
   const started = Date.now();
   const consoleFrom = session.consoleAt;
   const control = controlOf(session.guest.device);
   const faults: FaultObservation[] = [];
+  const watch = watchHarness(session.guest);
   let outcome: ExecutorOutcome;
+  let harnessFault: string | undefined;
   try {
-    outcome = await session.executor.runScenario(
+    const run = session.executor.runScenario(
       compiled,
       control
         ? {
@@ -490,10 +499,34 @@ async function observeScenario(session: GuestSession, compiled: CompiledScenario
           }
         : {},
     );
+    // settles once the guest is disposed of, after a death; nothing waits for it then
+    run.catch(() => {});
+    const died = watch.died.then((why) => ({ died: why }));
+    const first = await Promise.race([run, died]);
+    harnessFault = "died" in first ? first.died : harnessDeath(session.guest);
+    outcome = "died" in first ? { records: [], stuck: [], sent: [], error: first.died } : first;
   } catch (err) {
-    outcome = { records: [], stuck: [], sent: [], error: err instanceof Error ? err.message : String(err) };
+    harnessFault = harnessDeath(session.guest);
+    outcome = {
+      records: [],
+      stuck: [],
+      sent: [],
+      error: harnessFault ?? (err instanceof Error ? err.message : String(err)),
+    };
+  } finally {
+    watch.stop();
   }
   const observations: Observation[] = [...outcome.stuck, ...faults];
+  if (harnessFault) {
+    session.consoleAt = session.guest.consoleLog().length;
+    return {
+      ...outcome,
+      error: harnessFault,
+      observations,
+      durationMs: Date.now() - started,
+      harnessFault,
+    };
+  }
   const consoleTo = await closeConsoleSlice(session, consoleFrom, observations);
   for (const e of parseConsole(session.guest.consoleLog().slice(consoleFrom, consoleTo)))
     observations.push({ ev: "console", kind: e.kind, text: e.text, trace: e.trace });

@@ -10,7 +10,7 @@ import { resolveAccel } from "./accel.ts";
 import { type Accel, type FabricNic, type GuestSpec, qemuArgv } from "./cmdline.ts";
 import { ConsoleFollower } from "./console.ts";
 import { freeLoopbackPort, isHostForwardFailure } from "./ports.ts";
-import { describeExit, QemuProcess } from "./process.ts";
+import { describeExit, type QemuExit, QemuProcess } from "./process.ts";
 import { QmpClient } from "./qmp.ts";
 import { createRunDir, sweepStaleRunDirs } from "./rundir.ts";
 import {
@@ -82,6 +82,10 @@ export interface BootTimings {
   qemuStarts: number;
 }
 
+export interface ShutdownOptions {
+  now?: boolean;
+}
+
 export interface Guest {
   readonly pid: number;
   readonly sshPort: number;
@@ -98,10 +102,15 @@ export interface Guest {
   consoleLog(): string;
   qmp(): Promise<QmpClient>;
   readonly running: boolean;
-  /** poweroff in the guest, then QMP quit, then SIGKILL; waits for QEMU to be gone */
-  shutdown(): Promise<void>;
+  /** how QEMU ended, once it did */
+  readonly qemuExit: QemuExit | undefined;
+  /**
+   * poweroff in the guest, then QMP quit, then SIGKILL; waits for QEMU to be gone. `now`: SIGKILL
+   * at once (what it runs on died: nothing is left to shut down gracefully).
+   */
+  shutdown(opts?: ShutdownOptions): Promise<void>;
   /** shutdown (if needed), keep the console if asked, remove the run's temp dir */
-  dispose(): Promise<void>;
+  dispose(opts?: ShutdownOptions): Promise<void>;
 }
 
 const DEFAULT_MAC = "52:54:00:12:34:56";
@@ -132,6 +141,8 @@ class RunningGuest implements Guest {
   private client: Client | undefined;
   private qmpClient: QmpClient | undefined;
   private disposed = false;
+  /** aborted once QEMU is gone: nothing is left to connect to */
+  private readonly gone = new AbortController();
 
   constructor(
     private readonly qemuProcess: QemuProcess,
@@ -145,6 +156,7 @@ class RunningGuest implements Guest {
     client: Client,
   ) {
     this.attach(client);
+    void qemuProcess.exited.then(() => this.gone.abort());
   }
 
   get pid(): number {
@@ -159,6 +171,10 @@ class RunningGuest implements Guest {
     return this.qemuProcess.running;
   }
 
+  get qemuExit(): QemuExit | undefined {
+    return this.qemuProcess.exit;
+  }
+
   private attach(client: Client): void {
     this.client = client;
     client.once("close", () => {
@@ -169,7 +185,7 @@ class RunningGuest implements Guest {
   private async connection(): Promise<Client> {
     this.assertRunning();
     if (this.client) return this.client;
-    const { client } = await connectWithRetry(this.target, Date.now() + 30_000);
+    const { client } = await connectWithRetry(this.target, Date.now() + 30_000, this.gone.signal);
     this.attach(client);
     return client;
   }
@@ -228,7 +244,8 @@ class RunningGuest implements Guest {
     return this.qmpClient;
   }
 
-  async shutdown(): Promise<void> {
+  async shutdown(opts: ShutdownOptions = {}): Promise<void> {
+    if (opts.now && this.qemuProcess.running) await this.qemuProcess.killAndWait();
     if (this.qemuProcess.running && this.client) {
       try {
         // The connection dies with the guest; the command never reports back.
@@ -256,10 +273,10 @@ class RunningGuest implements Guest {
     this.follower.stop();
   }
 
-  async dispose(): Promise<void> {
+  async dispose(opts: ShutdownOptions = {}): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
-    await this.shutdown();
+    await this.shutdown(opts);
     await keepConsoleCopy(this.workDir, this.keepConsole);
     await rm(this.workDir, { recursive: true, force: true });
     this.unregisterDir();
