@@ -12,6 +12,7 @@ import { z } from "zod";
 import { DEFAULT_PROFILE, listProfiles } from "../../qemu/erdma/profile-file.ts";
 import { HilError } from "../../util/errors.ts";
 import { hashParts } from "../../util/hash.ts";
+import { progress } from "../../util/progress.ts";
 import { type YamlProblem, YamlSource } from "../../util/yaml-source.ts";
 import { DEBIAN_BASES } from "../kernel/base-spec.ts";
 import { shippedFragments } from "../kernel/kconfig.ts";
@@ -53,6 +54,9 @@ const planSchema = z.strictObject({
   executors: z.array(z.enum(EXECUTORS)).min(1).default(["kernel"]),
   /** scenario selections, one job each: names or globs (comma-separated in one entry), or paths */
   scenarios: z.array(z.string().min(1)).min(1),
+  /** judge under these rule sets of the oracle only (hil run --rules) */
+  rules: z.array(z.enum(ORACLE_PROFILES)).min(1).optional(),
+  /** the old name of rules: still read, with a notice */
   oracle: z.array(z.enum(ORACLE_PROFILES)).min(1).optional(),
   /** combinations left out: an entry matches a job when every axis it names is equal */
   exclude: z.array(excludeEntry).min(1).optional(),
@@ -135,6 +139,7 @@ function excluded(spec: JobSpec, exclude: PlanSpec["exclude"]): number {
 /** The jobs of a plan (after exclusions), sorted by id; ids made unique if two cells slug alike. */
 export function expandPlan(plan: PlanSpec): { jobs: MatrixJob[]; excludeHits: number[] } {
   const excludeHits = (plan.exclude ?? []).map(() => 0);
+  const rules = plan.rules ?? plan.oracle;
   const specs: JobSpec[] = [];
   for (const k of plan.kernels)
     for (const driver of plan.drivers)
@@ -147,7 +152,7 @@ export function expandPlan(plan: PlanSpec): { jobs: MatrixJob[]; excludeHits: nu
               executor,
               ...(profile ? { deviceProfile: profile } : {}),
               scenarios,
-              ...(plan.oracle ? { oracle: plan.oracle } : {}),
+              ...(rules ? { oracle: rules } : {}),
             };
             const hit = excluded(spec, plan.exclude);
             if (hit >= 0) excludeHits[hit] = (excludeHits[hit] ?? 0) + 1;
@@ -194,6 +199,15 @@ export async function parsePlan(text: string, file: string): Promise<MatrixPlan>
   const plan = src.check(planSchema);
   const baseDir = dirname(resolve(file));
   const problems: YamlProblem[] = [];
+  if (plan.oracle) {
+    if (plan.rules) problems.push(src.problem(["oracle"], "the old name of rules: give rules alone"));
+    else {
+      const at = src.position(["oracle"]);
+      progress.info(
+        `hil: notice: ${file}:${at.line}:${at.col}: oracle: now called rules (the old name still works)`,
+      );
+    }
+  }
   plan.kernels.forEach((k, i) => {
     const spec = kernelOf(k);
     const at = typeof k === "string" ? ["kernels", i] : ["kernels", i, "base"];

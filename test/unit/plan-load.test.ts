@@ -180,3 +180,34 @@ t.test("each mistake is one error with file:line:col and the field", async (t) =
   const missing = await loadPlan(join(PLANS, "no-such-plan.yaml")).catch((e: unknown) => e);
   t.match((missing as HilError).format(), /no-such-plan\.yaml: cannot read the plan file/);
 });
+
+t.test(
+  "rules: the oracle's rule sets of every job; oracle, its old name, still works with a notice",
+  async (t) => {
+    const notices: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string) => {
+      notices.push(String(chunk));
+      return true;
+    }) as typeof process.stderr.write;
+    try {
+      const rules = await parsePlan([...GOOD, "rules: [linux, ib]"].join("\n"), FILE);
+      t.ok(rules.jobs.every((j) => j.spec.oracle?.join() === "linux,ib"));
+      t.same(notices, [], "no notice for the new name");
+      const old = await parsePlan([...GOOD, "oracle: [linux, ib]"].join("\n"), FILE);
+      t.same(
+        old.jobs.map((j) => j.spec),
+        rules.jobs.map((j) => j.spec),
+        "the same jobs",
+      );
+      t.equal(old.hash, rules.hash, "the same plan");
+      t.same(notices, [`hil: notice: ${FILE}:7:1: oracle: now called rules (the old name still works)\n`]);
+    } finally {
+      process.stderr.write = write;
+    }
+    const both = await errorOf([...GOOD, "rules: [linux]", "oracle: [ib]"]);
+    t.equal(both.format(), `${FILE}:8:1: oracle: the old name of rules: give rules alone`);
+    const bad = await errorOf([...GOOD, "rules: [rocev2]"]);
+    t.match(bad.format(), new RegExp(`^${FILE}:7:\\d+: rules\\[0\\]: `));
+  },
+);
