@@ -2,8 +2,7 @@
  * Matrix plans (fixtures/plans/*.yaml): kernels x drivers x device profiles x executors x
  * scenario selections, expanded to jobs with stable ids, and split into shards for CI systems
  * that run one shard a machine (GitHub Actions' matrix, GitLab's parallel, Kubernetes indexed
- * jobs). Shard i of n takes the jobs at positions i-1, i-1+n, ... of the id-sorted job list:
- * deterministic, every job in exactly one shard, the sizes within one of each other.
+ * jobs); matrix-shards.ts deals the jobs to the shards.
  */
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -177,6 +176,37 @@ export interface Shard {
   count: number;
 }
 
+/** Each axis of a job by its plan key; a key JobSpec gains must be named here. */
+const AXIS_NAMES: { [K in keyof Required<JobSpec>]: string } = {
+  kernel: "kernel",
+  series: "series",
+  configs: "configs",
+  driver: "driver",
+  deviceProfile: "device_profile",
+  executor: "executor",
+  scenarios: "scenarios",
+  oracle: "rules",
+};
+
+/** The axes of a job by their plan keys, in the order jobAxes gives them. */
+export const JOB_AXES: readonly string[] = Object.values(AXIS_NAMES);
+
+/** Every axis of a job, by its plan key, "-" where the job has none (siw has no device profile). */
+export function jobAxes(spec: JobSpec): Array<[string, string]> {
+  return (Object.keys(AXIS_NAMES) as Array<keyof JobSpec>).map((k) => {
+    const v =
+      k === "deviceProfile" && spec.driver === "erdma" ? (spec.deviceProfile ?? DEFAULT_PROFILE) : spec[k];
+    return [AXIS_NAMES[k], v === undefined ? "-" : Array.isArray(v) ? v.join(",") : String(v)];
+  });
+}
+
+/** `hil matrix --list`: a header, then a line per job, its id and every axis, tab-separated. */
+export function renderJobList(jobs: readonly MatrixJob[]): string {
+  const header = ["job", ...JOB_AXES];
+  const rows = jobs.map((j) => [j.id, ...jobAxes(j.spec).map(([, v]) => v)]);
+  return [header, ...rows].map((r) => `${r.join("\t")}\n`).join("");
+}
+
 /** "i/n" (1 <= i <= n) as a shard; anything else is a clear error. */
 export function parseShard(text: string): Shard {
   const m = /^(\d+)\/(\d+)$/.exec(text.trim());
@@ -185,12 +215,6 @@ export function parseShard(text: string): Shard {
   if (!m || count < 1 || index < 1 || index > count)
     throw new HilError(`--shard ${text}: expected i/n with 1 <= i <= n (e.g. 1/4)`);
   return { index, count };
-}
-
-/** The jobs of shard i/n: positions i-1, i-1+n, ... of the sorted list. */
-export function shardJobs<T>(jobs: readonly T[], shard: Shard | undefined): T[] {
-  if (!shard) return [...jobs];
-  return jobs.filter((_, k) => k % shard.count === shard.index - 1);
 }
 
 /** Parses and checks a plan: the schema, then the profiles, files and scenario selections it names. */

@@ -4,7 +4,16 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import t from "tap";
-import { expandPlan, jobId, loadPlan, parsePlan, slug } from "../../harness/workflows/matrix-plan.ts";
+import {
+  expandPlan,
+  JOB_AXES,
+  jobAxes,
+  jobId,
+  loadPlan,
+  parsePlan,
+  renderJobList,
+  slug,
+} from "../../harness/workflows/matrix-plan.ts";
 import { HilError } from "../../util/errors.ts";
 
 const PLANS = fileURLToPath(new URL("../../fixtures/plans/", import.meta.url));
@@ -211,3 +220,43 @@ t.test(
     t.match(bad.format(), new RegExp(`^${FILE}:7:\\d+: rules\\[0\\]: `));
   },
 );
+
+t.test("--list: every axis of each job, the config fragments and the rules too", async (t) => {
+  const plan = await parsePlan(
+    [
+      "kernels: [debian:6.1, { base: debian:6.12, configs: [smp] }, { base: debian:6.12, series: ../series/hello-printk.mbox }]",
+      "drivers: [erdma, siw]",
+      "device_profiles: [erdma-2022]",
+      "scenarios: [drain-qp-idle]",
+      "rules: [linux]",
+    ].join("\n"),
+    FILE,
+  );
+  const [header, ...rows] = renderJobList(plan.jobs)
+    .trimEnd()
+    .split("\n")
+    .map((l) => l.split("\t"));
+  t.same(header, ["job", ...JOB_AXES]);
+  t.same(JOB_AXES, [
+    "kernel",
+    "series",
+    "configs",
+    "driver",
+    "device_profile",
+    "executor",
+    "scenarios",
+    "rules",
+  ]);
+  t.equal(rows.length, plan.jobs.length);
+  const cell = (row: string[] | undefined, axis: string) => row?.[header?.indexOf(axis) ?? -1];
+  const smp = rows.find((r) => r[0]?.startsWith("debian-6.12+smp.erdma"));
+  t.equal(cell(smp, "configs"), "smp", "the config axis is shown");
+  t.equal(cell(smp, "device_profile"), "erdma-2022");
+  t.equal(cell(smp, "rules"), "linux");
+  t.equal(cell(smp, "series"), "-");
+  const series = rows.find((r) => r[0]?.startsWith("debian-6.12+hello-printk.siw"));
+  t.equal(cell(series, "series"), "../series/hello-printk.mbox");
+  t.equal(cell(series, "device_profile"), "-", "siw has no device profile");
+  for (const [i, job] of plan.jobs.entries())
+    for (const [axis, value] of jobAxes(job.spec)) t.equal(cell(rows[i], axis), value, `${job.id} ${axis}`);
+});
