@@ -36,7 +36,7 @@ export function register(program: Command): void {
         "  hil boot --kernel debian:6.12 -- cat /proc/version",
         "  hil boot --kernel debian:6.1 -- ls /sys/module/erdma",
         "  hil boot --kernel debian:7.2 --trace hw.jsonl -- hil-verbs-lifecycle",
-        "  hil boot --profile erdma-2022 -- rdma link",
+        "  hil boot --device-profile erdma-2022 -- rdma link",
         "  hil boot --device-socket /run/cosim/erdma.sock -- rdma link",
         "",
         "--device-socket attaches a vfio-user device server you started (an RTL co-simulation, an FPGA bridge,",

@@ -4,9 +4,11 @@ import { DEFAULT_PROFILE, listProfiles, loadProfile } from "../../qemu/erdma/pro
 import { HilError } from "../../util/errors.ts";
 import { DEFAULT_GUEST_MAC } from "../boot.ts";
 import type { ChosenDevice } from "../device.ts";
+import { addOldSpelling } from "./old-spellings.ts";
 
 export interface DeviceOptionValues {
-  profile?: string;
+  /** --device-profile (or its old spelling --profile) */
+  deviceProfile?: string;
   /** false with --no-device */
   device: boolean;
   /** --device-socket: an external vfio-user device server's socket */
@@ -28,16 +30,22 @@ export function parseMacOption(value: string): string {
   return mac;
 }
 
-/** --profile, --no-device, --device-socket and --mac, shared by the commands that boot a guest with an erdma device. */
+/** The help of --device-profile, on every command that takes one. */
+export function deviceProfileHelp(): string {
+  return `the emulated erdma device's behaviour profile: a name from fixtures/profiles (${listProfiles().join(", ")}) or a JSON file (default: ${DEFAULT_PROFILE})`;
+}
+
+/** --device-profile and its old spelling --profile. */
+export function addDeviceProfileOption(cmd: Command): Command {
+  return addOldSpelling(
+    cmd.addOption(new Option("--device-profile <name|file>", deviceProfileHelp())),
+    "--profile <name|file>",
+  );
+}
+
+/** --device-profile, --no-device, --device-socket and --mac, shared by the commands that boot a guest with an erdma device. */
 export function addDeviceOptions(cmd: Command): Command {
-  const known = listProfiles();
-  return cmd
-    .addOption(
-      new Option(
-        "--profile <name|file>",
-        `the emulated erdma device's behaviour profile: a name from fixtures/profiles (${known.join(", ")}) or a JSON file (default: ${DEFAULT_PROFILE})`,
-      ),
-    )
+  return addDeviceProfileOption(cmd)
     .option("--no-device", "boot without the emulated erdma device")
     .option(
       "--device-socket <path>",
@@ -49,6 +57,10 @@ export function addDeviceOptions(cmd: Command): Command {
       parseMacOption,
     );
 }
+
+/** --device-profile with --driver siw (hil run, hil validate). */
+export const DEVICE_PROFILE_WITHOUT_DEVICE =
+  "--device-profile sets the emulated erdma device's behaviour; --driver siw attaches none";
 
 export interface DeviceOptionExtras {
   /** --trace: where the user asked for the emulated device's hardware trace */
@@ -69,9 +81,9 @@ export function deviceOptions(
   const mac = values.mac ?? DEFAULT_GUEST_MAC;
   if (values.deviceSocket !== undefined) {
     if (!values.device) throw new HilError("--device-socket and --no-device contradict each other");
-    if (values.profile)
+    if (values.deviceProfile)
       throw new HilError(
-        "--profile sets the emulated erdma device's behaviour; the external device of --device-socket has its own",
+        "--device-profile sets the emulated erdma device's behaviour; the external device of --device-socket has its own",
       );
     if (extra.traceFile)
       throw new HilError(
@@ -82,16 +94,15 @@ export function deviceOptions(
     return { kind: "external", socketPath: externalErdma(values.deviceSocket).socketPath, mac };
   }
   if (extra.driver === "siw") {
-    if (values.profile)
-      throw new HilError("--profile sets the emulated erdma device's behaviour; --driver siw attaches none");
+    if (values.deviceProfile) throw new HilError(DEVICE_PROFILE_WITHOUT_DEVICE);
     return undefined;
   }
   if (!values.device) {
-    if (values.profile) throw new HilError("--profile and --no-device contradict each other");
+    if (values.deviceProfile) throw new HilError("--device-profile and --no-device contradict each other");
     if (extra.traceFile) throw new HilError("--trace needs the emulated device (drop --no-device)");
     return undefined;
   }
-  const profileName = values.profile ?? DEFAULT_PROFILE;
+  const profileName = values.deviceProfile ?? DEFAULT_PROFILE;
   return {
     kind: "emulated",
     profileName,

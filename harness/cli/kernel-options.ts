@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError } from "commander";
 import { DEFAULT_KERNEL } from "../defaults.ts";
+import { ACCEPTED_BASE_FORMS } from "../kernel/base-spec.ts";
 import type { KernelRequest } from "../kernel/types.ts";
 
 export interface KernelOptionValues {
@@ -8,18 +9,17 @@ export interface KernelOptionValues {
   config: string[];
 }
 
-function collect(value: string, previous: string[]): string[] {
+export function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
+
+/** The help of --kernel, on every command that takes one. */
+export const KERNEL_HELP = `the kernel's base tree: ${ACCEPTED_BASE_FORMS.join(" | ")}`;
 
 /** --kernel, --series and --config, shared by the commands that boot a kernel. */
 export function addKernelOptions(cmd: Command): Command {
   return cmd
-    .option(
-      "--kernel <base>",
-      "debian:6.1 | debian:6.12 | debian:7.2 | a kernel source directory | a source tarball",
-      DEFAULT_KERNEL,
-    )
+    .option("--kernel <base>", KERNEL_HELP, DEFAULT_KERNEL)
     .option("--series <mbox|dir>", "a patch series applied on the base (mbox or a directory of .patch files)")
     .option(
       "--config <fragment>",

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { isHilError } from "../../util/errors.ts";
+import { registerCommands } from "./commands.ts";
 
 const program = new Command("hil")
   .description(
@@ -21,25 +22,9 @@ const [first, ...rest] = process.argv.slice(2);
 const versionOnly = first === "version" || first === "--version" || first === "-V";
 const argv = versionOnly ? [...process.argv.slice(0, 2), "version", ...rest] : process.argv;
 
-// Each area registers its own subcommands.
-const registrations = versionOnly
-  ? [import("./version-command.ts")]
-  : [
-      import("./setup-command.ts"),
-      import("../kernel/cli.ts"),
-      import("./boot-command.ts"),
-      import("./run-command.ts"),
-      import("./report-command.ts"),
-      import("./repro-command.ts"),
-      import("./validate-command.ts"),
-      import("./matrix-command.ts"),
-      import("./merge-command.ts"),
-      import("./scenarios-command.ts"),
-      import("./version-command.ts"),
-    ];
-
 async function main(): Promise<number> {
-  for (const mod of await Promise.all(registrations)) mod.register(program);
+  if (versionOnly) (await import("./version-command.ts")).register(program);
+  else await registerCommands(program);
   try {
     await program.parseAsync(argv);
     return typeof process.exitCode === "number" ? process.exitCode : 0;

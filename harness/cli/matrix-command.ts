@@ -3,9 +3,9 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
-import { describeJob } from "../workflows/job.ts";
 import { matrixSummary, renderIndex, runMatrix } from "../workflows/matrix.ts";
-import { loadPlan, parseShard, type Shard, shardJobs } from "../workflows/matrix-plan.ts";
+import { loadPlan, parseShard, renderJobList, type Shard } from "../workflows/matrix-plan.ts";
+import { kernelCount, shardJobs } from "../workflows/matrix-shards.ts";
 import { stampedRunDir } from "./repro-command.ts";
 
 interface MatrixOptionValues {
@@ -24,14 +24,17 @@ export function registerMatrixCommand(program: Command): void {
     .argument("<plan>", "a plan file (YAML)")
     .option(
       "--shard <i/n>",
-      "run shard i of n: the jobs at positions i-1, i-1+n, ... of the plan's id-sorted job list",
+      "run shard i of n: the plan's jobs dealt by kernel, so that a shard builds only the kernels of its own jobs (below)",
       parseShard,
     )
     .option(
       "--out <dir>",
       "the matrix directory: matrix.json and jobs/<id>/ (default: runs/matrix-<plan>-<timestamp>)",
     )
-    .option("--list", "print the jobs (of the shard) and exit without running them")
+    .option(
+      "--list",
+      "print the jobs (of the shard), each with every axis (kernel, series, configs, driver, device profile, executor, scenarios, rules), and exit without running them",
+    )
     .option("--json", "print matrix.json (or, with --list, the jobs) as JSON")
     .addHelpText(
       "after",
@@ -39,10 +42,16 @@ export function registerMatrixCommand(program: Command): void {
         "",
         "A plan names kernels (a base, or { base, series, configs } with paths relative to the plan file), drivers",
         "(default erdma), device_profiles (erdma only; default erdma-reflush), executors (default kernel), scenario",
-        "selections (one job each: names or globs, comma-separated within an entry, or paths), oracle profiles, and",
-        "exclude entries. Job ids are stable (<kernel>.<driver>[.<profile>].<executor>.<scenarios>), and shards split",
-        "the id-sorted list round-robin, so every CI machine that runs --shard i/n for i = 1..n runs a disjoint part",
-        "and together they run every job once. Join the shards' directories with hil merge.",
+        "selections (one job each: names or globs, comma-separated within an entry, or paths), rules (the oracle's",
+        "rule sets, as hil run --rules; the old key oracle still works) and exclude entries. Job ids are stable",
+        "(<kernel>.<driver>[.<profile>].<executor>.<scenarios>).",
+        "",
+        "Shards are dealt by kernel (base, series and config fragments): with n no more than the plan's kernels, each",
+        "kernel's jobs all go to one shard, the largest kernel first to the shard with the fewest jobs, so each kernel",
+        "is built on one machine and the shards are as even as whole kernels allow; with more shards than kernels,",
+        "each shard gets one kernel and a kernel with many jobs gets several shards. The dealing is deterministic: every",
+        "CI machine that runs --shard i/n for i = 1..n runs a disjoint part and together they run every job once. Join",
+        "the shards' directories with hil merge.",
         "",
         "Exit status: 0 every job passed (PASS/SKIP/XFAIL/XPASS); 1 a job FAILed; 3 a job could not be judged",
         "(ERROR, MISS); 2 bad input (the plan, with file:line).",
@@ -58,8 +67,10 @@ export function registerMatrixCommand(program: Command): void {
           process.stdout.write(
             `${JSON.stringify({ plan: plan.name, hash: plan.hash, shard: opts.shard ?? null, jobs }, null, 2)}\n`,
           );
-        else for (const j of jobs) process.stdout.write(`${j.id}\t${describeJob(j.spec)}\n`);
-        progress.info(`hil matrix: ${plan.name}${where}: ${jobs.length} of ${plan.jobs.length} job(s)`);
+        else process.stdout.write(renderJobList(jobs));
+        progress.info(
+          `hil matrix: ${plan.name}${where}: ${jobs.length} of ${plan.jobs.length} job(s), ${kernelCount(jobs)} of ${kernelCount(plan.jobs)} kernel(s)`,
+        );
         return;
       }
       const out = opts.out ? resolve(opts.out) : stampedRunDir(`matrix-${plan.name}`);

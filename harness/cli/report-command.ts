@@ -1,6 +1,7 @@
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import { type Command, Option } from "commander";
 import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
@@ -12,6 +13,18 @@ import { validateKcidb } from "../report/kcidb-validate.ts";
 import { renderKtap } from "../report/ktap.ts";
 import { summaryLine } from "../report/table.ts";
 import { loadRunDir, type RunDir } from "../rundir/read.ts";
+import { VERDICTS_FILE } from "../rundir/schema.ts";
+import { MATRIX_FILE, matrixSummary } from "../workflows/matrix.ts";
+import {
+  isMatrixDir,
+  type JobReport,
+  jobHtmlFile,
+  joinJunit,
+  joinKcidb,
+  joinKtap,
+  loadMatrixDir,
+  matrixHtmlIndex,
+} from "../workflows/matrix-report.ts";
 
 export const REPORT_FORMATS = ["ktap", "junit", "kcidb", "html"] as const;
 export type ReportFormat = (typeof REPORT_FORMATS)[number];
@@ -81,9 +94,26 @@ async function screenshotReport(run: RunDir, text: string, htmlFile: string | un
   progress.info(`[report] screenshot: ${png}`);
 }
 
+async function writeReport(file: string, text: string): Promise<void> {
+  await writeAtomically(file, text).catch((err: unknown) => {
+    throw new HilError("cannot write the report", {
+      where: file,
+      cause: err,
+      detail: (err as Error).message,
+    });
+  });
+}
+
 export async function reportAction(runDir: string, opts: ReportOptionValues): Promise<void> {
   if (opts.screenshot && opts.format !== "html")
     throw new HilError(`--screenshot draws the HTML report: use it with --format html, not ${opts.format}`);
+  const dir = resolve(runDir);
+  if (isMatrixDir(dir)) return matrixReportAction(dir, opts);
+  if (existsSync(dir) && !existsSync(join(dir, VERDICTS_FILE)))
+    throw new HilError(
+      `neither a run directory (no ${VERDICTS_FILE}: hil run) nor a matrix directory (no ${MATRIX_FILE}: hil matrix, hil merge)`,
+      { where: dir },
+    );
   const run = await loadRunDir(runDir);
   const text = await renderReport(run, opts);
   const out = opts.out ?? (opts.format === "html" ? join(run.dir, "report.html") : undefined);
@@ -92,17 +122,66 @@ export async function reportAction(runDir: string, opts: ReportOptionValues): Pr
     if (opts.screenshot) await screenshotReport(run, text, undefined);
   } else {
     const file = resolve(out);
-    await writeAtomically(file, text).catch((err: unknown) => {
-      throw new HilError("cannot write the report", {
-        where: file,
-        cause: err,
-        detail: (err as Error).message,
-      });
-    });
+    await writeReport(file, text);
     progress.info(`[report] ${opts.format} report: ${file}`);
     if (opts.screenshot) await screenshotReport(run, text, file);
   }
   progress.info(summaryLine(run.record.results));
+}
+
+/**
+ * A matrix directory: each job's run directory reported as a run's, joined into one document
+ * (harness/workflows/matrix-report.ts); html writes each job's report into its run directory and
+ * an index beside them.
+ */
+async function matrixReportAction(dir: string, opts: ReportOptionValues): Promise<void> {
+  if (opts.screenshot)
+    throw new HilError(
+      `--screenshot draws one run's HTML report: give one job's run directory (${join(dir, "jobs", "<id>")})`,
+    );
+  const m = await loadMatrixDir(dir);
+  const out = opts.out ?? (opts.format === "html" ? join(m.dir, "report.html") : undefined);
+  const toStdout = out === undefined || out === "-";
+  const step = progress.step(`[report] ${opts.format} report of ${m.jobs.length} job(s)`);
+  const reports: JobReport[] = [];
+  const links: Array<{ entry: JobReport["entry"]; href?: string }> = [];
+  try {
+    for (const [n, { entry, run }] of m.jobs.entries()) {
+      step.update(n, m.jobs.length, entry.id);
+      if (!run) {
+        reports.push({ entry });
+        links.push({ entry });
+        continue;
+      }
+      const urlBase = opts.urlBase ? `${opts.urlBase.replace(/\/+$/, "")}/${entry.runDir}` : undefined;
+      const text = await renderReport(run, { format: opts.format, ...(urlBase ? { urlBase } : {}) });
+      reports.push({ entry, text });
+      if (opts.format === "html") {
+        const file = jobHtmlFile(m, entry);
+        await writeReport(file, text);
+        links.push({ entry, href: relative(toStdout ? m.dir : dirname(resolve(out)), file) });
+      }
+    }
+    step.succeed(`${reports.filter((r) => r.text !== undefined).length} job report(s)`);
+  } catch (err) {
+    step.fail();
+    throw err;
+  }
+  const text =
+    opts.format === "ktap"
+      ? joinKtap(m.index, reports)
+      : opts.format === "junit"
+        ? joinJunit(m.index, reports)
+        : opts.format === "kcidb"
+          ? `${JSON.stringify(joinKcidb(reports), null, 2)}\n`
+          : matrixHtmlIndex(m.index, links);
+  if (toStdout) process.stdout.write(text);
+  else {
+    const file = resolve(out);
+    await writeReport(file, text);
+    progress.info(`[report] ${opts.format} report of the matrix: ${file}`);
+  }
+  progress.info(`hil report: ${matrixSummary(m.index)}`);
 }
 
 export function registerReportCommand(program: Command): void {
@@ -111,7 +190,10 @@ export function registerReportCommand(program: Command): void {
     .description(
       "turn a run directory (hil run --run-dir) into a report: KTAP, JUnit XML, KCIDB JSON or HTML",
     )
-    .argument("<run-dir>", "a run directory written by hil run (verdicts.json, traces/)")
+    .argument(
+      "<run-dir>",
+      "a run directory written by hil run (verdicts.json, traces/), or a matrix directory (hil matrix, hil merge: matrix.json, jobs/)",
+    )
     .addOption(
       new Option("--format <format>", "the report format").choices(REPORT_FORMATS).makeOptionMandatory(),
     )
@@ -142,6 +224,11 @@ export function registerReportCommand(program: Command): void {
         "  rule that did not hold; XFAIL is FAIL with waived=true.",
         "html: one self-contained file: the verdict table and a timeline picture per scenario. With --screenshot,",
         "  a PNG of the whole page as Debian's chromium draws it (1400 px wide), beside it as <run-dir>/report.png.",
+        "",
+        "A matrix directory (hil matrix --out, hil merge --out) is one report of all its jobs: in KTAP a test per job",
+        "with the job's report as its subtest; in JUnit every job's testsuites, named <job id>/<suite>; in KCIDB every",
+        "job's objects, a kernel's checkout and build once; in html an index (<dir>/report.html) linking each job's",
+        "report, written into its run directory. A job no shard ran is a MISS (left out of KCIDB).",
         "",
         "Exit status: 0 the report was written; 2 the run directory is missing or corrupt (the file is named).",
         "",

@@ -10,7 +10,6 @@ import {
   type DriverName,
   EXECUTORS,
   type ExecutorKind,
-  ORACLE_PROFILES,
   type OracleProfile,
 } from "../scenario/schema.ts";
 import { HW_TRACE_FILE } from "../suite/hw-trace.ts";
@@ -19,6 +18,7 @@ import { exitCodeFor } from "../verdict.ts";
 import { type JobRecord, type JobSpec, runJob } from "../workflows/job.ts";
 import { addDeviceOptions, type DeviceOptionValues, deviceOptions } from "./device-options.ts";
 import { addKernelOptions, type KernelOptionValues } from "./kernel-options.ts";
+import { addRulesOption } from "./rules-option.ts";
 
 /** The hardware trace of the emulated device, in the run directory (hw-trace-<n>.jsonl after a reboot). */
 export { HW_TRACE_FILE };
@@ -29,17 +29,9 @@ interface RunOptionValues extends KernelOptionValues, DeviceOptionValues {
   scenario?: string;
   executor?: ExecutorKind;
   driver?: DriverName;
-  oracle?: OracleProfile[];
+  rules?: OracleProfile[];
   repeat?: number;
   strict?: boolean;
-}
-
-function oracleList(value: string): OracleProfile[] {
-  const list = value.split(",").map((v) => v.trim());
-  for (const v of list)
-    if (!(ORACLE_PROFILES as readonly string[]).includes(v))
-      throw new InvalidArgumentError(`"${v}" is not an oracle profile (${ORACLE_PROFILES.join(", ")})`);
-  return list as OracleProfile[];
 }
 
 /** --repeat: a whole number from 1 to MAX_REPEAT. */
@@ -89,11 +81,6 @@ export function register(program: Command): void {
         "the RDMA driver under test in the drain suite: erdma (the emulated device; default) or siw (soft-iWARP on the guest NIC, no device)",
       ).choices(DRIVERS),
     )
-    .option(
-      "--oracle <profiles>",
-      `judge the drain suite under these oracle profiles only (comma-separated: ${ORACLE_PROFILES.join(", ")}; default: each scenario's own)`,
-      oracleList,
-    )
     .option("--strict", "a known bug's rule that holds (XPASS: its record is stale) fails the run (exit 1)")
     .option(
       "--repeat <n>",
@@ -104,15 +91,16 @@ export function register(program: Command): void {
       "after",
       [
         "",
-        "run is the drain suite. Defaults: --kernel debian:6.12, --driver erdma, --profile erdma-reflush, --executor",
-        "kernel, and every scenario of fixtures/scenarios meant for that combination (with --scenario, those not meant",
-        'for it are listed as SKIP). First stage on the first guest, "the device probes": the guest smoke checks (the',
-        "kernel built here runs, erdma loads and probes, rdma-core sees it, a verbs object lifecycle, a clean console);",
-        "if one fails, every scenario is a MISS. Then each scenario on that guest (rebooted after a hang), judged by the",
-        "oracle (rules 1-9 of the README's What is judged, per oracle profile): a verdict table with a column per profile and a run",
-        "directory with verdicts.json, traces/<scenario>.jsonl, traces/<scenario>.hw.jsonl (the device's hardware",
-        "trace of that scenario), console.log and hw-trace.jsonl. --no-device (without --driver) runs the smoke",
-        "checks alone; --driver siw runs the suite on soft-iWARP without the device.",
+        "run is the drain suite. Defaults: --kernel debian:6.12, --driver erdma, --device-profile erdma-reflush,",
+        "--executor kernel, and every scenario of fixtures/scenarios meant for that combination (with --scenario, those",
+        'not meant for it are listed as SKIP). First stage on the first guest, "the device probes": the guest smoke',
+        "checks (the kernel built here runs, erdma loads and probes, rdma-core sees it, a verbs object lifecycle, a clean",
+        "console); if one fails, every scenario is a MISS. Then each scenario on that guest (rebooted after a hang),",
+        "judged by the oracle (rules 1-9 of the README's What is judged) under each of its rule sets (ib, iwarp-rdmac,",
+        "linux; --rules picks some): a verdict table with a column per rule set and a run directory with verdicts.json,",
+        "traces/<scenario>.jsonl, traces/<scenario>.hw.jsonl (the device's hardware trace of that scenario),",
+        "console.log and hw-trace.jsonl. --no-device (without --driver) runs the smoke checks alone; --driver siw runs",
+        "the suite on soft-iWARP without the device.",
         "",
         "--device-socket <path> runs it all on an external vfio-user device server you started (an RTL co-simulation,",
         "an FPGA bridge, another model) instead of the emulated device. It must present an erdma function",
@@ -128,7 +116,7 @@ export function register(program: Command): void {
         "judged on its own and kept as <scenario>#<k> in verdicts.json and traces/. The table has a line per scenario:",
         "the verdict when every repetition agrees, else e.g. FLAKY 3/5 FAIL (3 of 5 repetitions FAIL; the reason names",
         'the first repetition that differs); the summary line adds "k flaky", and verdicts.json a stability entry per',
-        "scenario and oracle profile. A FAIL in any repetition fails the run; a scenario flaky between PASS, XFAIL and",
+        "scenario and rule set. A FAIL in any repetition fails the run; a scenario flaky between PASS, XFAIL and",
         "XPASS only is counted as flaky but does not.",
         "",
         "Exit status: 0 every verdict PASS, SKIP, XFAIL or XPASS; 1 a check or rule FAILed; 3 the harness could not judge",
@@ -136,6 +124,7 @@ export function register(program: Command): void {
         "",
       ].join("\n"),
     );
+  addRulesOption(cmd, "judge the drain suite");
   addDeviceOptions(addKernelOptions(cmd)).action(async (opts: RunOptionValues) => {
     const probeOnly = smokeOnly(opts);
     if (probeOnly && (opts.repeat ?? 1) > 1)
@@ -143,7 +132,7 @@ export function register(program: Command): void {
         "--repeat repeats the drain suite's scenarios; --no-device without --driver runs the smoke checks alone",
       );
     const driver = opts.driver ?? "erdma";
-    // contradictions first (--device-socket with --no-device or --driver siw, --profile with siw)
+    // contradictions first (--device-socket with --no-device or --driver siw, --device-profile with siw)
     const device = deviceOptions(opts, probeOnly ? {} : { driver });
     if (!probeOnly && driver === "erdma" && !device)
       throw new HilError("--driver erdma needs the emulated device (drop --no-device, or use --driver siw)");
@@ -155,7 +144,7 @@ export function register(program: Command): void {
       executor: opts.executor ?? "kernel",
       ...(device?.kind === "emulated" ? { deviceProfile: device.profileName } : {}),
       scenarios: opts.scenario ?? "*",
-      ...(opts.oracle ? { oracle: opts.oracle } : {}),
+      ...(opts.rules ? { oracle: opts.rules } : {}),
     };
     const runDir = opts.runDir ? resolve(opts.runDir) : defaultRunDir();
     const record = await runJob(spec, {

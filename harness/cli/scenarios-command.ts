@@ -119,7 +119,7 @@ export function scenarioNotes(c: CompiledScenario, known: readonly string[] = li
   for (const { p, where } of profiles)
     if (!known.includes(p))
       notes.push(
-        `${where}: "${p}" is not a profile of fixtures/profiles (${known.join(", ")}): it matches only --profile ${p}`,
+        `${where}: "${p}" is not a device profile of fixtures/profiles (${known.join(", ")}): it matches only --device-profile ${p}`,
       );
   return notes;
 }

@@ -94,7 +94,8 @@ export function scenarioPatterns(spec: JobSpec, baseDir = process.cwd()): string
 }
 
 export function describeJob(spec: JobSpec): string {
-  const kernel = spec.series ? `${spec.kernel} + ${spec.series}` : spec.kernel;
+  const configs = (spec.configs ?? []).map((c) => ` +config ${c}`).join("");
+  const kernel = `${spec.series ? `${spec.kernel} + ${spec.series}` : spec.kernel}${configs}`;
   const device = spec.driver === "erdma" ? `/${spec.deviceProfile ?? DEFAULT_PROFILE}` : "";
   return `${kernel} ${spec.driver}${device} ${spec.executor} [${spec.scenarios}]`;
 }

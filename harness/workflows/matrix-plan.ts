@@ -2,8 +2,7 @@
  * Matrix plans (fixtures/plans/*.yaml): kernels x drivers x device profiles x executors x
  * scenario selections, expanded to jobs with stable ids, and split into shards for CI systems
  * that run one shard a machine (GitHub Actions' matrix, GitLab's parallel, Kubernetes indexed
- * jobs). Shard i of n takes the jobs at positions i-1, i-1+n, ... of the id-sorted job list:
- * deterministic, every job in exactly one shard, the sizes within one of each other.
+ * jobs); matrix-shards.ts deals the jobs to the shards.
  */
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
@@ -12,6 +11,7 @@ import { z } from "zod";
 import { DEFAULT_PROFILE, listProfiles } from "../../qemu/erdma/profile-file.ts";
 import { HilError } from "../../util/errors.ts";
 import { hashParts } from "../../util/hash.ts";
+import { progress } from "../../util/progress.ts";
 import { type YamlProblem, YamlSource } from "../../util/yaml-source.ts";
 import { DEBIAN_BASES } from "../kernel/base-spec.ts";
 import { shippedFragments } from "../kernel/kconfig.ts";
@@ -53,6 +53,9 @@ const planSchema = z.strictObject({
   executors: z.array(z.enum(EXECUTORS)).min(1).default(["kernel"]),
   /** scenario selections, one job each: names or globs (comma-separated in one entry), or paths */
   scenarios: z.array(z.string().min(1)).min(1),
+  /** judge under these rule sets of the oracle only (hil run --rules) */
+  rules: z.array(z.enum(ORACLE_PROFILES)).min(1).optional(),
+  /** the old name of rules: still read, with a notice */
   oracle: z.array(z.enum(ORACLE_PROFILES)).min(1).optional(),
   /** combinations left out: an entry matches a job when every axis it names is equal */
   exclude: z.array(excludeEntry).min(1).optional(),
@@ -135,6 +138,7 @@ function excluded(spec: JobSpec, exclude: PlanSpec["exclude"]): number {
 /** The jobs of a plan (after exclusions), sorted by id; ids made unique if two cells slug alike. */
 export function expandPlan(plan: PlanSpec): { jobs: MatrixJob[]; excludeHits: number[] } {
   const excludeHits = (plan.exclude ?? []).map(() => 0);
+  const rules = plan.rules ?? plan.oracle;
   const specs: JobSpec[] = [];
   for (const k of plan.kernels)
     for (const driver of plan.drivers)
@@ -147,7 +151,7 @@ export function expandPlan(plan: PlanSpec): { jobs: MatrixJob[]; excludeHits: nu
               executor,
               ...(profile ? { deviceProfile: profile } : {}),
               scenarios,
-              ...(plan.oracle ? { oracle: plan.oracle } : {}),
+              ...(rules ? { oracle: rules } : {}),
             };
             const hit = excluded(spec, plan.exclude);
             if (hit >= 0) excludeHits[hit] = (excludeHits[hit] ?? 0) + 1;
@@ -172,6 +176,37 @@ export interface Shard {
   count: number;
 }
 
+/** Each axis of a job by its plan key; a key JobSpec gains must be named here. */
+const AXIS_NAMES: { [K in keyof Required<JobSpec>]: string } = {
+  kernel: "kernel",
+  series: "series",
+  configs: "configs",
+  driver: "driver",
+  deviceProfile: "device_profile",
+  executor: "executor",
+  scenarios: "scenarios",
+  oracle: "rules",
+};
+
+/** The axes of a job by their plan keys, in the order jobAxes gives them. */
+export const JOB_AXES: readonly string[] = Object.values(AXIS_NAMES);
+
+/** Every axis of a job, by its plan key, "-" where the job has none (siw has no device profile). */
+export function jobAxes(spec: JobSpec): Array<[string, string]> {
+  return (Object.keys(AXIS_NAMES) as Array<keyof JobSpec>).map((k) => {
+    const v =
+      k === "deviceProfile" && spec.driver === "erdma" ? (spec.deviceProfile ?? DEFAULT_PROFILE) : spec[k];
+    return [AXIS_NAMES[k], v === undefined ? "-" : Array.isArray(v) ? v.join(",") : String(v)];
+  });
+}
+
+/** `hil matrix --list`: a header, then a line per job, its id and every axis, tab-separated. */
+export function renderJobList(jobs: readonly MatrixJob[]): string {
+  const header = ["job", ...JOB_AXES];
+  const rows = jobs.map((j) => [j.id, ...jobAxes(j.spec).map(([, v]) => v)]);
+  return [header, ...rows].map((r) => `${r.join("\t")}\n`).join("");
+}
+
 /** "i/n" (1 <= i <= n) as a shard; anything else is a clear error. */
 export function parseShard(text: string): Shard {
   const m = /^(\d+)\/(\d+)$/.exec(text.trim());
@@ -182,18 +217,21 @@ export function parseShard(text: string): Shard {
   return { index, count };
 }
 
-/** The jobs of shard i/n: positions i-1, i-1+n, ... of the sorted list. */
-export function shardJobs<T>(jobs: readonly T[], shard: Shard | undefined): T[] {
-  if (!shard) return [...jobs];
-  return jobs.filter((_, k) => k % shard.count === shard.index - 1);
-}
-
 /** Parses and checks a plan: the schema, then the profiles, files and scenario selections it names. */
 export async function parsePlan(text: string, file: string): Promise<MatrixPlan> {
   const src = YamlSource.parse(text, file);
   const plan = src.check(planSchema);
   const baseDir = dirname(resolve(file));
   const problems: YamlProblem[] = [];
+  if (plan.oracle) {
+    if (plan.rules) problems.push(src.problem(["oracle"], "the old name of rules: give rules alone"));
+    else {
+      const at = src.position(["oracle"]);
+      progress.info(
+        `hil: notice: ${file}:${at.line}:${at.col}: oracle: now called rules (the old name still works)`,
+      );
+    }
+  }
   plan.kernels.forEach((k, i) => {
     const spec = kernelOf(k);
     const at = typeof k === "string" ? ["kernels", i] : ["kernels", i, "base"];

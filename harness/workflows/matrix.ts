@@ -11,7 +11,8 @@ import { progress } from "../../util/progress.ts";
 import { writeRunRecord } from "../rundir/write.ts";
 import { type CheckResult, exitCodeFor, type Verdict } from "../verdict.ts";
 import { describeJob, type JobRecord, type JobSpec, runJob } from "./job.ts";
-import { type MatrixJob, type MatrixPlan, type Shard, shardJobs } from "./matrix-plan.ts";
+import type { MatrixJob, MatrixPlan, Shard } from "./matrix-plan.ts";
+import { shardJobs } from "./matrix-shards.ts";
 import { countsText, verdictCounts } from "./verdict-list.ts";
 
 export const MATRIX_FILE = "matrix.json";
@@ -36,6 +37,11 @@ export interface MatrixIndex {
   plan: { name: string; file: string; hash: string; jobs: MatrixJob[] };
   /** null: the whole plan (or a merge of shards) */
   shard: Shard | null;
+  /**
+   * how the plan's jobs were dealt to the shards: "kernel" (dealShards); absent in a shard written
+   * before shards were dealt by kernel (round-robin over the sorted ids)
+   */
+  dealing?: "kernel";
   /** merged: the matrix directories it was joined from */
   mergedFrom?: { dir: string; shard: Shard | null }[];
   jobs: MatrixJobEntry[];
@@ -95,6 +101,7 @@ export async function runMatrix(plan: MatrixPlan, opts: MatrixOptions): Promise<
     version: 1,
     plan: { name: plan.name, file: plan.file, hash: plan.hash, jobs: plan.jobs },
     shard: opts.shard ?? null,
+    ...(opts.shard ? { dealing: "kernel" as const } : {}),
     jobs: [],
     exitCode: 0,
     wallMs: 0,

@@ -47,6 +47,10 @@ export interface MergeInput {
 }
 
 const shardName = (s: MatrixIndex["shard"]) => (s ? `shard ${s.index}/${s.count}` : "the whole plan");
+const dealingName = (i: MatrixIndex) =>
+  i.dealing === "kernel"
+    ? "dealt by kernel"
+    : "dealt round-robin (by a hil before shards were dealt by kernel)";
 
 /** The merged index (pure: checks consistency and overlap; throws HilError naming the inputs). */
 export function mergeIndexes(inputs: readonly MergeInput[]): MatrixIndex {
@@ -61,6 +65,11 @@ export function mergeIndexes(inputs: readonly MergeInput[]): MatrixIndex {
     if ((x.index.shard?.count ?? 1) !== (first.index.shard?.count ?? 1))
       throw new HilError(
         `inconsistent shards: ${x.dir} is ${shardName(x.index.shard)}, ${first.dir} is ${shardName(first.index.shard)}`,
+      );
+    if (x.index.dealing !== first.index.dealing)
+      throw new HilError(
+        `inconsistent shards: ${x.dir} was ${dealingName(x.index)}, ${first.dir} ${dealingName(first.index)}`,
+        { detail: "run every shard of a plan with the same hil: the shards are not the same job lists" },
       );
   }
   const planned = new Map(first.index.plan.jobs.map((j) => [j.id, j.spec]));

@@ -83,7 +83,7 @@ const baseCaps: ErdmaCaps = {
   maxAhLog2: 10,
 };
 
-/** erdma as Linux 6.2+ expects it: REFLUSH honoured. The default (`hil boot --profile`). */
+/** erdma as Linux 6.2+ expects it: REFLUSH honoured. The default (`hil boot --device-profile`). */
 export const profileReflush: ErdmaProfile = {
   name: "erdma-reflush",
   protocol: "iwarp",

@@ -193,7 +193,7 @@ t.test("hil boot --no-device: no RDMA device in the guest", async (t) => {
 
 t.test("bad input: an unknown or invalid profile is one clear error naming file and field", async (t) => {
   const before = isolate();
-  const unknown = await hil(["boot", "--profile", "no-such-profile", "--", "true"], before.env);
+  const unknown = await hil(["boot", "--device-profile", "no-such-profile", "--", "true"], before.env);
   t.equal(unknown.exitCode, 2);
   t.match(
     unknown.stderr,
@@ -204,15 +204,21 @@ t.test("bad input: an unknown or invalid profile is one clear error naming file 
     "broken.json": JSON.stringify({ name: "broken", extends: "erdma-reflush", caps: { maxCqeLog2: 99 } }),
   });
   const bad = await hil(
-    ["run", "--profile", join(dir, "broken.json"), "--run-dir", join(dir, "run")],
+    ["run", "--device-profile", join(dir, "broken.json"), "--run-dir", join(dir, "run")],
     before.env,
   );
   t.equal(bad.exitCode, 2);
   t.match(bad.stderr, /broken\.json: invalid device profile\ncaps\.maxCqeLog2: /);
   t.notMatch(bad.stderr, /at .*\.ts:\d+/, "no stack trace");
-  const both = await hil(["boot", "--no-device", "--profile", "erdma-2022", "--", "true"], before.env);
+  const both = await hil(["boot", "--no-device", "--device-profile", "erdma-2022", "--", "true"], before.env);
   t.equal(both.exitCode, 2);
-  t.match(both.stderr, /--profile and --no-device contradict/);
+  t.match(both.stderr, /--device-profile and --no-device contradict/);
+  // the old spelling: the same option, with one notice naming the new one
+  const old = await hil(["boot", "--profile", "no-such-profile", "--", "true"], before.env);
+  t.equal(old.exitCode, 2);
+  t.match(old.stderr, /^hil: notice: --profile is now --device-profile \(the old spelling still works\)\n/);
+  t.match(old.stderr, /^hil: error: .*no-such-profile\.json: no such device profile/m);
+  t.equal(old.stderr.match(/notice/g)?.length, 1, "one notice");
   expectNothingLeft(t, before);
 });
 

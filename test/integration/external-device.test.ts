@@ -52,7 +52,7 @@ t.test("hil boot and hil run on an external vfio-user device server", async (t) 
       sock,
       "--scenario",
       "drain-qp-idle,fault-error-wqe",
-      "--oracle",
+      "--rules",
       "linux",
       "--run-dir",
       dir,

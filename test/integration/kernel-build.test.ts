@@ -3,10 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
 import t, { type Test } from "tap";
+import { register } from "../../harness/cli/kernel-command.ts";
 import { PATCHED_CACHE_KIND } from "../../harness/kernel/apply.ts";
 import { BASE_CACHE_KIND } from "../../harness/kernel/base-source.ts";
 import { buildKernel, ensureBaseSource, KERNEL_CACHE_KIND } from "../../harness/kernel/build.ts";
-import { register } from "../../harness/kernel/cli.ts";
 import type { KernelArtifact } from "../../harness/kernel/types.ts";
 import { cacheRoot } from "../../util/cache.ts";
 import { run } from "../../util/exec.ts";
@@ -83,7 +83,7 @@ t.test("the CLI prints the artifact directory, or the artifact as JSON", async (
     for (const extra of [[], ["--json"]]) {
       const program = new Command("hil").exitOverride();
       register(program);
-      await program.parseAsync(["node", "hil", "kernel", "build", "--base", "debian:6.12", ...extra]);
+      await program.parseAsync(["node", "hil", "kernel", "build", "--kernel", "debian:6.12", ...extra]);
     }
   } finally {
     process.stdout.write = write;

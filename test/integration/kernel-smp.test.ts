@@ -25,7 +25,7 @@ t.test("hil run --config smp: the drain scenarios with concurrent completion con
   const dir = t.testdir({});
   const scenarios = "drain-qp-busy-mixed,softirq-cq-drain-busy,workqueue-cq-drain-busy";
   const r = await hil(
-    ["run", "--config", "smp", "--scenario", scenarios, "--oracle", "linux", "--run-dir", dir],
+    ["run", "--config", "smp", "--scenario", scenarios, "--rules", "linux", "--run-dir", dir],
     iso.env,
   );
   t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`);

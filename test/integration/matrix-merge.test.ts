@@ -1,7 +1,7 @@
 // hil matrix and hil merge end to end on fixtures/plans/tiny.yaml (Linux 6.12, two device
 // profiles, one scenario): the whole plan, then shards 1/2 and 2/2 (as two CI machines run them),
-// merged: the merged verdicts equal the unsharded run's, job for job and rule for rule. Merging a
-// shard with itself is refused (exit 2).
+// merged: the merged verdicts equal the unsharded run's, job for job and rule for rule, and hil
+// report reads the merged directory. Merging a shard with itself is refused (exit 2).
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
@@ -27,7 +27,9 @@ t.test("two shards merged equal the unsharded run", async (t) => {
   const plan = "fixtures/plans/tiny.yaml";
   const list = await hil(["matrix", plan, "--shard", "2/2", "--list"], iso.env);
   t.equal(list.exitCode, 0);
-  t.equal(list.stdout.trim().split("\n").length, 1, "shard 2/2 of 2 jobs: one job");
+  const [header, ...listed] = list.stdout.trim().split("\n");
+  t.match(header, /^job\tkernel\tseries\tconfigs\tdriver\tdevice_profile\texecutor\tscenarios\trules$/);
+  t.equal(listed.length, 1, "shard 2/2 of 2 jobs on one kernel: one job");
   const whole = await hil(["matrix", plan, "--out", join(root, "whole")], iso.env);
   t.equal(whole.exitCode, 0, `${whole.stdout}${whole.stderr}`.slice(-3000));
   t.match(whole.stdout, /^hil matrix: tiny: 2 job\(s\), 2 passed, 0 not passed; verdicts: /m);
@@ -47,6 +49,14 @@ t.test("two shards merged equal the unsharded run", async (t) => {
   const b = verdictsOf(join(root, "merged"));
   t.same(Object.keys(b), Object.keys(a), "the same jobs, in the plan's order");
   t.same(b, a, "the same verdicts, rule for rule");
+  const ktap = await hil(["report", join(root, "merged"), "--format", "ktap"], iso.env);
+  t.equal(ktap.exitCode, 0, ktap.stderr);
+  t.match(
+    ktap.stdout,
+    /^KTAP version 1\n# erdma-hil matrix: plan tiny, merged from 2 matrix dir\(s\): 2 job\(s\)\n1\.\.2\n/,
+  );
+  for (const id of Object.keys(a))
+    t.match(ktap.stdout, new RegExp(`^    # Subtest: ${id.replace(/[.+]/g, "\\$&")}$`, "m"));
   t.ok(
     Object.values(a).every((m) => Object.keys(m).length > 10),
     "real verdicts: checks, scenario, rules",

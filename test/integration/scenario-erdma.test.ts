@@ -90,7 +90,7 @@ t.test("device faults on erdma, debian:6.12", async (t) => {
       "run",
       "--scenario",
       "fault-duplicate-cqe,fault-error-wqe,fault-wrong-cq",
-      "--oracle",
+      "--rules",
       "linux",
       "--run-dir",
       dir,

@@ -16,7 +16,7 @@ t.test("the immediate-error series: new FAILs, exit 1", async (t) => {
   const r = await hil(
     [
       "validate",
-      "--base",
+      "--kernel",
       "debian:6.12",
       "--series",
       "fixtures/series/erdma-fail-post-in-error.mbox",
@@ -84,7 +84,7 @@ t.test("an empty series: no change, exit 0", async (t) => {
   const r = await hil(
     [
       "validate",
-      "--base",
+      "--kernel",
       "debian:6.12",
       "--series",
       join(root, "empty.mbox"),

@@ -65,7 +65,7 @@ function runOn(files: (string | undefined)[], dir: string, env: NodeJS.ProcessEn
       "run",
       "--kernel",
       "debian:6.12",
-      "--oracle",
+      "--rules",
       "linux",
       "--scenario",
       scenarios,

@@ -1,6 +1,6 @@
 // --device-socket and --mac without a guest: an external vfio-user device server's socket is
 // checked before anything is built (a path that does not exist, a regular file, a directory are
-// one clear error naming the path), the options it contradicts (--no-device, --profile, --trace,
+// one clear error naming the path), the options it contradicts (--no-device, --device-profile, --trace,
 // --driver siw) are refused, --mac takes unicast MACs only, and what boot, the record and the
 // smoke checks get for each kind of device. The suite makes a scenario with fault steps a SKIP on
 // an external device (no control channel) before any guest boots. The CLI refuses the same.
@@ -87,14 +87,15 @@ t.test("--device-socket: a path longer than a UNIX socket's may be is refused", 
   });
 });
 
-t.test("--device-socket contradicts --no-device, --profile, --trace and --driver siw", async (t) => {
+t.test("--device-socket contradicts --no-device, --device-profile, --trace and --driver siw", async (t) => {
   const sock = await listening(t);
   const dir = t.testdir({});
   t.throws(() => deviceOptions(values({ deviceSocket: sock, device: false })), {
     message: "--device-socket and --no-device contradict each other",
   });
-  t.throws(() => deviceOptions(values({ deviceSocket: sock, profile: "erdma-2022" })), {
-    message: /--profile sets the emulated erdma device's behaviour; the external device .* has its own/,
+  t.throws(() => deviceOptions(values({ deviceSocket: sock, deviceProfile: "erdma-2022" })), {
+    message:
+      /--device-profile sets the emulated erdma device's behaviour; the external device .* has its own/,
   });
   t.throws(() => deviceOptions(values({ deviceSocket: sock }), { traceFile: "/x/hw.jsonl" }), {
     message: /hil cannot record an external device's/,
@@ -107,7 +108,7 @@ t.test("--device-socket contradicts --no-device, --profile, --trace and --driver
     message: /contradict/,
   });
   t.equal(deviceOptions(values({}), { driver: "siw" }), undefined, "siw alone attaches nothing");
-  t.throws(() => deviceOptions(values({ profile: "erdma-2022" }), { driver: "siw" }), {
+  t.throws(() => deviceOptions(values({ deviceProfile: "erdma-2022" }), { driver: "siw" }), {
     message: /--driver siw attaches none/,
   });
 });

@@ -1,6 +1,6 @@
 import { Command } from "commander";
 import t from "tap";
-import { register } from "../../harness/kernel/cli.ts";
+import { register } from "../../harness/cli/kernel-command.ts";
 
 function program(out: string[]): Command {
   const p = new Command("hil").exitOverride();
@@ -21,7 +21,7 @@ t.test("kernel build --help lists its options", async (t) => {
   });
   const help = out.join("");
   for (const opt of [
-    "--base <base>",
+    "--kernel <base>",
     "--series <mbox|dir>",
     "--config <fragment>",
     "--json",
@@ -31,12 +31,12 @@ t.test("kernel build --help lists its options", async (t) => {
   }
 });
 
-t.test("kernel build without --base is a usage error", async (t) => {
+t.test("kernel build without --kernel is a usage error", async (t) => {
   const out: string[] = [];
   await t.rejects(program(out).parseAsync(["node", "hil", "kernel", "build"]), {
     code: "commander.missingMandatoryOptionValue",
   });
-  t.match(out.join(""), /--base <base>/);
+  t.match(out.join(""), /--kernel <base>/);
 });
 
 t.test("--config repeats and keeps its order", async (t) => {
@@ -49,12 +49,48 @@ t.test("--config repeats and keeps its order", async (t) => {
     "hil",
     "kernel",
     "build",
-    "--base",
+    "--kernel",
     "debian:6.12",
     "--config",
     "b.config",
     "--config",
     "a.config",
   ]);
-  t.same(build?.opts(), { base: "debian:6.12", config: ["b.config", "a.config"] });
+  t.same(build?.opts(), { kernel: "debian:6.12", config: ["b.config", "a.config"] });
 });
+
+t.test(
+  "--base, the old spelling of --kernel, still works with a notice; both at once is an error",
+  async (t) => {
+    const notices: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string) => {
+      notices.push(String(chunk));
+      return true;
+    }) as typeof process.stderr.write;
+    const parse = async (args: string[]) => {
+      const p = new Command("hil").exitOverride();
+      register(p);
+      const build = p.commands.find((c) => c.name() === "kernel")?.commands.find((c) => c.name() === "build");
+      build?.exitOverride().action(async () => {});
+      await p.parseAsync(["node", "hil", "kernel", "build", ...args]);
+      return build?.opts();
+    };
+    try {
+      t.match(await parse(["--base", "debian:6.1"]), { kernel: "debian:6.1" });
+      t.same(notices, ["hil: notice: --base is now --kernel (the old spelling still works)\n"]);
+      notices.length = 0;
+      await t.rejects(parse(["--base", "debian:6.1", "--kernel", "debian:6.12"]), {
+        message: "--base is the old spelling of --kernel: give --kernel once, without --base",
+      });
+      await t.rejects(parse(["--kernel", "debian:6.12", "--base", "debian:6.1"]), {
+        message: /old spelling of --kernel/,
+      });
+    } finally {
+      process.stderr.write = write;
+    }
+    const out: string[] = [];
+    await t.rejects(program(out).parseAsync(["node", "hil", "kernel", "build", "--help"]));
+    t.notMatch(out.join(""), /--base/, "the old spelling is not in the help");
+  },
+);

@@ -1,8 +1,22 @@
-// Sharding a plan for a CI matrix: --shard i/n parses strictly; shards are deterministic (the
-// same plan gives the same shards, whatever order the plan lists its axes in), disjoint, cover
-// every job exactly once, and are balanced within one job.
+// Sharding a plan for a CI matrix: --shard i/n parses strictly; shards are dealt by kernel (a
+// kernel's jobs on one shard when there are no more shards than kernels, one kernel a shard when
+// there are more), as even by job count as that allows, deterministic (the same shards whatever
+// order the plan lists its axes in), disjoint, and together every job exactly once.
 import t from "tap";
-import { expandPlan, type MatrixJob, parseShard, shardJobs } from "../../harness/workflows/matrix-plan.ts";
+import {
+  expandPlan,
+  type MatrixJob,
+  type PlanSpec,
+  parseShard,
+} from "../../harness/workflows/matrix-plan.ts";
+import {
+  dealShards,
+  kernelCount,
+  kernelKey,
+  packGroups,
+  shardJobs,
+  shareShards,
+} from "../../harness/workflows/matrix-shards.ts";
 import { HilError } from "../../util/errors.ts";
 
 const PLAN = {
@@ -12,6 +26,32 @@ const PLAN = {
   executors: ["kernel", "user"] as ("kernel" | "user")[],
   scenarios: ["drain-*", "post-*", "fault-*"],
 };
+
+/**
+ * Five kernels of unequal job counts: 6.1 (user executor excluded) 9 jobs, 7.2 (siw excluded)
+ * 12, and three builds of 6.12 (plain, + smp, + a series) 18 each: 75 jobs.
+ */
+const KERNELS: PlanSpec = {
+  kernels: [
+    "debian:6.1",
+    "debian:6.12",
+    { base: "debian:6.12", configs: ["smp"] },
+    { base: "debian:6.12", series: "fix.mbox" },
+    "debian:7.2",
+  ],
+  drivers: ["erdma", "siw"],
+  device_profiles: ["erdma-reflush", "erdma-2022"],
+  executors: ["kernel", "user"],
+  scenarios: ["drain-*", "post-*", "fault-*"],
+  exclude: [
+    { kernel: "debian:6.1", executor: "user" },
+    { kernel: "debian:7.2", driver: "siw" },
+  ],
+};
+
+const ids = (js: MatrixJob[]) => js.map((j) => j.id);
+const shardsOf = (jobs: MatrixJob[], n: number) =>
+  Array.from({ length: n }, (_, i) => shardJobs(jobs, { index: i + 1, count: n }));
 
 t.test("--shard i/n", async (t) => {
   t.same(parseShard("1/4"), { index: 1, count: 4 });
@@ -31,43 +71,140 @@ t.test("--shard i/n", async (t) => {
 });
 
 t.test("every job in exactly one shard, for n = 1..jobs+1", async (t) => {
-  const { jobs } = expandPlan(PLAN);
-  t.equal(jobs.length, 3 * 4 * 2 * 3);
-  for (const n of [1, 2, 3, 5, 7, jobs.length, jobs.length + 1]) {
-    const shards = Array.from({ length: n }, (_, i) => shardJobs(jobs, { index: i + 1, count: n }));
-    const all = shards.flat().map((j) => j.id);
-    t.equal(all.length, jobs.length, `n=${n}: no job twice, none lost`);
-    t.same(new Set(all), new Set(jobs.map((j) => j.id)), `n=${n}: the union is the plan`);
-    const sizes = shards.map((s) => s.length);
-    t.ok(Math.max(...sizes) - Math.min(...sizes) <= 1, `n=${n}: balanced (${sizes.join(",")})`);
+  for (const plan of [PLAN, KERNELS]) {
+    const { jobs } = expandPlan(plan);
+    for (const n of [1, 2, 3, 4, 5, 6, 7, 11, jobs.length, jobs.length + 1]) {
+      const all = shardsOf(jobs, n)
+        .flat()
+        .map((j) => j.id);
+      t.equal(all.length, jobs.length, `n=${n}: no job twice, none lost`);
+      t.same(new Set(all), new Set(jobs.map((j) => j.id)), `n=${n}: the union is the plan`);
+    }
+    t.same(shardJobs(jobs, undefined), jobs, "no shard: the whole plan");
   }
-  t.same(shardJobs(jobs, undefined), jobs, "no shard: the whole plan");
+});
+
+t.test("a plan of several kernels: each shard builds the fewest kernels", async (t) => {
+  const { jobs } = expandPlan(KERNELS);
+  t.equal(jobs.length, 75);
+  const sizeOf = new Map<string, number>();
+  for (const j of jobs) sizeOf.set(kernelKey(j.spec), (sizeOf.get(kernelKey(j.spec)) ?? 0) + 1);
+  t.same(
+    [...sizeOf.values()].sort((a, b) => a - b),
+    [9, 12, 18, 18, 18],
+    "five kernels: 9, 12, 18, 18, 18 jobs",
+  );
+
+  for (let n = 1; n <= 5; n++) {
+    const shards = shardsOf(jobs, n);
+    const built = shards.map(kernelCount);
+    t.equal(
+      built.reduce((a, b) => a + b, 0),
+      5,
+      `n=${n}: each kernel built on one shard only (kernels a shard: ${built.join(",")})`,
+    );
+    t.ok(
+      shards.every((s) => s.length > 0),
+      `n=${n}: no shard idle`,
+    );
+  }
+  // the job counts as even as whole kernels allow (the smallest largest shard, by exhaustive search)
+  t.same(
+    shardsOf(jobs, 1).map((s) => s.length),
+    [75],
+  );
+  const sizes = (n: number) =>
+    shardsOf(jobs, n)
+      .map((s) => s.length)
+      .sort((a, b) => a - b);
+  t.same(sizes(2), [36, 39], "18+18 | 18+12+9");
+  t.same(sizes(3), [18, 27, 30], "18 | 18+9 | 18+12");
+  t.same(sizes(4), [18, 18, 18, 21], "the two smallest kernels share a shard");
+  t.same(sizes(5), [9, 12, 18, 18, 18], "one kernel a shard");
+
+  for (const n of [6, 8, 11, 75]) {
+    const shards = shardsOf(jobs, n);
+    t.ok(
+      shards.every((s) => kernelCount(s) === 1),
+      `n=${n}: more shards than kernels, each shard builds one kernel`,
+    );
+    t.ok(
+      shards.every((s) => s.length > 0),
+      `n=${n}: no shard idle`,
+    );
+  }
+  // 8 shards: 3 spare go to the 18-job kernels (9 a shard), the 12 and 9 keep one each
+  t.same(
+    shardsOf(jobs, 8)
+      .map((s) => s.length)
+      .sort((a, b) => a - b),
+    [9, 9, 9, 9, 9, 9, 9, 12],
+  );
+});
+
+t.test("packGroups finds the most even packing of whole groups", async (t) => {
+  // greedy largest-first gives 7/5 here; the best is 6/6
+  const shard = packGroups([3, 3, 2, 2, 2], 2);
+  const loads = [0, 0];
+  [3, 3, 2, 2, 2].forEach((s, k) => {
+    loads[shard[k] ?? 0] = (loads[shard[k] ?? 0] ?? 0) + s;
+  });
+  t.same(loads, [6, 6]);
+  // against every packing of small cases (a fixed pseudo-random sequence)
+  let seed = 7;
+  const rand = (m: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return 1 + (seed % m);
+  };
+  for (let trial = 0; trial < 60; trial++) {
+    const k = 2 + (trial % 5);
+    const sizes = Array.from({ length: k }, () => rand(20));
+    for (let n = 1; n <= k; n++) {
+      const got = packGroups(sizes, n);
+      const load = Array.from({ length: n }, () => 0);
+      sizes.forEach((s, g) => {
+        load[got[g] ?? 0] = (load[got[g] ?? 0] ?? 0) + s;
+      });
+      let best = Number.POSITIVE_INFINITY;
+      for (let code = 0; code < n ** k; code++) {
+        const l = Array.from({ length: n }, () => 0);
+        let c = code;
+        for (const s of sizes) {
+          l[c % n] = (l[c % n] ?? 0) + s;
+          c = Math.floor(c / n);
+        }
+        if (l.every((x) => x > 0)) best = Math.min(best, Math.max(...l));
+      }
+      if (Math.max(...load) !== best || load.some((x) => x === 0))
+        t.fail(`sizes ${sizes} on ${n}: got ${load}, best max ${best}`);
+    }
+  }
+  t.pass("60 random cases: as even as the best packing, no shard empty");
+});
+
+t.test("shareShards: spare shards to the kernels with the most jobs a shard", async (t) => {
+  t.same(shareShards([90, 2], 4), [3, 1], "90 jobs on 3 shards (30 each), 2 on one");
+  t.same(shareShards([1, 1], 5), [1, 1], "never more shards than jobs");
+  t.same(shareShards([18, 18, 12], 5), [2, 2, 1]);
 });
 
 t.test("deterministic: the same shards from a reordered plan", async (t) => {
-  const a = expandPlan(PLAN).jobs;
-  const b = expandPlan({
-    ...PLAN,
-    kernels: [...PLAN.kernels].reverse(),
-    drivers: [...PLAN.drivers].reverse(),
-    device_profiles: [...PLAN.device_profiles].reverse(),
-    scenarios: [...PLAN.scenarios].reverse(),
-  }).jobs;
-  const ids = (js: MatrixJob[]) => js.map((j) => j.id);
-  for (let i = 1; i <= 4; i++)
-    t.same(
-      ids(shardJobs(b, { index: i, count: 4 })),
-      ids(shardJobs(a, { index: i, count: 4 })),
-      `shard ${i}/4`,
-    );
-  t.same(
-    ids(shardJobs(a, { index: 2, count: 3 })),
-    ids(shardJobs(a, { index: 2, count: 3 })),
-    "twice the same",
-  );
-  t.same(
-    ids(shardJobs(a, { index: 1, count: 2 })).slice(0, 2),
-    [ids(a)[0], ids(a)[2]],
-    "round-robin over the sorted ids",
-  );
+  for (const plan of [PLAN, KERNELS]) {
+    const a = expandPlan(plan).jobs;
+    const b = expandPlan({
+      ...plan,
+      kernels: [...plan.kernels].reverse(),
+      drivers: [...(plan.drivers ?? [])].reverse(),
+      device_profiles: [...(plan.device_profiles ?? [])].reverse(),
+      scenarios: [...plan.scenarios].reverse(),
+    }).jobs;
+    for (const n of [2, 3, 4, 7])
+      for (let i = 1; i <= n; i++)
+        t.same(
+          ids(shardJobs(b, { index: i, count: n })),
+          ids(shardJobs(a, { index: i, count: n })),
+          `shard ${i}/${n}`,
+        );
+    t.same(dealShards(a, 3), dealShards(a, 3), "twice the same");
+  }
 });

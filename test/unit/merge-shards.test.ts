@@ -17,6 +17,7 @@ import {
   runMatrix,
 } from "../../harness/workflows/matrix.ts";
 import { type MatrixPlan, parsePlan } from "../../harness/workflows/matrix-plan.ts";
+import { shardJobs } from "../../harness/workflows/matrix-shards.ts";
 import { mergeIndexes, mergeMatrixDirs, readIndex } from "../../harness/workflows/merge.ts";
 import { verdictMap } from "../../harness/workflows/verdict-list.ts";
 import { HilError } from "../../util/errors.ts";
@@ -130,7 +131,7 @@ t.test("a shard not given: its jobs are MISS", async (t) => {
   const missing = merged.jobs.filter((j) => j.missing);
   t.same(
     missing.map((j) => j.id),
-    plan.jobs.filter((_, k) => k % 3 === 1).map((j) => j.id),
+    shardJobs(plan.jobs, { index: 2, count: 3 }).map((j) => j.id),
   );
   t.ok(missing.every((j) => j.counts.MISS === 1 && j.exitCode === 3 && j.spec.kernel.startsWith("debian:")));
   t.equal(merged.exitCode, 3);
@@ -189,6 +190,18 @@ t.test("refused: overlap, another plan, another shard count, a busy output, a no
         { dir: "tampered", index: tampered },
       ]),
     /inconsistent shards: job \S+ ran .*drain-twice.*the plan says/,
+  );
+  // a shard written by a hil that dealt round-robin (its matrix.json has no dealing) beside one dealt by kernel
+  const s1 = await readIndex(join(root, "s1"));
+  const { dealing: _, ...oldShard } = structuredClone(s2);
+  t.equal(s1.dealing, "kernel", "a shard records how it was dealt");
+  t.throws(
+    () =>
+      mergeIndexes([
+        { dir: join(root, "s1"), index: s1 },
+        { dir: "old", index: oldShard },
+      ]),
+    /inconsistent shards: old was dealt round-robin \(by a hil before shards were dealt by kernel\), .*\/s1 dealt by kernel/,
   );
   writeFileSync(join(root, "notmatrix", MATRIX_FILE), "{ not json");
   t.match(await fail(["s1", "notmatrix"], "o6"), /matrix\.json is not JSON/);

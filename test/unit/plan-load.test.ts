@@ -4,7 +4,16 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import t from "tap";
-import { expandPlan, jobId, loadPlan, parsePlan, slug } from "../../harness/workflows/matrix-plan.ts";
+import {
+  expandPlan,
+  JOB_AXES,
+  jobAxes,
+  jobId,
+  loadPlan,
+  parsePlan,
+  renderJobList,
+  slug,
+} from "../../harness/workflows/matrix-plan.ts";
 import { HilError } from "../../util/errors.ts";
 
 const PLANS = fileURLToPath(new URL("../../fixtures/plans/", import.meta.url));
@@ -179,4 +188,75 @@ t.test("each mistake is one error with file:line:col and the field", async (t) =
   }
   const missing = await loadPlan(join(PLANS, "no-such-plan.yaml")).catch((e: unknown) => e);
   t.match((missing as HilError).format(), /no-such-plan\.yaml: cannot read the plan file/);
+});
+
+t.test(
+  "rules: the oracle's rule sets of every job; oracle, its old name, still works with a notice",
+  async (t) => {
+    const notices: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string) => {
+      notices.push(String(chunk));
+      return true;
+    }) as typeof process.stderr.write;
+    try {
+      const rules = await parsePlan([...GOOD, "rules: [linux, ib]"].join("\n"), FILE);
+      t.ok(rules.jobs.every((j) => j.spec.oracle?.join() === "linux,ib"));
+      t.same(notices, [], "no notice for the new name");
+      const old = await parsePlan([...GOOD, "oracle: [linux, ib]"].join("\n"), FILE);
+      t.same(
+        old.jobs.map((j) => j.spec),
+        rules.jobs.map((j) => j.spec),
+        "the same jobs",
+      );
+      t.equal(old.hash, rules.hash, "the same plan");
+      t.same(notices, [`hil: notice: ${FILE}:7:1: oracle: now called rules (the old name still works)\n`]);
+    } finally {
+      process.stderr.write = write;
+    }
+    const both = await errorOf([...GOOD, "rules: [linux]", "oracle: [ib]"]);
+    t.equal(both.format(), `${FILE}:8:1: oracle: the old name of rules: give rules alone`);
+    const bad = await errorOf([...GOOD, "rules: [rocev2]"]);
+    t.match(bad.format(), new RegExp(`^${FILE}:7:\\d+: rules\\[0\\]: `));
+  },
+);
+
+t.test("--list: every axis of each job, the config fragments and the rules too", async (t) => {
+  const plan = await parsePlan(
+    [
+      "kernels: [debian:6.1, { base: debian:6.12, configs: [smp] }, { base: debian:6.12, series: ../series/hello-printk.mbox }]",
+      "drivers: [erdma, siw]",
+      "device_profiles: [erdma-2022]",
+      "scenarios: [drain-qp-idle]",
+      "rules: [linux]",
+    ].join("\n"),
+    FILE,
+  );
+  const [header, ...rows] = renderJobList(plan.jobs)
+    .trimEnd()
+    .split("\n")
+    .map((l) => l.split("\t"));
+  t.same(header, ["job", ...JOB_AXES]);
+  t.same(JOB_AXES, [
+    "kernel",
+    "series",
+    "configs",
+    "driver",
+    "device_profile",
+    "executor",
+    "scenarios",
+    "rules",
+  ]);
+  t.equal(rows.length, plan.jobs.length);
+  const cell = (row: string[] | undefined, axis: string) => row?.[header?.indexOf(axis) ?? -1];
+  const smp = rows.find((r) => r[0]?.startsWith("debian-6.12+smp.erdma"));
+  t.equal(cell(smp, "configs"), "smp", "the config axis is shown");
+  t.equal(cell(smp, "device_profile"), "erdma-2022");
+  t.equal(cell(smp, "rules"), "linux");
+  t.equal(cell(smp, "series"), "-");
+  const series = rows.find((r) => r[0]?.startsWith("debian-6.12+hello-printk.siw"));
+  t.equal(cell(series, "series"), "../series/hello-printk.mbox");
+  t.equal(cell(series, "device_profile"), "-", "siw has no device profile");
+  for (const [i, job] of plan.jobs.entries())
+    for (const [axis, value] of jobAxes(job.spec)) t.equal(cell(rows[i], axis), value, `${job.id} ${axis}`);
 });

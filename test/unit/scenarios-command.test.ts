@@ -130,7 +130,7 @@ t.test("--check: notes where the suite would not run it, a name used twice is an
     /^on siw\/user: SKIP: written for the kernel's softirq CQ poll context/,
     /^on erdma\/kernel: MISS: step 1 \(line 7\): error-wqe status RETRY_EXC_ERR: erdma cannot report it on the rq/,
     /^on erdma\/user: SKIP: written for the kernel's softirq/,
-    /^device_profiles: "my-profile" is not a profile of fixtures\/profiles \(erdma-2022, erdma-reflush\)/,
+    /^device_profiles: "my-profile" is not a device profile of fixtures\/profiles \(erdma-2022, erdma-reflush\)/,
   ]);
   t.equal(notes.length, 5);
   t.match(renderCheck(entries, ["erdma-2022"]), /^ok {3}twin {2}.*a\.yaml\n {5}note: on siw\/kernel: SKIP/);

@@ -337,12 +337,25 @@ t.test("hil run: bad suite input is one clear error, exit 2, before anything is 
   const none = await hil(["run", "--driver", "siw", "--scenario", "no-such-scenario"], iso.env);
   t.equal(none.exitCode, 2);
   t.match(none.stderr, /hil: error: .*scenarios.*: no scenario matches "no-such-scenario"/);
-  const both = await hil(["run", "--driver", "siw", "--profile", "erdma-2022"], iso.env);
+  const both = await hil(["run", "--driver", "siw", "--device-profile", "erdma-2022"], iso.env);
   t.equal(both.exitCode, 2);
-  t.match(both.stderr, /--driver siw attaches none/);
+  t.match(
+    both.stderr,
+    /--device-profile sets the emulated erdma device's behaviour; --driver siw attaches none/,
+  );
+  const oldSpelling = await hil(["run", "--driver", "siw", "--profile", "erdma-2022"], iso.env);
+  t.equal(oldSpelling.exitCode, 2, "--profile is still --device-profile");
+  t.match(
+    oldSpelling.stderr,
+    /^hil: notice: --profile is now --device-profile \(the old spelling still works\)$/m,
+  );
+  t.match(oldSpelling.stderr, /--driver siw attaches none/);
+  const badRules = await hil(["run", "--rules", "ib,rocev2"], iso.env);
+  t.equal(badRules.exitCode, 2);
+  t.match(badRules.stderr, /"rocev2" is not a rule set of the oracle \(ib, iwarp-rdmac, linux\)/);
   const badOracle = await hil(["run", "--oracle", "ib,rocev2"], iso.env);
-  t.equal(badOracle.exitCode, 2);
-  t.match(badOracle.stderr, /"rocev2" is not an oracle profile/);
+  t.equal(badOracle.exitCode, 2, "--oracle is still --rules, with its checks");
+  t.match(badOracle.stderr, /"rocev2" is not a rule set of the oracle/);
   const badExecutor = await hil(["run", "--executor", "gpu"], iso.env);
   t.equal(badExecutor.exitCode, 2);
   t.match(badExecutor.stderr, /Allowed choices are kernel, user/);
@@ -350,7 +363,8 @@ t.test("hil run: bad suite input is one clear error, exit 2, before anything is 
   t.match(help.stdout, /--scenario <glob>/);
   t.match(help.stdout, /1 a check or rule FAILed; 3 the harness could not judge/);
   t.match(help.stdout, /0 every verdict PASS, SKIP, XFAIL or XPASS/);
-  t.match(help.stdout, /Defaults: --kernel debian:6\.12, --driver erdma, --profile erdma-reflush/);
+  t.match(help.stdout, /Defaults: --kernel debian:6\.12, --driver erdma, --device-profile erdma-reflush/);
+  t.notMatch(help.stdout, /--profile|--oracle/, "old spellings are not in the help");
   t.same(leftovers(iso).entries, [], "nothing left in its TMPDIR");
 });
 

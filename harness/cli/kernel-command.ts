@@ -1,9 +1,10 @@
 import type { Command } from "commander";
-import { ACCEPTED_BASE_FORMS } from "./base-spec.ts";
-import { buildKernel } from "./build.ts";
+import { ACCEPTED_BASE_FORMS } from "../kernel/base-spec.ts";
+import { buildKernel } from "../kernel/build.ts";
+import { addOldSpelling } from "./old-spellings.ts";
 
 interface BuildOptions {
-  base: string;
+  kernel: string;
   series?: string;
   config?: string[];
   json?: boolean;
@@ -11,12 +12,12 @@ interface BuildOptions {
 
 export function register(program: Command): void {
   const kernel = program.command("kernel").description("build guest kernels (cached by content)");
-  kernel
+  const build = kernel
     .command("build")
     .description(
       "build (or find cached) a kernel: base tree + patch series + config fragments; prints its artifact directory",
     )
-    .requiredOption("--base <base>", `base tree: ${ACCEPTED_BASE_FORMS.join(" | ")}`)
+    .requiredOption("--kernel <base>", `the kernel's base tree: ${ACCEPTED_BASE_FORMS.join(" | ")}`)
     .option(
       "--series <mbox|dir>",
       "patch series: an mbox (git format-patch --stdout, b4 am) or a directory of *.patch files",
@@ -26,13 +27,13 @@ export function register(program: Command): void {
       "a Kconfig fragment file, or one shipped in guest/kconfig by name (smp: two vCPUs), merged after guest/kconfig/base.config (repeatable, applied in order)",
       (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
     )
-    .option("--json", "print the kernel artifact as JSON")
-    .action(async (opts: BuildOptions) => {
-      const artifact = await buildKernel({
-        base: opts.base,
-        series: opts.series,
-        configs: opts.config ?? [],
-      });
-      process.stdout.write(opts.json ? `${JSON.stringify(artifact, null, 2)}\n` : `${artifact.dir}\n`);
+    .option("--json", "print the kernel artifact as JSON");
+  addOldSpelling(build, "--base <base>").action(async (opts: BuildOptions) => {
+    const artifact = await buildKernel({
+      base: opts.kernel,
+      series: opts.series,
+      configs: opts.config ?? [],
     });
+    process.stdout.write(opts.json ? `${JSON.stringify(artifact, null, 2)}\n` : `${artifact.dir}\n`);
+  });
 }
