@@ -43,7 +43,7 @@ function runAndKill(
   return new Promise((resolve, reject) => {
     const child = spawn(
       HIL_BIN,
-      ["run", "--kernel", "debian:6.12", "--oracle", "linux", "--scenario", file, "--run-dir", dir],
+      ["run", "--kernel", "debian:6.12", "--rules", "linux", "--scenario", file, "--run-dir", dir],
       { cwd: REPO_ROOT, env: { ...process.env, ...iso.env }, stdio: ["ignore", "pipe", "pipe"] },
     );
     let output = "";

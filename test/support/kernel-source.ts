@@ -14,7 +14,7 @@ export async function unpackedKernelSource(base: string = DEFAULT_KERNEL): Promi
   if (!isComplete(entry))
     throw new Error(
       `the ${base} kernel source is not unpacked in hil's cache (${entry}): ` +
-        `run \`npx hil setup\` (it unpacks ${DEFAULT_KERNEL}) or \`npx hil kernel build --base ${base}\``,
+        `run \`npx hil setup\` (it unpacks ${DEFAULT_KERNEL}) or \`npx hil kernel build --kernel ${base}\``,
     );
   return join(entry, "src");
 }
