@@ -23,11 +23,7 @@ export const rule6: Rule = {
           evidence: [quote(model.records, w.at), ...success.map((c) => quote(model.records, c.at))],
           wrs: [ref(w)],
         });
-      else if (
-        w.completions.length === 0 &&
-        (w.postedIn === "ERR" || w.postedIn === "SQE") &&
-        model.deadline(w) !== undefined
-      )
+      else if (w.completions.length === 0 && model.deadline(w) !== undefined)
         problems.push({
           reason: `unsignaled ${wrName(w)} posted to ${w.qp} in ${w.postedIn} got no error completion`,
           evidence: [quote(model.records, w.at)],
