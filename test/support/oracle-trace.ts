@@ -209,12 +209,13 @@ export class TraceBuilder {
     return this.drainState?.call ?? this.call;
   }
 
-  drained(state: string | undefined = "ERR"): this {
+  /** state null: the executor did not report the QP's state after the drain */
+  drained(state: string | null = "ERR"): this {
     this.push({
       ev: "drain_ret",
       call: this.drainState?.call ?? this.call,
       us: 50,
-      ...(state ? { state } : {}),
+      ...(state === null ? {} : { state }),
     });
     return this;
   }
