@@ -39,6 +39,7 @@ export interface Wr {
   at: number;
   /** its place among the WRs posted to its queue */
   seq: number;
+  /** a receive always is (only sends can go without a completion) */
   signaled: boolean;
   accepted: boolean;
   rc: number;
@@ -257,7 +258,7 @@ export class TraceModel {
               wrId: r.wr_id ?? -1,
               call: r.call,
               at,
-              signaled: r.signaled ?? true,
+              signaled: r.queue === "rq" || (r.signaled ?? true),
               accepted: r.rc === 0,
               rc: r.rc,
               invalid: false,
