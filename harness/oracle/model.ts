@@ -5,6 +5,7 @@
  * must be flushed, in order, once); QP states are only what the trace shows (a modify that
  * returned 0, a query, an error completion or event), never assumed from a drain.
  */
+import type { PostOp } from "../protocol/commands.ts";
 import type { CqeRecord, TraceRecord, TraceRecordOf } from "../protocol/trace.ts";
 import { postedWrs, WC_SUCCESS, WC_WR_FLUSH_ERR } from "../protocol/trace.ts";
 
@@ -31,13 +32,14 @@ export interface Completion {
 export interface Wr {
   qp: string;
   queue: Queue;
-  op: string;
+  op: PostOp;
   wrId: number;
   call: number;
   /** the index of its post record */
   at: number;
   /** its place among the WRs posted to its queue */
   seq: number;
+  /** a receive always is (only sends can go without a completion) */
   signaled: boolean;
   accepted: boolean;
   rc: number;
@@ -77,6 +79,7 @@ export interface PostCall {
   qp: string;
   queue: Queue;
   at: number;
+  /** the index of its post_ret record (none for a drain's marker: its record carries its rc) */
   retAt: number | undefined;
   rc: number;
   bad: number | null;
@@ -123,6 +126,11 @@ export function wrName(w: Wr): string {
 /** One trace record as evidence: the record as the trace has it, prefixed with its index. */
 export function quote(records: readonly TraceRecord[], at: number): string {
   return `#${at} ${JSON.stringify(records[at])}`;
+}
+
+/** A post call as evidence: its post record, and its post_ret when the trace has one. */
+export function quoteCall(records: readonly TraceRecord[], call: PostCall): string[] {
+  return [call.at, ...(call.retAt === undefined ? [] : [call.retAt])].map((at) => quote(records, at));
 }
 
 export class TraceModel {
@@ -246,11 +254,11 @@ export class TraceModel {
             {
               qp: r.qp,
               queue: r.queue,
-              op: r.queue === "sq" ? "write" : "recv",
+              op: r.queue === "sq" ? ("write" as const) : ("recv" as const),
               wrId: r.wr_id ?? -1,
               call: r.call,
               at,
-              signaled: r.signaled ?? true,
+              signaled: r.queue === "rq" || (r.signaled ?? true),
               accepted: r.rc === 0,
               rc: r.rc,
               invalid: false,
@@ -270,7 +278,7 @@ export class TraceModel {
       const callKey = marker ? `marker/${p.call}/${p.queue}` : `${p.call}`;
       let call = byCall.get(callKey);
       if (!call) {
-        const retAt = marker ? p.at : rets.get(p.call);
+        const retAt = marker ? undefined : rets.get(p.call);
         const ret = retAt === undefined ? undefined : this.records[retAt];
         call = {
           call: p.call,

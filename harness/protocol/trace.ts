@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import { HilError } from "../../util/errors.ts";
-import { DRAIN_TARGETS, POLL_CONTEXTS, POST_OPS } from "./commands.ts";
+import { DRAIN_TARGETS, POLL_CONTEXTS, POST_OPS, type PostOp } from "./commands.ts";
 
 const base = {
   seq: z.number().int().nonnegative(),
@@ -397,7 +397,7 @@ export function recordsOf<E extends TraceEvent>(records: readonly TraceRecord[],
 export interface PostedWr {
   qp: string;
   queue: "sq" | "rq";
-  op: string;
+  op: PostOp;
   wrId: number;
   call: number;
   /** the record index of the post call in the trace */

@@ -12,7 +12,7 @@ export const consoleRule: Rule = {
   judge({ observations }) {
     const events = observations.filter((o) => o.ev === "console");
     const cut = observations.find((o) => o.ev === "console-cut");
-    if (events.length === 0 && cut?.ev === "console-cut")
+    if (events.length === 0 && cut)
       return {
         verdict: "ERROR",
         reason: `the scenario's console slice has no certain end: ${cut.reason}`,

@@ -2,12 +2,13 @@
  * Rule 7: the fields a completion defines are right; for an error completion only wr_id, status,
  * qp_num and vendor_err are defined, so its opcode is never judged.
  */
+import type { PostOp } from "../../protocol/commands.ts";
 import { WC_SUCCESS } from "../../protocol/trace.ts";
-import { quote, ref } from "../model.ts";
+import { type Completion, quote, ref, type Wr } from "../model.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 
 /** The IB_WC opcode names a successful completion of each posted op may carry. */
-const SUCCESS_OPCODES: Record<string, readonly string[]> = {
+const SUCCESS_OPCODES: Record<PostOp, readonly string[]> = {
   send: ["SEND"],
   send_imm: ["SEND"],
   write: ["RDMA_WRITE"],
@@ -25,12 +26,11 @@ export const rule7: Rule = {
   citation:
     "IBTA Vol 1 11.4.2.1 Poll for Completion; ibv_poll_cq(3): if the status is not success only wr_id, status, qp_num and vendor_err are valid",
   judge({ model }) {
-    const known = model.completions.filter((c) => c.wr !== undefined);
+    const known = model.completions.filter((c): c is Completion & { wr: Wr } => c.wr !== undefined);
     if (known.length === 0) return skip("no completions of posted WRs");
     const problems: Problem[] = [];
     for (const c of known) {
       const w = c.wr;
-      if (!w) continue;
       const qpNum = model.qps.get(w.qp)?.qpNum;
       if (qpNum !== undefined && c.rec.qp_num !== qpNum)
         problems.push({
@@ -45,8 +45,7 @@ export const rule7: Rule = {
           wrs: [ref(w)],
         });
       if (c.rec.status !== WC_SUCCESS) continue;
-      const allowed = SUCCESS_OPCODES[w.op];
-      if (allowed && !allowed.includes(c.rec.opcode_name))
+      if (!SUCCESS_OPCODES[w.op].includes(c.rec.opcode_name))
         problems.push({
           reason: `successful completion of ${w.op} WR ${w.wrId} on ${w.qp} has opcode ${c.rec.opcode_name}`,
           evidence: [quote(model.records, w.at), quote(model.records, c.at)],

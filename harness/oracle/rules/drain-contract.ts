@@ -21,15 +21,15 @@ function drainName(d: Drain, q?: DrainQueue): string {
 /** The stuck evidence of a drain that did not return. */
 function hangProblem(model: TraceModel, d: Drain, observations: readonly Observation[]): Problem {
   const stuck = observations.find((o) => o.ev === "stuck");
-  const markerPending = d.queues.find((q) => q.marker && q.marker.completions.length === 0);
+  const pending = d.queues.map((q) => q.marker).find((m) => m !== undefined && m.completions.length === 0);
   return {
-    reason: `ib_drain_${d.which} on ${d.qp} did not return${stuck?.ev === "stuck" ? ` within ${stuck.ms} ms (worker ${stuck.state})` : ""}${markerPending ? `: its ${markerPending.queue} marker never completed` : ""}`,
+    reason: `ib_drain_${d.which} on ${d.qp} did not return${stuck ? ` within ${stuck.ms} ms (worker ${stuck.state})` : ""}${pending ? `: its ${pending.queue} marker never completed` : ""}`,
     evidence: [
       quote(model.records, d.at),
-      ...(markerPending?.marker ? [quote(model.records, markerPending.marker.at)] : []),
-      ...(stuck?.ev === "stuck" ? stuck.stack.split("\n").map((l) => `stack: ${l}`) : []),
+      ...(pending ? [quote(model.records, pending.at)] : []),
+      ...(stuck ? stuck.stack.split("\n").map((l) => `stack: ${l}`) : []),
     ],
-    ...(markerPending?.marker ? { wrs: [ref(markerPending.marker)] } : {}),
+    ...(pending ? { wrs: [ref(pending)] } : {}),
   };
 }
 

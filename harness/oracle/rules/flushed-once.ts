@@ -36,7 +36,6 @@ export const rule5: Rule = {
           evidence: w.completions.map((c) => quote(model.records, c.at)),
           wrs: [ref(w)],
         });
-      if (!w.accepted) continue;
       if (model.deadline(w) === undefined) continue;
       owed++;
       if (w.completions.length === 0)

@@ -2,7 +2,7 @@
  * Rule 3: a post call that fails names the WR it stopped at (*bad_wr); the WRs before it were
  * posted and complete like any other, the WR at *bad_wr and those after it were not and never do.
  */
-import { quote, ref } from "../model.ts";
+import { quote, quoteCall, ref } from "../model.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 
 export const rule3: Rule = {
@@ -17,14 +17,11 @@ export const rule3: Rule = {
     if (failed.length === 0 && contradicted.length === 0) return skip("no post call failed");
     const problems: Problem[] = contradicted.map((call) => ({
       reason: `post call ${call.call} on ${call.qp} returned 0 with *bad_wr at index ${call.bad}: the WRs from there on count as posted`,
-      evidence: [call.at, ...(call.retAt === undefined ? [] : [call.retAt])].map((at) =>
-        quote(model.records, at),
-      ),
+      evidence: quoteCall(model.records, call),
       wrs: call.wrs.slice(call.bad ?? 0).map(ref),
     }));
     for (const call of failed) {
-      const ev = [quote(model.records, call.at)];
-      if (call.retAt !== undefined) ev.push(quote(model.records, call.retAt));
+      const ev = quoteCall(model.records, call);
       if (call.bad === null) {
         problems.push({
           reason: `post call ${call.call} on ${call.qp} returned ${call.rc} without *bad_wr`,

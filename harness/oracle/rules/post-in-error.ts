@@ -4,7 +4,7 @@
  * point" of the flush: that profile tolerates a failed call, never a WR that vanishes.
  */
 import { WC_WR_FLUSH_ERR } from "../../protocol/trace.ts";
-import { type Queue, quote, ref, wrName } from "../model.ts";
+import { type Queue, quote, quoteCall, ref, wrName } from "../model.ts";
 import { fail, type Problem, pass, type Rule, type RuleInput, type RuleResult, skip } from "../rule.ts";
 
 function judgePostsIn(queue: Queue, { model, profile }: RuleInput): RuleResult {
@@ -15,8 +15,7 @@ function judgePostsIn(queue: Queue, { model, profile }: RuleInput): RuleResult {
   const problems: Problem[] = [];
   let tolerated = 0;
   for (const call of inError) {
-    const callEvidence = [quote(model.records, call.at)];
-    if (call.retAt !== undefined) callEvidence.push(quote(model.records, call.retAt));
+    const callEvidence = quoteCall(model.records, call);
     // a WR made invalid on purpose (bad=) is refused in any state: that is rule 3's
     const refusedInvalid = call.wrs.some((w) => w.invalid && w.indexInCall === call.bad);
     if (call.rc !== 0 && !refusedInvalid) {
@@ -30,9 +29,10 @@ function judgePostsIn(queue: Queue, { model, profile }: RuleInput): RuleResult {
     }
     for (const w of call.wrs.filter((x) => x.accepted)) {
       const bad = w.completions.filter((c) => c.rec.status !== WC_WR_FLUSH_ERR);
-      if (bad.length > 0)
+      const [firstBad] = bad;
+      if (firstBad)
         problems.push({
-          reason: `${wrName(w)} posted to ${w.qp} in ${w.postedIn} completed with ${bad[0]?.rec.status_name}, not WR_FLUSH_ERR`,
+          reason: `${wrName(w)} posted to ${w.qp} in ${w.postedIn} completed with ${firstBad.rec.status_name}, not WR_FLUSH_ERR`,
           evidence: [...callEvidence, ...bad.map((c) => quote(model.records, c.at))],
           wrs: [ref(w)],
         });

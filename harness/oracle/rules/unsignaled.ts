@@ -12,7 +12,7 @@ export const rule6: Rule = {
   citation:
     "IBTA Vol 1 10.7.3.1 (unsignaled completions: a WR completing in error always generates a completion); Linux IB_SEND_SIGNALED / IB_SIGNAL_REQ_WR",
   judge({ model }) {
-    const unsignaled = model.wrs.filter((w) => w.queue === "sq" && !w.signaled && w.accepted);
+    const unsignaled = model.wrs.filter((w) => !w.signaled && w.accepted); // sends: a receive is signaled
     if (unsignaled.length === 0) return skip("no unsignaled send WR");
     const problems: Problem[] = [];
     for (const w of unsignaled) {
@@ -23,11 +23,7 @@ export const rule6: Rule = {
           evidence: [quote(model.records, w.at), ...success.map((c) => quote(model.records, c.at))],
           wrs: [ref(w)],
         });
-      else if (
-        w.completions.length === 0 &&
-        (w.postedIn === "ERR" || w.postedIn === "SQE") &&
-        model.deadline(w) !== undefined
-      )
+      else if (w.completions.length === 0 && model.deadline(w) !== undefined)
         problems.push({
           reason: `unsignaled ${wrName(w)} posted to ${w.qp} in ${w.postedIn} got no error completion`,
           evidence: [quote(model.records, w.at)],
