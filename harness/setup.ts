@@ -5,28 +5,37 @@ import { DEFAULT_KERNEL } from "./defaults.ts";
 import { TOOLS_HOST_PACKAGES } from "./image/guest-tools.ts";
 import { IMAGE_HOST_PACKAGES } from "./image/initramfs.ts";
 import { ensureBaseSource, KERNEL_HOST_PACKAGES } from "./kernel/build.ts";
-import { BROWSER_HOST_PACKAGES } from "./report/browser.ts";
+import { BROWSER_HOST_PACKAGES, type FoundChromium, findChromium } from "./report/browser-find.ts";
+
+export interface SetupOptions {
+  /** also install Debian's chromium (hil report --screenshot, the report tests): only when asked */
+  browser?: boolean;
+}
 
 export interface SetupReport {
   installedPackages: string[];
   qemu: QemuInstall;
   kernelSource: { base: string; dir: string };
+  /** the headless Chromium the report would use; undefined: none (hil setup --browser installs one) */
+  browser: FoundChromium | undefined;
 }
 
-/** Everything a fresh machine needs before `hil boot` or `hil run`; each part is a no-op when present. */
-export async function runSetup(): Promise<SetupReport> {
-  // QEMU's build dependencies are installed by ensureQemu, and only when it has to build.
-  // chromium draws the HTML report's screenshot (hil report --format html --screenshot)
-  const wanted = [
+/** The Debian packages setup installs when missing (QEMU's build dependencies: ensureQemu's, when it builds). */
+export function setupPackages(opts: SetupOptions = {}): string[] {
+  return [
     ...new Set([
       ...KERNEL_HOST_PACKAGES,
       ...IMAGE_HOST_PACKAGES,
       ...TOOLS_HOST_PACKAGES,
-      ...BROWSER_HOST_PACKAGES,
+      ...(opts.browser ? BROWSER_HOST_PACKAGES : []),
     ]),
   ];
-  const installedPackages = await ensureHostPackages(wanted);
+}
+
+/** Everything a fresh machine needs before `hil boot` or `hil run`; each part is a no-op when present. */
+export async function runSetup(opts: SetupOptions = {}): Promise<SetupReport> {
+  const installedPackages = await ensureHostPackages(setupPackages(opts));
   const qemu = await ensureQemu();
   const kernelSource = { base: DEFAULT_KERNEL, dir: await ensureBaseSource(DEFAULT_KERNEL) };
-  return { installedPackages, qemu, kernelSource };
+  return { installedPackages, qemu, kernelSource, browser: findChromium() };
 }

@@ -1,9 +1,10 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { cacheRoot, withLock } from "./cache.ts";
+import { cacheFullError, cacheRoot, DISK_FULL_WORDS, makeCacheDir, withLock } from "./cache.ts";
 import { HilError } from "./errors.ts";
 import { probe, run } from "./exec.ts";
+import { makeDir } from "./make-dir.ts";
 import { progress } from "./progress.ts";
 
 /**
@@ -72,9 +73,9 @@ function contextPaths(name: AptContextName) {
 export async function aptContext(name: AptContextName): Promise<AptContext> {
   const { base, sourcesDir, lists, archives, options, stamp } = contextPaths(name);
   const ctx = { name, options };
-  await mkdir(join(lists, "partial"), { recursive: true });
-  await mkdir(join(archives, "partial"), { recursive: true });
-  await mkdir(sourcesDir, { recursive: true });
+  await makeCacheDir(join(lists, "partial"));
+  await makeCacheDir(join(archives, "partial"));
+  await makeCacheDir(sourcesDir);
   const sourcesFile = join(sourcesDir, "hil.sources");
   await withLock(join(base, "lock"), `apt lists ${name}`, async () => {
     const fresh = existsSync(stamp) && Date.now() - statSync(stamp).mtimeMs < LISTS_MAX_AGE_MS;
@@ -90,7 +91,7 @@ export async function aptContext(name: AptContextName): Promise<AptContext> {
       // a machine whose caches are warm.
       if (!existsSync(stamp)) {
         step.fail();
-        throw err;
+        throw orDiskFull(err);
       }
       step.fail(`failed; using the lists of ${readFileSync(stamp, "utf8").trim()}`);
     }
@@ -106,6 +107,25 @@ export async function aptContext(name: AptContextName): Promise<AptContext> {
 export function cachedAptContext(name: AptContextName): AptContext | undefined {
   const { options, stamp } = contextPaths(name);
   return existsSync(stamp) ? { name, options } : undefined;
+}
+
+/**
+ * apt's own files (its lists, srcpkgcache.bin, downloaded packages) live in the cache: apt saying
+ * its writes found no space there is the cache's full disk, not a missing package.
+ */
+function aptDiskFull(said: string): HilError | undefined {
+  const line = said.split("\n").find((l) => DISK_FULL_WORDS.test(l));
+  if (!line) return undefined;
+  return cacheFullError("apt could not write its package cache (apt/ in the cache)", {
+    quota: /Disk quota exceeded/.test(line),
+    said: `apt said: ${line.trim()}`,
+  });
+}
+
+/** `err` as aptDiskFull's error when apt's message says the disk is full, else as it is. */
+function orDiskFull(err: unknown): unknown {
+  const e = err as { message?: string; detail?: string };
+  return aptDiskFull(`${e.message ?? String(err)}\n${e.detail ?? ""}`) ?? err;
 }
 
 export interface PackageUri {
@@ -127,6 +147,8 @@ export async function packageUris(
 ): Promise<Map<string, PackageUri>> {
   const r = await probe("apt-get", [...ctx.options, "--print-uris", "download", ...pkgs]);
   if (r.exitCode !== 0) {
+    const full = aptDiskFull(`${r.stderr}\n${r.stdout}`);
+    if (full) throw full;
     throw new HilError(`Debian package(s) ${pkgs.join(", ")} not available from ${ctx.name}`, {
       detail: (r.stderr || r.stdout).trim(),
     });
@@ -164,7 +186,7 @@ export async function downloadPackages(
   destDir: string,
 ): Promise<string[]> {
   const uris = [...(await packageUris(ctx, pkgs)).values()];
-  await mkdir(destDir, { recursive: true });
+  await makeDir(destDir);
   const missing = uris.filter((u) => !existsSync(join(destDir, u.filename)));
   if (missing.length > 0) {
     const total = missing.reduce((s, u) => s + u.size, 0);
@@ -176,7 +198,7 @@ export async function downloadPackages(
       step.succeed();
     } catch (err) {
       step.fail();
-      throw err;
+      throw orDiskFull(err);
     }
   }
   return uris.map((u) => join(destDir, u.filename));

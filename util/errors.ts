@@ -1,3 +1,6 @@
+/** hil's exit status when the machine, not the input, kept a run from being judged or recorded (a full disk) */
+export const ENVIRONMENT_EXIT = 3;
+
 /** A failure caused by the user's input or the machine, reported as one clear line (plus detail). */
 export class HilError extends Error {
   readonly where: string | undefined;

@@ -4,10 +4,10 @@
  * one as the message. Checks made after the schema (a profile that does not exist, a scenario no
  * pattern matches) point at their field the same way.
  */
-import { readFile } from "node:fs/promises";
 import { isMap, isSeq, LineCounter, type Node, parseDocument } from "yaml";
 import type { z } from "zod";
-import { HilError } from "./errors.ts";
+import { HilError, isHilError } from "./errors.ts";
+import { readUserText, type UserFileKind } from "./user-file.ts";
 
 export type YamlPath = readonly PropertyKey[];
 
@@ -49,12 +49,14 @@ export class YamlSource {
     return new YamlSource(file, src.root, lines, doc.toJS());
   }
 
-  static async read(file: string, what: string): Promise<YamlSource> {
+  /** Reads a user's file of that kind (its size bounded by USER_FILE_LIMITS) and parses it. */
+  static read(file: string, kind: UserFileKind): YamlSource {
     let text: string;
     try {
-      text = await readFile(file, "utf8");
+      text = readUserText(file, kind);
     } catch (err) {
-      throw new HilError(`cannot read the ${what} file`, { where: file, detail: (err as Error).message });
+      if (isHilError(err)) throw err;
+      throw new HilError(`cannot read the ${kind} file`, { where: file, detail: (err as Error).message });
     }
     return YamlSource.parse(text, file);
   }

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { CHROMIUM_PACKAGE } from "../report/browser-find.ts";
 import { runSetup } from "../setup.ts";
 
 export function register(program: Command): void {
@@ -7,9 +8,13 @@ export function register(program: Command): void {
     .description(
       "install what is missing: host Debian packages, QEMU >= 10.1 with vfio-user-pci, the default kernel source",
     )
+    .option(
+      "--browser",
+      `also install Debian's ${CHROMIUM_PACKAGE}, the headless browser hil report --screenshot draws the HTML report with`,
+    )
     .option("--json", "print what was found or installed as JSON")
-    .action(async (opts: { json?: boolean }) => {
-      const report = await runSetup();
+    .action(async (opts: { browser?: boolean; json?: boolean }) => {
+      const report = await runSetup(opts.browser ? { browser: true } : {});
       if (opts.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
       else {
         process.stdout.write(`qemu: ${report.qemu.binary} (${report.qemu.version}, ${report.qemu.origin})\n`);
@@ -17,6 +22,11 @@ export function register(program: Command): void {
           `host packages: ${report.installedPackages.length ? `installed ${report.installedPackages.join(" ")}` : "all present"}\n`,
         );
         process.stdout.write(`kernel source ${report.kernelSource.base}: ${report.kernelSource.dir}\n`);
+        process.stdout.write(
+          report.browser
+            ? `browser: ${report.browser.binary} (${report.browser.source})\n`
+            : "browser: none (hil report --screenshot needs one: hil setup --browser installs it)\n",
+        );
       }
     });
 }

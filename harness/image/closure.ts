@@ -54,6 +54,13 @@ function unwrapVirtual(name: string): { name: string; virtual: boolean } {
 /**
  * The packages reachable from `roots` over Depends/PreDepends. A group mentioning a packaging-only
  * package is dropped; otherwise its first real alternative is taken. Virtual-only groups are skipped.
+ *
+ * apt's own resolver (`apt-get install --simulate`, or mmdebstrap) answers a different question:
+ * what a dpkg-managed system must hold to configure the packages, maintainer scripts included, so
+ * it brings in dpkg, debconf, perl-base and the Essential set. The guest is an initramfs that runs
+ * no maintainer script and has busybox for a base; its closure leaves those out on purpose
+ * (recipe.ts PACKAGING_ONLY), and elf.ts then checks with readelf that every ELF file's libraries
+ * are there, so a library the walk left out is a build error, not a broken guest.
  */
 export function dependencyClosure(
   graph: DependencyGraph,

@@ -8,6 +8,14 @@ import { createGzip } from "node:zlib";
 /**
  * A newc ("070701") archive writer, as the kernel's initramfs unpacker reads it. Owners are root,
  * mtimes zero and inode numbers sequential, so the same tree always gives the same bytes.
+ *
+ * Kept instead of a maintained tool because neither fits the image build as it runs: GNU cpio
+ * archives a tree on disk, so /dev/console (a character device the kernel opens before any devtmpfs
+ * exists) would need mknod, which needs root, and `hil` builds images as any user; the kernel's
+ * usr/gen_init_cpio does take device nodes from a spec file, but is a C program in each kernel's
+ * source, while one image serves every kernel (it would tie the image to a kernel tree and a
+ * compile step). The format is small and fixed (Documentation/driver-api/early-userspace/
+ * buffer-format.rst); test/unit tests read the archives back with GNU cpio.
  */
 export type CpioEntry =
   | { kind: "dir"; path: string; mode: number }

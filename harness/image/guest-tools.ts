@@ -106,16 +106,23 @@ async function toolchainFingerprint(): Promise<string[]> {
   return [gcc.stdout.trim(), dev.stdout.trim()];
 }
 
-/** The tools layer (built or from the cache). Installs the -dev packages it needs first. */
-export async function buildGuestToolsLayer(): Promise<ImageLayer> {
-  await ensureHostPackages(TOOLS_HOST_PACKAGES);
+export const GUEST_TOOLS_KIND = "image/guest-tools";
+
+/** The tools layer's cache key: the sources, the host's compiler and -dev packages (as installed now). */
+export async function guestToolsKey(): Promise<string> {
   const parts: (string | Uint8Array)[] = [RECIPE, ...(await toolchainFingerprint())];
   for (const t of GUEST_TOOLS) {
     parts.push(t.binary, t.libs.join(","), (t.cflags ?? []).join(" "));
     for (const f of await toolFiles(t)) parts.push(f, await readFile(join(TOOLS_DIR, f)));
   }
-  const key = hashParts(parts);
-  const { dir } = await ensureEntry("image/guest-tools", key, { what: "guest tools" }, async (work) => {
+  return hashParts(parts);
+}
+
+/** The tools layer (built or from the cache). Installs the -dev packages it needs first. */
+export async function buildGuestToolsLayer(): Promise<ImageLayer> {
+  await ensureHostPackages(TOOLS_HOST_PACKAGES);
+  const key = await guestToolsKey();
+  const { dir } = await ensureEntry(GUEST_TOOLS_KIND, key, { what: "guest tools" }, async (work) => {
     const step = progress.step("[image] building guest tools");
     try {
       for (const t of GUEST_TOOLS) await compileTool(t, join(work, t.binary));

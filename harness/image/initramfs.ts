@@ -12,13 +12,20 @@ export type { ImageLayer } from "./userspace.ts";
 
 export const INITRAMFS_FILE = "initramfs.cpio.gz";
 
+export const INITRAMFS_KIND = "image/initramfs";
+
+/** The key of the initramfs made of layers with these keys, in this order. */
+export function initramfsKey(layerKeys: readonly string[]): string {
+  return hashParts(["initramfs", ...layerKeys]);
+}
+
 /**
  * Concatenates gzip'd newc archives into one initramfs (the kernel unpacks them in order, later
  * entries adding to earlier ones). Cached under the keys of its layers.
  */
 export async function composeInitramfs(layers: readonly ImageLayer[]): Promise<ImageLayer> {
-  const key = hashParts(["initramfs", ...layers.map((l) => l.key)]);
-  const { dir } = await ensureEntry("image/initramfs", key, { what: "initramfs" }, async (work) => {
+  const key = initramfsKey(layers.map((l) => l.key));
+  const { dir } = await ensureEntry(INITRAMFS_KIND, key, { what: "initramfs" }, async (work) => {
     const out = createWriteStream(join(work, INITRAMFS_FILE));
     for (const layer of layers) await pipeline(createReadStream(layer.path), out, { end: false });
     await new Promise<void>((resolve, reject) =>

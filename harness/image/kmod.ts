@@ -5,12 +5,13 @@
  * an initramfs layer (/lib/modules/<release>/extra) or copied in and loaded over SSH.
  */
 import type { Dirent } from "node:fs";
-import { copyFile, mkdir, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { copyFile, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join, relative } from "node:path";
 import { ensureEntry } from "../../util/cache.ts";
 import { HilError, isHilError } from "../../util/errors.ts";
 import { run } from "../../util/exec.ts";
 import { hashParts, shortKey } from "../../util/hash.ts";
+import { makeDir } from "../../util/make-dir.ts";
 import { progress } from "../../util/progress.ts";
 import type { KernelArtifact } from "../kernel/types.ts";
 import { type CpioEntry, writeCpioGz } from "./cpio.ts";
@@ -90,8 +91,13 @@ export async function moduleSources(sourceDir: string): Promise<string[]> {
   return out;
 }
 
+/** The cache kind a guest module's builds are kept under. */
+export function guestModuleKind(name: string): string {
+  return `${CACHE_KIND}/${name}`;
+}
+
 export async function guestModuleKey(
-  kernel: KernelArtifact,
+  kernel: Pick<KernelArtifact, "key">,
   sourceDir: string,
   opts: GuestModuleOptions,
 ): Promise<string> {
@@ -150,7 +156,7 @@ export async function buildGuestModule(
   const dirs = buildDirs(sourceDir, opts);
   const key = await guestModuleKey(kernel, sourceDir, opts);
   const { dir, built } = await ensureEntry(
-    `${CACHE_KIND}/${opts.name}`,
+    guestModuleKind(opts.name),
     key,
     { what: `${file} for ${kernel.describe}` },
     async (work) => {
@@ -161,7 +167,7 @@ export async function buildGuestModule(
       try {
         for (const [name, dir] of dirs) {
           for (const f of await sourceFiles(dir)) {
-            await mkdir(dirname(join(src, name, f)), { recursive: true });
+            await makeDir(dirname(join(src, name, f)));
             await copyFile(join(dir, f), join(src, name, f));
           }
         }

@@ -39,12 +39,19 @@ async function* moduleEntries(modulesDir: string, release: string): AsyncGenerat
   }
 }
 
+export const MODULES_LAYER_KIND = "image/modules";
+
+/** The key of the modules layer of the kernel with this key. */
+export function modulesLayerKey(kernelKey: string): string {
+  return hashParts([RECIPE_VERSION, "modules", kernelKey]);
+}
+
 /** The per-kernel layer: /lib/modules/<release>. */
 export async function buildModulesLayer(kernel: KernelArtifact): Promise<ImageLayer> {
-  const key = hashParts([RECIPE_VERSION, "modules", kernel.key]);
+  const key = modulesLayerKey(kernel.key);
   const modulesDir = findModulesDir(kernel);
   const { dir } = await ensureEntry(
-    "image/modules",
+    MODULES_LAYER_KIND,
     key,
     { what: `modules ${kernel.release}` },
     async (work) => {

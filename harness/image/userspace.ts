@@ -1,9 +1,10 @@
-import { chmod, copyFile, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { chmod, copyFile, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { aptContext, debFileVersion } from "../../util/apt.ts";
+import { type AptContext, aptContext, debFileVersion } from "../../util/apt.ts";
 import { ensureEntry } from "../../util/cache.ts";
 import { run } from "../../util/exec.ts";
 import { hashParts } from "../../util/hash.ts";
+import { makeDir } from "../../util/make-dir.ts";
 import { progress } from "../../util/progress.ts";
 import { resolvePackageClosure } from "./closure.ts";
 import { type CpioEntry, walkTree, writeCpioGz } from "./cpio.ts";
@@ -55,7 +56,7 @@ async function stageTree(root: string, debs: readonly string[], initScript: Uint
   }
   step.succeed(`${debs.length} packages`);
   for (const p of PRUNED_PATHS) await rm(join(root, p), { recursive: true, force: true });
-  for (const d of SKELETON_DIRS) await mkdir(join(root, d), { recursive: true });
+  for (const d of SKELETON_DIRS) await makeDir(join(root, d));
   await chmod(join(root, "root"), 0o700);
   await chmod(join(root, "tmp"), 0o1777);
   await writeFile(join(root, "init"), initScript, { mode: 0o755 });
@@ -72,14 +73,21 @@ async function* userspaceEntries(root: string): AsyncGenerator<CpioEntry> {
   yield* DEVICE_NODES;
 }
 
-/** The kernel-independent layer: Debian userspace, the init script, device nodes. Cached by content. */
-export async function buildUserspaceLayer(): Promise<UserspaceLayer> {
-  const ctx = await aptContext(USERSPACE_SUITE);
+export const USERSPACE_KIND = "image/userspace";
+
+/** The guest packages the package lists of `ctx` resolve to, the init script, and the layer's key. */
+export async function resolveUserspace(ctx: AptContext) {
   const names = await resolvePackageClosure(ctx, ROOT_PACKAGES, PACKAGING_ONLY);
   const packages = await resolvePackages(ctx, names);
   const initScript = await readFile(INIT_SCRIPT_PATH);
-  const key = userspaceKey(packages, initScript);
-  const { dir } = await ensureEntry("image/userspace", key, { what: "guest userspace" }, async (work) => {
+  return { packages, initScript, key: userspaceKey(packages, initScript) };
+}
+
+/** The kernel-independent layer: Debian userspace, the init script, device nodes. Cached by content. */
+export async function buildUserspaceLayer(): Promise<UserspaceLayer> {
+  const ctx = await aptContext(USERSPACE_SUITE);
+  const { packages, initScript, key } = await resolveUserspace(ctx);
+  const { dir } = await ensureEntry(USERSPACE_KIND, key, { what: "guest userspace" }, async (work) => {
     const debs = await fetchPackages(ctx, packages);
     const root = join(work, "root");
     await stageTree(root, debs, initScript);

@@ -177,7 +177,8 @@ export async function ensurePatchedTree(
   const { dir } = await ensureEntry(
     PATCHED_CACHE_KIND,
     key,
-    { what: `${baseLabel} + ${total} patch(es)` },
+    // src: the base tree hard-linked, the patched files its own; by size like the base tree
+    { what: `${baseLabel} + ${total} patch(es)`, bulk: ["src"] },
     async (work) => {
       const src = join(work, "src");
       const patchDir = join(work, "patches");

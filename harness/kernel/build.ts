@@ -1,15 +1,18 @@
 import { existsSync } from "node:fs";
-import { copyFile, mkdir, readFile, writeFile } from "node:fs/promises";
+import { copyFile, mkdir } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureHostPackages } from "../../util/apt.ts";
-import { cachePath, ensureEntry, isComplete } from "../../util/cache.ts";
+import { cachePath, type EntryOptions, ensureEntry, findIntactEntry, isComplete } from "../../util/cache.ts";
 import { HilError } from "../../util/errors.ts";
 import { hashParts, shortKey } from "../../util/hash.ts";
+import { makeDir } from "../../util/make-dir.ts";
 import { progress } from "../../util/progress.ts";
 import { ensurePatchedTree } from "./apply.ts";
+import { readArtifactRecord, writeArtifactRecord } from "./artifact-record.ts";
 import { type BaseIdentity, baseIdentity, ensureBaseTree, kernelVersion } from "./base-source.ts";
 import { type BaseSpec, describeBase, parseBaseSpec } from "./base-spec.ts";
+import { bzImageProblem } from "./bzimage.ts";
 import { compileKernel, configureKernel, installModules, type KbuildTree, kernelRelease } from "./kbuild.ts";
 import { type Fragment, readFragment, resolveFragmentPath } from "./kconfig.ts";
 import { planFromBase, rebuildFromBase } from "./rebuild.ts";
@@ -38,8 +41,6 @@ export const RECIPE_VERSION = "kernel-recipe-1";
 export const KERNEL_CACHE_KIND = "kernel";
 
 export const BASE_CONFIG_PATH = fileURLToPath(new URL("../../guest/kconfig/base.config", import.meta.url));
-
-const ARTIFACT_FILE = "artifact.json";
 
 /** The build's content key: everything that decides the artifact's bytes. */
 export function kernelBuildKey(parts: {
@@ -111,10 +112,31 @@ function planWith(req: KernelRequest, spec: BaseSpec, base: BaseIdentity): Plan 
   };
 }
 
+/** The cache key of the kernel `req` names, computed without building or fetching anything. */
+export function kernelKeyFor(req: KernelRequest, base: BaseIdentity): string {
+  return planWith(req, parseBaseSpec(req.base), base).key;
+}
+
 /** A cached artifact, with what the plan knows that older artifact files may lack. */
 async function readArtifact(dir: string, p: Plan): Promise<KernelArtifact> {
-  const artifact = JSON.parse(await readFile(join(dir, ARTIFACT_FILE), "utf8")) as KernelArtifact;
+  const artifact = await readArtifactRecord(dir);
   return p.debianVersion ? { ...artifact, debianVersion: p.debianVersion } : artifact;
+}
+
+/**
+ * How a kernel entry is kept: built in place (the build tree names its own path); the boot
+ * artifacts (bzImage, modules, config, records) hashed; the O= build tree (about 6000 files,
+ * 255 MB) by size alone: it is never booted, it feeds module and incremental builds, and a
+ * digest of it would cost every run a second or more of reading. An entry made before entries
+ * were recorded is adopted only if its bzImage is as long as its header says.
+ */
+export function kernelEntryOptions(what: string): EntryOptions {
+  return {
+    what,
+    inPlace: true,
+    bulk: ["build"],
+    validate: (dir) => bzImageProblem(join(dir, "bzImage")),
+  };
 }
 
 /**
@@ -127,7 +149,7 @@ export async function findCachedKernel(
 ): Promise<KernelArtifact | undefined> {
   const p = planWith(req, parseBaseSpec(req.base), base);
   const dir = cachePath(KERNEL_CACHE_KIND, p.key);
-  return isComplete(dir) ? readArtifact(dir, p) : undefined;
+  return (await findIntactEntry(dir)) ? readArtifact(dir, p) : undefined;
 }
 
 /** The source tree to build: the pristine base, or the base with the series applied. */
@@ -140,7 +162,7 @@ async function ensureSourceTree(p: Plan): Promise<string> {
 /** Builds (or finds in the cache) the kernel `req` describes. */
 export async function buildKernel(req: KernelRequest): Promise<KernelArtifact> {
   const p = await plan(req);
-  const entry = { what: `kernel ${p.describe}`, inPlace: true };
+  const entry = kernelEntryOptions(`kernel ${p.describe}`);
   const { dir, built } = await ensureEntry(KERNEL_CACHE_KIND, p.key, entry, async (work) => {
     await ensureHostPackages(p.spec.kind === "git" ? [...KERNEL_HOST_PACKAGES, "git"] : KERNEL_HOST_PACKAGES);
     let artifact: KernelArtifact;
@@ -149,7 +171,7 @@ export async function buildKernel(req: KernelRequest): Promise<KernelArtifact> {
       const { tree, version } = await buildFromScratch(work, await ensureSourceTree(p), p);
       artifact = await finish(work, tree, p, version);
     }
-    await writeFile(join(work, ARTIFACT_FILE), `${JSON.stringify(artifact, null, 2)}\n`);
+    await writeArtifactRecord(work, artifact);
   });
   const artifact = await readArtifact(dir, p);
   if (!built) {
@@ -194,7 +216,7 @@ async function buildPatched(work: string, req: KernelRequest, p: Plan): Promise<
  */
 export async function buildKernelFromScratch(req: KernelRequest, dir: string): Promise<KernelArtifact> {
   const p = await plan(req);
-  await mkdir(dir, { recursive: true });
+  await makeDir(dir);
   const { tree, version } = await buildFromScratch(dir, await ensureSourceTree(p), p);
   return finish(dir, tree, p, version);
 }
@@ -239,6 +261,7 @@ async function finish(
     release,
     buildDir: tree.buildDir,
     srcDir: tree.srcDir,
+    kbuildNames: { srcDir: tree.srcDir, buildDir: tree.buildDir },
     config,
     describe: p.describe,
     version,

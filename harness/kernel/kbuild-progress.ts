@@ -1,7 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
-import { mkdir, rename, writeFile } from "node:fs/promises";
+import { rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { cacheRoot } from "../../util/cache.ts";
+import { makeDir } from "../../util/make-dir.ts";
 
 /** A Kbuild quiet-mode line: "  CC      init/main.o", "  CC [M]  drivers/x.o", "  LD      vmlinux". */
 const KBUILD_LINE = /^ {2}([A-Z][A-Z0-9_-]*)(?: \[M\])?\s+(\S.*)$/;
@@ -58,7 +59,7 @@ export function readStats(file = statsFile()): Record<string, BuildStats> {
 
 export async function recordStats(label: string, stats: BuildStats, file = statsFile()): Promise<void> {
   const all = { ...readStats(file), [label]: stats };
-  await mkdir(dirname(file), { recursive: true });
+  await makeDir(dirname(file));
   const tmp = `${file}.tmp-${process.pid}`;
   await writeFile(tmp, `${JSON.stringify(all, null, 2)}\n`);
   await rename(tmp, file);

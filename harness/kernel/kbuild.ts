@@ -1,9 +1,10 @@
 import { createWriteStream } from "node:fs";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { basename, join } from "node:path";
 import { HilError, isHilError } from "../../util/errors.ts";
 import { run } from "../../util/exec.ts";
+import { makeDir } from "../../util/make-dir.ts";
 import { type BuildStats, KbuildCounter, readStats, recordStats } from "./kbuild-progress.ts";
 import { checkRequestedOptions, effectiveRequests, type Fragment } from "./kconfig.ts";
 import { inStep } from "./step.ts";
@@ -31,7 +32,7 @@ export async function configureKernel(
   await inStep(
     `[kernel] configuring Linux ${version} (tinyconfig + ${fragments.length} fragment(s))`,
     async () => {
-      await mkdir(fragDir, { recursive: true });
+      await makeDir(fragDir);
       // merge_config.sh splits its file list on spaces: hand it copies with safe names.
       const copies: string[] = [];
       for (const [i, f] of fragments.entries()) {

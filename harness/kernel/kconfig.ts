@@ -1,8 +1,9 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { HilError } from "../../util/errors.ts";
+import { HilError, isHilError } from "../../util/errors.ts";
 import { probe } from "../../util/exec.ts";
+import { readUserFile } from "../../util/user-file.ts";
 
 /** One option a fragment asks for; `value` is "y", "m", "n" (also for "# ... is not set") or the raw value. */
 export interface ConfigRequest {
@@ -48,8 +49,9 @@ export function resolveFragmentPath(nameOrPath: string): string {
 export function readFragment(path: string, label = path): Fragment {
   let bytes: Buffer;
   try {
-    bytes = readFileSync(path);
-  } catch {
+    bytes = readUserFile(path, "config fragment");
+  } catch (err) {
+    if (isHilError(err)) throw err;
     throw new HilError(`config fragment ${label} does not exist or cannot be read`, {
       where: resolve(path),
       detail: `give a fragment file, or one of the fragments shipped in guest/kconfig: ${shippedFragments().join(", ") || "(none)"}`,

@@ -25,13 +25,14 @@ export interface PatchedBuildPlan {
 /** Compares the patched tree with the base's and asks the base build what uses the differences. */
 export async function planFromBase(base: KernelArtifact, patchedSrc: string): Promise<PatchedBuildPlan> {
   const changes = await diffLinkedTrees(base.srcDir, patchedSrc);
+  // the base build's records name its source tree where it was built
   const used = await targetsUsing(
     base.buildDir,
-    base.srcDir,
+    base.kbuildNames.srcDir,
     changes.map((c) => c.path),
   );
   const headers = changes.filter((c) => c.kind === "added" && c.path.endsWith(".h")).map((c) => c.path);
-  const sameNamed = await sameNamedHeaders(base.buildDir, base.srcDir, headers);
+  const sameNamed = await sameNamedHeaders(base.buildDir, base.kbuildNames.srcDir, headers);
   const modules = readModuleMap(base.buildDir);
   const plan = planRebuild({ changes, dependents: used, sameNamed, moduleOf: (t) => modules.get(t) });
   return { plan, changes, used };
@@ -65,7 +66,7 @@ export async function rebuildFromBase(
   if (plan.mode === "full") throw new Error("a full build does not start from the base build");
   const tree: KbuildTree = { srcDir: patchedSrc, buildDir: join(work, "build") };
   await inStep("[kernel] copying the base build", () =>
-    copyBuildTree({ srcDir: base.srcDir, buildDir: base.buildDir }, tree),
+    copyBuildTree({ srcDir: base.srcDir, buildDir: base.buildDir }, tree, base.kbuildNames),
   );
   await touchChanged(patchedSrc, changes);
   if (plan.mode === "incremental" && plan.reconfigure)

@@ -1,7 +1,8 @@
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { HilError } from "../../util/errors.ts";
 import { hashParts } from "../../util/hash.ts";
+import { formatBytes, readUserFile, tooLarge, USER_FILE_LIMITS } from "../../util/user-file.ts";
 
 /** One patch of a series, as `patch -p1` will read it. */
 export interface Patch {
@@ -132,7 +133,7 @@ export function loadSeries(path: string, cwd = process.cwd()): Series {
   const full = resolve(cwd, path);
   const isDir = isSeriesDirectory(path, full);
   if (!isDir) {
-    const bytes = readFileSync(full);
+    const bytes = readUserFile(full, "series");
     return {
       path: full,
       key: hashParts(["mbox", bytes]),
@@ -142,8 +143,10 @@ export function loadSeries(path: string, cwd = process.cwd()): Series {
   const names = patchFileNames(readdirSync(full));
   if (names.length === 0) throw new HilError("series directory holds no *.patch files", { where: full });
   const keyParts: Array<string | Uint8Array> = ["patch-dir"];
+  const total = names.reduce((sum, name) => sum + statSync(join(full, name)).size, 0);
+  if (total > USER_FILE_LIMITS.series) throw tooLarge("series", full, formatBytes(total), "the series");
   const patches = names.map((name, i) => {
-    const bytes = readFileSync(join(full, name));
+    const bytes = readUserFile(join(full, name), "series");
     keyParts.push(name, bytes);
     const text = bytes.toString("utf8");
     if (!hasDiff(text)) throw new HilError("contains no diff", { where: join(full, name) });

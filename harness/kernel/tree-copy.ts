@@ -25,8 +25,14 @@ async function textFilesNaming(dir: string, paths: readonly string[]): Promise<s
  * Makefile, `source`) is rewritten to name the new ones. Kbuild compares each target's recorded
  * command with the one it would run now and reads the target's dependencies from the same
  * record, so a record left naming the old tree would hide a changed file; none is left.
+ * `named`: the trees as the records spell them, where the tree was built (`from` unless the
+ * cache was copied or moved since).
  */
-export async function copyBuildTree(from: KbuildTree, to: KbuildTree): Promise<void> {
+export async function copyBuildTree(
+  from: KbuildTree,
+  to: KbuildTree,
+  named: KbuildTree = from,
+): Promise<void> {
   await run("cp -a (copy of the base build tree)", "cp", [
     "-a",
     "--reflink=auto",
@@ -34,10 +40,10 @@ export async function copyBuildTree(from: KbuildTree, to: KbuildTree): Promise<v
     to.buildDir,
   ]);
   const renames: Array<[RegExp, string]> = [
-    [pathRegExp(from.buildDir), to.buildDir],
-    [pathRegExp(from.srcDir), to.srcDir],
+    [pathRegExp(named.buildDir), to.buildDir],
+    [pathRegExp(named.srcDir), to.srcDir],
   ];
-  const needles = [from.buildDir, from.srcDir];
+  const needles = [named.buildDir, named.srcDir];
   for (const file of await textFilesNaming(to.buildDir, needles)) {
     const before = await stat(file);
     let text = await readFile(file, "utf8");

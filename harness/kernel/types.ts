@@ -8,7 +8,7 @@ export interface KernelRequest {
   configs: string[];
 }
 
-/** A built kernel in the cache; every path is absolute. */
+/** A built kernel in the cache; every path is absolute (artifact-record.ts stores them relative). */
 export interface KernelArtifact {
   key: string;
   dir: string;
@@ -20,6 +20,12 @@ export interface KernelArtifact {
   buildDir: string;
   /** the (patched) source tree the build used */
   srcDir: string;
+  /**
+   * The source and build trees as the build tree's own records (.cmd files, the generated
+   * Makefile) name them: where they were when it was built. Text to find in those records, never
+   * a path to open: a copied cache has them elsewhere.
+   */
+  kbuildNames: { srcDir: string; buildDir: string };
   config: string;
   /** human-readable description: base, series, fragments */
   describe: string;

@@ -1,10 +1,11 @@
 import { existsSync } from "node:fs";
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { cachePath, ensureEntry, isComplete, sweepStale } from "../../util/cache.ts";
+import { cachePath, ensureEntry, findIntactEntry, sweepStale } from "../../util/cache.ts";
 import { HilError } from "../../util/errors.ts";
 import { run } from "../../util/exec.ts";
 import { hashParts } from "../../util/hash.ts";
+import { makeDir } from "../../util/make-dir.ts";
 import { progress, type Step } from "../../util/progress.ts";
 import type { QemuInstall } from "../launch/types.ts";
 import { hostFirmwareDirs } from "./firmware.ts";
@@ -45,7 +46,7 @@ export const QEMU_SOURCE_FIXUPS = [
  */
 const SYSTEM_PYTHON = "/usr/bin/python3";
 const BINARY_IN_ENTRY = "prefix/bin/qemu-system-x86_64";
-const BUILD_KIND = "qemu";
+export const BUILD_KIND = "qemu";
 
 export function qemuBuildKey(): string {
   return hashParts([
@@ -89,7 +90,7 @@ async function buildInto(entryDir: string): Promise<BuiltQemuManifest> {
   const src = join(entryDir, "src");
   const build = join(src, "build");
   const prefix = join(entryDir, "prefix");
-  await mkdir(build, { recursive: true });
+  await makeDir(build);
 
   await stage(`unpacking QEMU ${QEMU_SOURCE.version}`, async () => {
     await run("unpack QEMU source", "tar", ["-xJf", tarball, "-C", src, "--strip-components=1"]);
@@ -134,7 +135,7 @@ async function buildInto(entryDir: string): Promise<BuiltQemuManifest> {
 /** The QEMU an earlier build left in the cache, without building or locking anything; undefined if none. */
 export async function findBuiltQemu(): Promise<QemuInstall | undefined> {
   const dir = cachePath(BUILD_KIND, qemuBuildKey());
-  if (!isComplete(dir)) return undefined;
+  if (!(await findIntactEntry(dir))) return undefined;
   const manifest = await readManifest(dir);
   return {
     binary: join(dir, manifest.binary),

@@ -4,13 +4,16 @@ import { join } from "node:path";
 import { Command } from "commander";
 import t, { type Test } from "tap";
 import { register } from "../../harness/cli/kernel-command.ts";
-import { PATCHED_CACHE_KIND } from "../../harness/kernel/apply.ts";
-import { BASE_CACHE_KIND } from "../../harness/kernel/base-source.ts";
+import { PATCHED_CACHE_KIND, patchedTreeKey } from "../../harness/kernel/apply.ts";
+import { BASE_CACHE_KIND, baseKey } from "../../harness/kernel/base-source.ts";
+import { parseBaseSpec } from "../../harness/kernel/base-spec.ts";
 import { buildKernel, ensureBaseSource, KERNEL_CACHE_KIND } from "../../harness/kernel/build.ts";
+import { loadSeries } from "../../harness/kernel/series.ts";
 import type { KernelArtifact } from "../../harness/kernel/types.ts";
 import { cacheRoot } from "../../util/cache.ts";
 import { run } from "../../util/exec.ts";
 import { hashFile } from "../../util/hash.ts";
+import { cacheNamesOf, kernelKeyOf } from "../support/kernel-keys.ts";
 
 // Real builds: minutes each on a cold cache (2 shared cores), seconds once cached.
 t.setTimeout(4 * 3600_000);
@@ -20,11 +23,6 @@ const HELLO = "erdma-hil: hello from a patched kernel";
 
 function moduleFile(a: KernelArtifact, rel: string): string {
   return join(a.modulesRoot, "lib", "modules", a.release, "kernel", rel);
-}
-
-function cacheListing(kind: string): string[] {
-  const dir = join(cacheRoot(), kind);
-  return existsSync(dir) ? readdirSync(dir).sort() : [];
 }
 
 /** A PATH whose `make` fails loudly: proves a call did not run make. */
@@ -61,6 +59,7 @@ t.test("plain debian:6.12", async (t) => {
   const a = await buildKernel({ base: "debian:6.12", configs: [] });
   assertKernel(t, a, /^6\.12\.\d+/);
   t.equal(a.srcDir, await ensureBaseSource("debian:6.12"), "built from the pristine tree");
+  t.equal(a.key, await kernelKeyOf("debian:6.12"), "the key the leftover checks below look for");
 });
 
 t.test("a second build of the same inputs returns the cached artifact without running make", async (t) => {
@@ -128,14 +127,23 @@ t.test("a patch that does not apply: one error naming patch, file and hunk; cach
   const touched = ["init/main.c", "drivers/infiniband/hw/erdma/erdma_main.c"].map((f) => join(pristine, f));
   const hashesBefore = await Promise.all(touched.map((f) => hashFile(f)));
   const linksBefore = touched.map((f) => statSync(f).nlink);
-  const listings = () => [BASE_CACHE_KIND, PATCHED_CACHE_KIND, KERNEL_CACHE_KIND].map(cacheListing);
-  const before = listings();
+  const series = loadSeries(fixture("does-not-apply.mbox"));
+  const base = await baseKey(parseBaseSpec("debian:6.12"));
+  const kernelKey = await kernelKeyOf("debian:6.12", { series: fixture("does-not-apply.mbox") });
+  const mine = () => [
+    ...cacheNamesOf(PATCHED_CACHE_KIND, patchedTreeKey(base, series.key)),
+    ...cacheNamesOf(KERNEL_CACHE_KIND, kernelKey),
+  ];
+  const baseEntries = () => readdirSync(join(cacheRoot(), BASE_CACHE_KIND)).filter((n) => n.startsWith(base));
+  const baseBefore = baseEntries();
+  t.same(mine(), [], "no entry of this series before");
   await t.rejects(buildKernel({ base: "debian:6.12", series: fixture("does-not-apply.mbox"), configs: [] }), {
     name: "HilError",
     message:
       'patch 2/2 "[PATCH 2/2] RDMA/erdma: report a failed PCI driver registration" (does-not-apply.mbox #2) does not apply to debian:6.12: drivers/infiniband/hw/erdma/erdma_main.c: hunk #2 FAILED at line 648 (@@ -647,8 +648,10 @@ static __init int erdma_init_module(void))',
   });
-  t.same(listings(), before, "no new, temporary or half-patched entries in the cache");
+  t.same(mine(), [], "no new, temporary or half-patched entry of this series in the cache");
+  t.same(baseEntries(), baseBefore, "the base's entry is as it was");
   t.same(await Promise.all(touched.map((f) => hashFile(f))), hashesBefore, "the pristine tree is unchanged");
   t.same(
     touched.map((f) => statSync(f).nlink),
@@ -150,7 +158,8 @@ t.test("a fragment asking for a missing or unreachable option fails before compi
       "# asks for what this kernel cannot give\nCONFIG_ERDMA_HIL_NO_SUCH_OPTION=y\nCONFIG_VIRTIO_BLK=y\n",
   });
   const fragment = join(dir, "bad.config");
-  const before = cacheListing(KERNEL_CACHE_KIND);
+  const key = await kernelKeyOf("debian:6.12", { fragments: [fragment] });
+  t.same(cacheNamesOf(KERNEL_CACHE_KIND, key), [], "no entry of this fragment before");
   const err = await buildKernel({ base: "debian:6.12", configs: [fragment] }).then(
     () => undefined,
     (e: unknown) => e as Error & { format(): string },
@@ -167,7 +176,11 @@ t.test("a fragment asking for a missing or unreachable option fails before compi
     text,
     /requires BLK_DEV \(enclosing if\) && VIRTIO; in the final \.config: BLK_DEV is not set, VIRTIO=y/,
   );
-  t.same(cacheListing(KERNEL_CACHE_KIND), before, "no kernel entry left behind");
+  t.same(
+    cacheNamesOf(KERNEL_CACHE_KIND, key),
+    [],
+    "no kernel entry, lock or work dir of this build left behind",
+  );
 });
 
 t.test("an unknown base is one error listing the accepted forms", async (t) => {

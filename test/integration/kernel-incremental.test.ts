@@ -4,16 +4,23 @@
  * build from scratch makes; a built-in change relinks the kernel after compiling one object; both
  * kernels boot and show their change.
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { prepareGuest, withGuest } from "../../harness/boot.ts";
-import { buildKernel, buildKernelFromScratch, KERNEL_CACHE_KIND } from "../../harness/kernel/build.ts";
+import { readArtifactRecord, writeArtifactRecord } from "../../harness/kernel/artifact-record.ts";
+import {
+  buildKernel,
+  buildKernelFromScratch,
+  KERNEL_CACHE_KIND,
+  kernelEntryOptions,
+} from "../../harness/kernel/build.ts";
 import { KbuildCounter, parseKbuildLine } from "../../harness/kernel/kbuild-progress.ts";
 import type { KernelArtifact } from "../../harness/kernel/types.ts";
-import { cacheRoot, ensureEntry } from "../../util/cache.ts";
+import { ensureEntry } from "../../util/cache.ts";
 import { run } from "../../util/exec.ts";
 import { hashFile } from "../../util/hash.ts";
+import { cacheNamesOf, kernelKeyOf } from "../support/kernel-keys.ts";
 
 t.setTimeout(4 * 3600_000);
 
@@ -42,10 +49,6 @@ function compiled(a: KernelArtifact): string[] {
 
 function installed(a: KernelArtifact, rel: string): string {
   return join(a.modulesRoot, "lib", "modules", a.release, "kernel", rel);
-}
-
-function kernelEntries(): string[] {
-  return readdirSync(join(cacheRoot(), KERNEL_CACHE_KIND)).sort();
 }
 
 const base = await buildKernel({ base: BASE, configs: [] });
@@ -128,13 +131,10 @@ t.test("the same series built from scratch makes byte-identical modules", async 
   const { dir } = await ensureEntry(
     "kernel-from-scratch",
     a.key,
-    { what: "kernel from scratch (the incremental build's reference)", inPlace: true },
-    async (work) => {
-      const built = await buildKernelFromScratch(req, work);
-      writeFileSync(join(work, "artifact.json"), JSON.stringify(built));
-    },
+    kernelEntryOptions("kernel from scratch (the incremental build's reference)"),
+    async (work) => writeArtifactRecord(work, await buildKernelFromScratch(req, work)),
   );
-  const scratch = JSON.parse(readFileSync(join(dir, "artifact.json"), "utf8")) as KernelArtifact;
+  const scratch = await readArtifactRecord(dir);
   t.equal(scratch.release, a.release);
   const order = readFileSync(join(a.buildDir, "modules.order"), "utf8").split("\n").filter(Boolean);
   t.ok(order.length > 3, `modules: ${order.join(" ")}`);
@@ -188,7 +188,8 @@ t.test("a series that breaks the erdma build: one error naming the file; nothing
       "+\terdma_hil_no_such_function();",
     ),
   );
-  const before = kernelEntries();
+  const key = await kernelKeyOf(BASE, { series: broken });
+  t.same(cacheNamesOf(KERNEL_CACHE_KIND, key), [], "no entry of this series before");
   const err = await buildKernel({ base: BASE, series: broken, configs: [] }).then(
     () => undefined,
     (e: unknown) => e as Error & { detail?: string },
@@ -202,6 +203,6 @@ t.test("a series that breaks the erdma build: one error naming the file; nothing
     /^drivers\/infiniband\/hw\/erdma\/erdma_main\.c:\d+:\d+: error: implicit declaration of function .erdma_hil_no_such_function./m,
     "the compiler's error, the file named relative to the tree",
   );
-  t.same(kernelEntries(), before, "no kernel entry, no temporary directory left");
+  t.same(cacheNamesOf(KERNEL_CACHE_KIND, key), [], "no kernel entry, lock or work dir of this build left");
   t.ok(existsSync(base.buildDir), "the base build is still there");
 });

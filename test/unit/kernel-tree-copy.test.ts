@@ -110,3 +110,29 @@ t.test("the build tree copy names the new trees everywhere and keeps every time 
   );
   t.equal(statSync(join(oldBuild, "init", "main.o")).nlink, 1, "and shares no file with the copy");
 });
+
+t.test("a build tree from a copied cache: the names its records hold are the ones rewritten", async (t) => {
+  const root = t.testdir({});
+  // built in cache A, copied to cache B, continued into B's new entry
+  const namedSrc = join(root, "A", "kernel-base", "k1", "src");
+  const namedBuild = join(root, "A", "kernel", "k2", "build");
+  const copiedBuild = join(root, "B", "kernel", "k2", "build");
+  const copiedSrc = join(root, "B", "kernel-base", "k1", "src");
+  const newSrc = join(root, "B", "kernel-patched", "k3", "src");
+  const newBuild = join(root, "B", "kernel", "k4", "build");
+  const cmd = `savedcmd_init/main.o := gcc -I${namedSrc}/include -o ${namedBuild}/init/main.o\n`;
+  await run("mkdir", "mkdir", ["-p", join(copiedBuild, "init"), join(root, "B", "kernel", "k4")]);
+  writeFileSync(join(copiedBuild, "init", ".main.o.cmd"), cmd);
+  symlinkSync(namedSrc, join(copiedBuild, "source"));
+  await copyBuildTree(
+    { srcDir: copiedSrc, buildDir: copiedBuild },
+    { srcDir: newSrc, buildDir: newBuild },
+    { srcDir: namedSrc, buildDir: namedBuild },
+  );
+  t.equal(
+    readFileSync(join(newBuild, "init", ".main.o.cmd"), "utf8"),
+    `savedcmd_init/main.o := gcc -I${newSrc}/include -o ${newBuild}/init/main.o\n`,
+    "no record of the new tree names cache A",
+  );
+  t.equal(readlinkSync(join(newBuild, "source")), newSrc);
+});
