@@ -41,11 +41,14 @@ import { parseMac } from "../erdma/device.ts";
 import { Fabric } from "../erdma/fabric.ts";
 import type { ErdmaProfile } from "../erdma/profile.ts";
 import { DEFAULT_PROFILE, loadProfile } from "../erdma/profile-file.ts";
-import { ErdmaVfioDevice, keepServerEvent } from "../erdma/vfio-user-device.ts";
+import { ErdmaVfioDevice, keepServerCommand, keepServerEvent } from "../erdma/vfio-user-device.ts";
 import { createTestDevice } from "../testdev/device.ts";
 import type { DeviceModel } from "../vfio-user/device.ts";
+import { commandName } from "../vfio-user/protocol.ts";
 import { startServer, type TraceEvent, type VfioUserServer } from "../vfio-user/server.ts";
 import { startControlServer } from "./control-socket.ts";
+import { LineBatch } from "./line-batch.ts";
+import { traceFailureLine } from "./trace-failure.ts";
 import type { SERVER_TRACE_SRC } from "./trace-line.ts";
 
 const USAGE = [
@@ -185,9 +188,19 @@ export function parseServerArgs(argv: readonly string[]): ServerPlan | undefined
   };
 }
 
+const bigintAsHex = (_k: string, v: unknown) => (typeof v === "bigint" ? `0x${v.toString(16)}` : v);
+
 /** JSON with bigints as hex strings. */
 export function traceLine(e: object): string {
-  return JSON.stringify(e, (_k, v) => (typeof v === "bigint" ? `0x${v.toString(16)}` : v));
+  // A replacer takes JSON.stringify off its fast path, and most events hold no bigint: try without
+  // one; a bigint (at the top, seen here, or nested, which makes JSON.stringify throw) needs it.
+  for (const v of Object.values(e)) if (typeof v === "bigint") return JSON.stringify(e, bigintAsHex);
+  try {
+    return JSON.stringify(e);
+  } catch (err) {
+    if (err instanceof TypeError) return JSON.stringify(e, bigintAsHex);
+    throw err;
+  }
 }
 
 type TraceSink = (event: Record<string, unknown>) => void;
@@ -196,6 +209,8 @@ interface BuiltDevice {
   device: DeviceModel;
   /** which server events go to the trace (default: all) */
   keep?: (e: TraceEvent) => boolean;
+  /** which commands' recv/send events `keep` keeps (by name): the server builds no others */
+  keepCommand?: (command: string) => boolean;
 }
 
 /** The profiles of the plan, loaded before anything listens: a bad one is a usage error naming its device. */
@@ -234,29 +249,62 @@ function buildDevice(
       ...(fabric ? { fabric } : {}),
     }),
     keep: keepServerEvent,
+    keepCommand: keepServerCommand,
   };
 }
 
-/** One write stream per distinct trace target ("-" is stderr). */
+/**
+ * One write stream per distinct trace target ("-" is stderr). A file's lines are written in
+ * batches (line-batch.ts); stderr's at once, in their place among the server's warnings. A trace
+ * file that cannot be written (a full disk) stops with one line on stderr; the device goes on
+ * serving the guest.
+ */
 class TraceFiles {
   private readonly streams = new Map<string, WriteStream | NodeJS.WriteStream>();
+  private readonly batches = new Map<string, LineBatch>();
+  private readonly broken = new Set<string>();
 
   sink(target: string | undefined): TraceSink | undefined {
     if (target === undefined) return undefined;
     let out = this.streams.get(target);
     if (!out) {
-      out = target === "-" ? process.stderr : createWriteStream(target, { flags: "a" });
+      out = target === "-" ? process.stderr : this.open(target);
       this.streams.set(target, out);
     }
     const stream = out;
-    return (e) => stream.write(`${traceLine(e)}\n`);
+    if (target === "-")
+      return (e) => {
+        if (!this.broken.has(target)) stream.write(`${traceLine(e)}\n`);
+      };
+    let batch = this.batches.get(target);
+    if (!batch) {
+      batch = new LineBatch((text) => {
+        if (!this.broken.has(target)) stream.write(text);
+      });
+      this.batches.set(target, batch);
+    }
+    const lines = batch;
+    return (e) => {
+      if (!this.broken.has(target)) lines.push(`${traceLine(e)}\n`);
+    };
+  }
+
+  private open(target: string): WriteStream {
+    const stream = createWriteStream(target, { flags: "a" });
+    stream.on("error", (err: NodeJS.ErrnoException) => {
+      if (this.broken.has(target)) return;
+      this.broken.add(target);
+      process.stderr.write(`${traceFailureLine(target, err)}\n`);
+    });
+    return stream;
   }
 
   async close(): Promise<void> {
+    for (const batch of this.batches.values()) batch.flush();
     await Promise.all(
       [...this.streams.values()]
-        .filter((s) => s !== process.stderr)
-        .map((s) => new Promise<void>((r) => (s as WriteStream).end(r))),
+        .filter((s): s is WriteStream => s !== process.stderr && !s.destroyed)
+        .map((s) => new Promise<void>((r) => s.end(r))),
     );
   }
 }
@@ -321,6 +369,7 @@ async function main(): Promise<void> {
     const built = buildDevice(plan, d, profiles, fabric, now, sink);
     if (built.device instanceof ErdmaVfioDevice) controlled.set(d.name, built.device);
     const keep = built.keep;
+    const keepCommand = built.keepCommand;
     const label = plan.devices.length > 1 ? ` ${d.name}` : "";
     try {
       servers.push(
@@ -328,6 +377,7 @@ async function main(): Promise<void> {
           socketPath: d.socketPath,
           device: built.device,
           dmaTimeoutMs: plan.dmaTimeoutMs,
+          ...(sink && keepCommand ? { traceCommand: (c: number) => keepCommand(commandName(c)) } : {}),
           trace: sink
             ? (e) => {
                 if (!keep) sink(tagged ? { ...e, dev: d.name } : e);

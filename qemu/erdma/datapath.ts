@@ -11,10 +11,12 @@
 
 import { type AccessFailure, gather, resolveAccess, scatter } from "./access.ts";
 import type { CqeFields } from "./cq.ts";
+import { DEVICE_RESET } from "./dma.ts";
 import type { WorkQueue as Jobs } from "./engine.ts";
 import type { Fabric, FabricPort } from "./fabric.ts";
 import type { FaultPlan } from "./faults.ts";
 import { flushLimit } from "./flush.ts";
+import { DmaFault } from "./host.ts";
 import {
   AeType,
   CqeQtype,
@@ -68,6 +70,24 @@ const remoteStatus: Record<AccessFailure, number> = {
 interface Peer {
   dp: DataPath;
   qp: QueuePair;
+}
+
+/**
+ * A WQE whose buffers the platform would not let the device reach (outside what the guest mapped
+ * for DMA: a dma-fault trace event was written) completes in error: GENERAL_ERR, which the driver
+ * reports as IB_WC_GENERAL_ERR (erdma_cq.c map_cqe_status). No check of the device's own (key,
+ * PD, right, bound) failed, so none of the access statuses fits. Any other error is rethrown.
+ */
+function dmaRefused(err: unknown, remote: boolean): Outcome & { done: true; reason: string } {
+  // a reset revoked the device's access: the job is over, there is nothing to complete
+  if (!(err instanceof DmaFault) || err.reason === DEVICE_RESET) throw err;
+  return {
+    done: true,
+    status: WcStatus.GENERAL_ERR,
+    length: 0,
+    reason: `${remote ? "the responder's" : "its"} buffer is outside mapped memory (${err.message})`,
+    ...(remote ? { remoteError: true } : {}),
+  };
 }
 
 export class DataPath implements FabricPort {
@@ -212,11 +232,26 @@ export class DataPath implements FabricPort {
       if (!this.isRts(qp)) return; // not connected yet: the WQEs wait
       if (this.env.faults.stalled(qp.qpn, "sq") !== undefined) return;
       const index = qp.sq.ci;
-      const sqe = await this.readSqe(st, qp, index);
+      // the SQ itself unmapped under the device: one WQEBB fails as dmaRefused says
+      let status: number = WcStatus.SEND_WQE_FORMAT_ERR;
+      const sqe = await this.readSqe(st, qp, index).catch((err: unknown) => {
+        const refused = dmaRefused(err, false);
+        status = refused.status;
+        return {
+          ok: false as const,
+          reason: `the SQE is unreadable: ${refused.reason}`,
+          opcode: 0,
+          wqebbs: 1,
+        };
+      });
+      // a header claiming WQEBBs past the producer index takes the consumer index to it, not over
+      // it: past it, the 16-bit distance wraps and the loop would run stale entries for up to 2^16
+      // WQEBBs without yielding
+      const posted = distance(qp.sq.pi, index, WQ_INDEX_BITS);
       if (!sqe.ok) {
-        qp.sq.ci = (index + sqe.wqebbs) & IDX_MASK;
-        this.traceWqe(qp, "sq", index, sqe.opcode, WcStatus.SEND_WQE_FORMAT_ERR, { reason: sqe.reason });
-        await this.complete(st, qp, "sq", index, sqe.opcode, WcStatus.SEND_WQE_FORMAT_ERR, 0);
+        qp.sq.ci = (index + Math.min(sqe.wqebbs, posted)) & IDX_MASK;
+        this.traceWqe(qp, "sq", index, sqe.opcode, status, { reason: sqe.reason });
+        await this.complete(st, qp, "sq", index, sqe.opcode, status, 0);
         await this.fail(st, qp, `SQE ${index}: ${sqe.reason}`);
         continue;
       }
@@ -228,7 +263,7 @@ export class DataPath implements FabricPort {
         this.env.tracer.emit({ kind: "wait", qpn: qp.qpn, queue: "sq", index, reason: outcome.reason });
         return;
       }
-      qp.sq.ci = (index + sqe.sqe.wqebbs) & IDX_MASK;
+      qp.sq.ci = (index + Math.min(sqe.sqe.wqebbs, posted)) & IDX_MASK;
       this.traceWqe(qp, "sq", index, sqe.sqe.opcode, outcome.status, {
         length: outcome.length,
         signaled: sqe.sqe.signaled,
@@ -324,7 +359,11 @@ export class DataPath implements FabricPort {
     for (const sge of sqe.sgl) {
       const r = await resolveAccess(st, qp.pd, sge.key, sge.addr, sge.length, 0);
       if (!r.ok) return { done: true, status: localStatus[r.failure], length: 0, reason: r.why };
-      parts.push(await gather(st, r.segments, `QP ${qp.qpn} SGE`));
+      try {
+        parts.push(await gather(st, r.segments, `QP ${qp.qpn} SGE`));
+      } catch (err) {
+        return dmaRefused(err, false);
+      }
     }
     if (parts.length === 1 && parts[0]) return parts[0];
     return Buffer.concat(parts);
@@ -350,14 +389,23 @@ export class DataPath implements FabricPort {
         return { done: true, status: WcStatus.SEND_WQE_FORMAT_ERR, length: 0, reason: "WRITE without sink" };
       const r = await resolveAccess(pst, peer.qp.pd, sink.stag, sink.to, data.length, MrRight.REMOTE_WRITE);
       if (!r.ok) return this.remoteFailure(peer, r.failure, r.why);
-      await scatter(pst, r.segments, data, `QP ${peer.qp.qpn} WRITE sink`);
+      try {
+        await scatter(pst, r.segments, data, `QP ${peer.qp.qpn} WRITE sink`);
+      } catch (err) {
+        return this.remoteDmaFailure(peer, err);
+      }
       this.count(st, pst, data.length);
       if (sqe.imm === undefined) return { done: true, status: WcStatus.SUCCESS, length: data.length };
     }
     // SEND (with imm / inv) or WRITE_WITH_IMM: the peer's next RQE
     const rqIndex = peer.qp.rq.ci;
     peer.qp.rq.ci = (rqIndex + 1) & IDX_MASK;
-    const rqe = await peer.dp.readRqe(pst, peer.qp, rqIndex);
+    let rqe: Rqe;
+    try {
+      rqe = await peer.dp.readRqe(pst, peer.qp, rqIndex);
+    } catch (err) {
+      return this.receiveDmaFailure(peer, rqIndex, err);
+    }
     let recvOp: number = WqeOp.RECEIVE;
     let word3: CqeFields["word3"];
     if (sqe.imm !== undefined) {
@@ -400,7 +448,11 @@ export class DataPath implements FabricPort {
         await peer.dp.receiveError(pst, peer.qp, rqIndex, remoteStatus[r.failure], r.why);
         return { done: true, status: remoteStatus[r.failure], length: 0, reason: r.why, remoteError: true };
       }
-      await scatter(pst, r.segments, data, `QP ${peer.qp.qpn} RQE`);
+      try {
+        await scatter(pst, r.segments, data, `QP ${peer.qp.qpn} RQE`);
+      } catch (err) {
+        return this.receiveDmaFailure(peer, rqIndex, err);
+      }
       this.count(st, pst, data.length);
       if (sqe.invalidate !== undefined) {
         const mr = pst.mrs.get(sqe.invalidate >>> 8);
@@ -446,8 +498,17 @@ export class DataPath implements FabricPort {
       MrRight.REMOTE_READ,
     );
     if (!remote.ok) return this.remoteFailure(peer, remote.failure, remote.why);
-    const data = await gather(pst, remote.segments, `QP ${peer.qp.qpn} READ source`);
-    await scatter(st, local.segments, data, `QP ${qp.qpn} READ sink`);
+    let data: Uint8Array;
+    try {
+      data = await gather(pst, remote.segments, `QP ${peer.qp.qpn} READ source`);
+    } catch (err) {
+      return this.remoteDmaFailure(peer, err);
+    }
+    try {
+      await scatter(st, local.segments, data, `QP ${qp.qpn} READ sink`);
+    } catch (err) {
+      return dmaRefused(err, false);
+    }
     this.count(pst, st, data.length);
     if (sqe.invalidate !== undefined) {
       const mr = st.mrs.get(sqe.invalidate >>> 8);
@@ -475,7 +536,12 @@ export class DataPath implements FabricPort {
       MrRight.REMOTE_ATOMIC,
     );
     if (!remote.ok) return this.remoteFailure(peer, remote.failure, remote.why);
-    const old = await gather(pst, remote.segments, "atomic target");
+    let old: Uint8Array;
+    try {
+      old = await gather(pst, remote.segments, "atomic target");
+    } catch (err) {
+      return this.remoteDmaFailure(peer, err);
+    }
     const value = new DataView(old.buffer, old.byteOffset, 8).getBigUint64(0, true);
     const mask = (1n << 64n) - 1n;
     const next =
@@ -486,8 +552,16 @@ export class DataPath implements FabricPort {
         : (value + sqe.swapOrAdd) & mask;
     const out = new Uint8Array(8);
     new DataView(out.buffer).setBigUint64(0, next, true);
-    await scatter(pst, remote.segments, out, "atomic target");
-    await scatter(st, local.segments, old, "atomic result");
+    try {
+      await scatter(pst, remote.segments, out, "atomic target");
+    } catch (err) {
+      return this.remoteDmaFailure(peer, err);
+    }
+    try {
+      await scatter(st, local.segments, old, "atomic result");
+    } catch (err) {
+      return dmaRefused(err, false);
+    }
     return { done: true, status: WcStatus.SUCCESS, length: 8 };
   }
 
@@ -496,6 +570,20 @@ export class DataPath implements FabricPort {
     const pst = peer.dp.state();
     await peer.dp.fail(pst, peer.qp, `remote access: ${why}`);
     return { done: true, status: remoteStatus[failure], length: 0, reason: why, remoteError: true };
+  }
+
+  /** The responder's memory refused a DMA: its QP goes to ERROR, the requester's WQE fails. */
+  private async remoteDmaFailure(peer: Peer, err: unknown): Promise<Outcome> {
+    const outcome = dmaRefused(err, true);
+    await peer.dp.fail(peer.dp.state(), peer.qp, `remote access: ${outcome.reason}`);
+    return outcome;
+  }
+
+  /** The responder's RQE (or its buffer) could not be reached: the RQE fails too, in its CQE. */
+  private async receiveDmaFailure(peer: Peer, rqIndex: number, err: unknown): Promise<Outcome> {
+    const outcome = dmaRefused(err, true);
+    await peer.dp.receiveError(peer.dp.state(), peer.qp, rqIndex, WcStatus.GENERAL_ERR, outcome.reason);
+    return outcome;
   }
 
   private count(from: DeviceState, to: DeviceState, bytes: number): void {
@@ -546,21 +634,33 @@ export class DataPath implements FabricPort {
     this.stateChanged(qp, from);
   }
 
+  /** An SQE's size and opcode, for its flush CQE; an SQE the device cannot read counts as one WQEBB. */
+  private async readSqeHeader(st: DeviceState, qp: QueuePair, index: number) {
+    let first: Uint8Array;
+    try {
+      first = await st.dma.read(
+        qp.sq.buffer.address(slot(index, qp.sq.depth) * SQEBB_SIZE),
+        8,
+        `QP ${qp.qpn} SQE`,
+      );
+    } catch (err) {
+      if (!(err instanceof DmaFault)) throw err;
+      return { wqebbs: 1, opcode: 0 };
+    }
+    const hdr = new DataView(first.buffer, first.byteOffset, 8).getBigUint64(0, true);
+    return { wqebbs: sqeWqebbs(hdr), opcode: Number((hdr >> 27n) & 0x1fn) };
+  }
+
   private async flushSq(st: DeviceState, qp: QueuePair): Promise<void> {
     const { limit, reason } = flushLimit(st.profile.errorFlush, qp, "sq");
     const from = qp.sq.ci;
     let count = 0;
     while (distance(limit, qp.sq.ci, WQ_INDEX_BITS) > 0) {
       const index = qp.sq.ci;
-      const first = await st.dma.read(
-        qp.sq.buffer.address(slot(index, qp.sq.depth) * SQEBB_SIZE),
-        8,
-        `QP ${qp.qpn} SQE`,
-      );
-      const hdr = new DataView(first.buffer, first.byteOffset, 8).getBigUint64(0, true);
-      const wqebbs = sqeWqebbs(hdr);
-      const opcode = Number((hdr >> 27n) & 0x1fn);
-      qp.sq.ci = (index + wqebbs) & IDX_MASK;
+      const { wqebbs, opcode } = await this.readSqeHeader(st, qp, index);
+      // a header claiming WQEBBs past the limit ends the flush there: stepping over the limit
+      // would make the distance wrap and the loop run (without yielding) for up to 2^16 entries
+      qp.sq.ci = (index + Math.min(wqebbs, distance(limit, index, WQ_INDEX_BITS))) & IDX_MASK;
       await this.complete(st, qp, "sq", index, opcode, WcStatus.FLUSH_ERR, 0);
       count++;
     }

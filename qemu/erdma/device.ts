@@ -539,6 +539,23 @@ export class ErdmaDevice {
       this.tracer.emit({ kind: "irq", vector, delivered: false, source: `${source} (lost: injected)` });
       return;
     }
+    const held = source.startsWith("ceq")
+      ? this.faults.fire("coalesce-irq", { vector }, { source })
+      : undefined;
+    if (held) {
+      setTimeout(
+        () =>
+          this.jobs.post(`held irq ${vector}`, async () =>
+            this.deliver(vector, `${source} (held ${held.ms} ms: injected)`),
+          ),
+        held.ms,
+      ).unref();
+      return;
+    }
+    this.deliver(vector, source);
+  }
+
+  private deliver(vector: number, source: string): void {
     let delivered = false;
     try {
       delivered = this.host.raiseMsix(vector) !== false;

@@ -6,6 +6,9 @@ import { hex, U64_MASK } from "./bits.ts";
 import { DmaFault, type GuestMemory } from "./host.ts";
 import type { Tracer } from "./trace.ts";
 
+/** The reason of every access after the device was reset (revoke()): no guest memory is reached. */
+export const DEVICE_RESET = "device reset";
+
 /** Largest single access the core makes; anything larger is a model bug or a hostile length. */
 const MAX_ACCESS = 64 << 20;
 
@@ -35,7 +38,7 @@ export class Dma {
   }
 
   async read(address: bigint, length: number, context: string): Promise<Uint8Array> {
-    if (this.revoked) throw new DmaFault(address, length, "read", "device reset");
+    if (this.revoked) throw new DmaFault(address, length, "read", DEVICE_RESET);
     if (!inRange(address, length)) throw this.fault(address, length, "read", context, "address out of range");
     this.reads++;
     try {
@@ -50,7 +53,7 @@ export class Dma {
   }
 
   async write(address: bigint, data: Uint8Array, context: string): Promise<void> {
-    if (this.revoked) throw new DmaFault(address, data.length, "write", "device reset");
+    if (this.revoked) throw new DmaFault(address, data.length, "write", DEVICE_RESET);
     if (!inRange(address, data.length)) {
       throw this.fault(address, data.length, "write", context, "address out of range");
     }

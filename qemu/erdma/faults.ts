@@ -46,6 +46,16 @@ export const FaultSpec = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("wrong-index"), queue: queue.optional(), delta: z.number().int(), ...match }),
   /** an MSI-X interrupt that is not delivered (vector: any when absent) */
   z.object({ kind: z.literal("lose-irq"), vector: z.number().int().nonnegative().optional(), ...match }),
+  /**
+   * a completion-event (CEQ) interrupt held back for `ms` before it is raised, as interrupt
+   * moderation does: the CEQEs written meanwhile wait for one handler run (vector: any when absent)
+   */
+  z.object({
+    kind: z.literal("coalesce-irq"),
+    vector: z.number().int().nonnegative().optional(),
+    ms: z.number().int().positive().max(60_000),
+    ...match,
+  }),
   /** the queue stops processing (for `ms`, or until the faults are cleared) */
   z.object({ kind: z.literal("stall-queue"), queue, ms: z.number().int().positive().optional(), ...match }),
   /** a doorbell the device drops (its producer index is not taken) */

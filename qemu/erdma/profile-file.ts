@@ -4,13 +4,17 @@
  * Numbers may be written as JSON numbers or "0x..." strings. Every problem is one HilError naming
  * the file and the field.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { HilError } from "../../util/errors.ts";
+import { HilError, isHilError } from "../../util/errors.ts";
+import { readUserText } from "../../util/user-file.ts";
 import { NUM_MSIX_VEC } from "./hw.ts";
 import { checkProfile, type ErdmaProfile } from "./profile.ts";
+
+/** How deep `extends` may go: far more than any real profile needs, little enough to read at once. */
+const MAX_EXTENDS_DEPTH = 16;
 
 export const PROFILES_DIR = fileURLToPath(new URL("../../fixtures/profiles/", import.meta.url));
 export const DEFAULT_PROFILE = "erdma-reflush";
@@ -120,9 +124,16 @@ function readRaw(file: string, chain: string[]): Record<string, unknown> {
       detail: known.length ? `profiles in ${PROFILES_DIR}: ${known.join(", ")}` : undefined,
     });
   }
+  let text: string;
+  try {
+    text = readUserText(file, "device profile");
+  } catch (err) {
+    if (isHilError(err)) throw err;
+    throw new HilError("cannot read the device profile", { where: file, detail: (err as Error).message });
+  }
   let data: unknown;
   try {
-    data = JSON.parse(readFileSync(file, "utf8"));
+    data = JSON.parse(text);
   } catch (err) {
     throw new HilError(`not valid JSON: ${(err as Error).message}`, { where: file });
   }
@@ -137,6 +148,12 @@ function readRaw(file: string, chain: string[]): Record<string, unknown> {
   const parent = head.data.extends;
   delete raw.extends;
   if (parent === undefined) return raw;
+  if (chain.length >= MAX_EXTENDS_DEPTH) {
+    throw new HilError(`extends: a profile may extend at most ${MAX_EXTENDS_DEPTH} others in a chain`, {
+      where: file,
+      detail: [...chain, parent].join(" -> "),
+    });
+  }
   if (chain.includes(parent)) {
     throw new HilError(`extends: "${parent}" makes a cycle (${[...chain, parent].join(" -> ")})`, {
       where: file,

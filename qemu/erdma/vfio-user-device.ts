@@ -139,11 +139,16 @@ export function keepServerEvent(e: TraceEvent): boolean {
   switch (e.kind) {
     case "recv":
     case "send":
-      return !/^(REGION_READ|REGION_WRITE|DMA_READ|DMA_WRITE)$/.test(e.command);
+      return keepServerCommand(e.command);
     case "dma":
     case "irq":
       return false;
     default:
       return true;
   }
+}
+
+/** Whether the recv/send events of a command (by name) belong in the trace: see keepServerEvent. */
+export function keepServerCommand(command: string): boolean {
+  return !/^(REGION_READ|REGION_WRITE|DMA_READ|DMA_WRITE)$/.test(command);
 }

@@ -1,7 +1,7 @@
 import { constants, existsSync, readFileSync, rmSync } from "node:fs";
-import { access, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { access, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { cacheRoot } from "../../util/cache.ts";
+import { cacheRoot, makeCacheDir } from "../../util/cache.ts";
 import { onProcessExit } from "../../util/cleanup.ts";
 import { HilError } from "../../util/errors.ts";
 import { hashParts } from "../../util/hash.ts";
@@ -181,7 +181,7 @@ export async function resolveAccel(
   const decision = decideAccel({ ...input, probe: outcome });
   if (decision === "probe") throw new Error("unreachable: a probe outcome always decides");
   step.succeed(`${decision.accel} (${decision.reason})`);
-  await mkdir(join(cacheRoot(), "accel"), { recursive: true });
+  await makeCacheDir(join(cacheRoot(), "accel"));
   const tmp = `${cached}.tmp-${process.pid}`;
   await writeFile(tmp, `${JSON.stringify(decision)}\n`);
   await rename(tmp, cached);

@@ -42,7 +42,7 @@ export interface GuestSpec {
   kernelArgs?: readonly string[];
   consoleLog: string;
   qmpSocket: string;
-  /** user networking with SSH forwarded from 127.0.0.1:sshPort; absent: no NIC at all */
+  /** user networking, restricted, with SSH forwarded from 127.0.0.1:sshPort (userNetdev); absent: no NIC at all */
   network?: { sshPort: number; mac: string };
   firmwareDirs: readonly string[];
   /** a second NIC on a network shared with other guests; needs `network` (the SSH NIC) too */
@@ -67,7 +67,15 @@ export function authKeyParam(publicKeyLine: string): string {
 
 export function kernelCommandLine(spec: GuestSpec): string {
   // no_timer_check: under TCG on a loaded host the IO-APIC timer check can fail and panic the boot
-  const params = ["console=ttyS0,115200", "panic=-1", "no_timer_check", `loglevel=${spec.loglevel}`];
+  // unknown_nmi_panic: an NMI the harness injects into a frozen guest makes it print the CPU's
+  // stack and end (harness/suite/freeze.ts)
+  const params = [
+    "console=ttyS0,115200",
+    "panic=-1",
+    "no_timer_check",
+    `loglevel=${spec.loglevel}`,
+    "unknown_nmi_panic=1",
+  ];
   if (spec.probe) params.push("hil.probe");
   if (spec.authorizedKey) params.push(authKeyParam(spec.authorizedKey));
   if (spec.fabric) params.push(...fabricParams(spec.fabric));
@@ -178,7 +186,7 @@ export function qemuArgv(spec: GuestSpec): string[] {
   if (spec.network) {
     argv.push(
       "-netdev",
-      `user,id=net0,hostfwd=tcp:127.0.0.1:${spec.network.sshPort}-:22`,
+      userNetdev(spec.network.sshPort),
       "-device",
       `virtio-net-pci,netdev=net0,mac=${spec.network.mac.toLowerCase()},romfile=`,
     );
@@ -186,6 +194,20 @@ export function qemuArgv(spec: GuestSpec): string[] {
   if (spec.fabric) argv.push(...fabricNicArgs(spec.fabric));
   argv.push(...(spec.extraArgs ?? []));
   return argv;
+}
+
+/**
+ * The SSH NIC's user network: the host's 127.0.0.1:sshPort forwarded to the guest's port 22, and
+ * nothing else. restrict=on isolates the guest: it cannot open connections to the host (10.0.2.2
+ * is the host's loopback in QEMU's slirp) or through it to anywhere; forwarding rules still work
+ * (QEMU 10.2.2, qemu-options.hx on restrict=on|off: "it will not be able to contact the host and
+ * no guest IP packets will be routed over the host to the outside. This option does not affect
+ * any explicitly set forwarding rules"). The guest runs a kernel built from a series no one has
+ * reviewed yet: it must not reach the host's loopback services (another guest's SSH, a server
+ * bound to 127.0.0.1), only be reached on its own forwarded port.
+ */
+export function userNetdev(sshPort: number): string {
+  return `user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:${sshPort}-:22`;
 }
 
 /** The fabric NIC: a virtio-net behind a dgram netdev over unix datagram sockets (no root, no tap). */

@@ -1,10 +1,12 @@
-import { rmSync } from "node:fs";
-import { copyFile, mkdir, rm, writeFile } from "node:fs/promises";
+import { existsSync, rmSync } from "node:fs";
+import { rm, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { dirname, join } from "node:path";
 import type { Client } from "ssh2";
+import { copyFileAtomic, writeFileAtomic } from "../../util/atomic-write.ts";
 import { onProcessExit } from "../../util/cleanup.ts";
 import { HilError } from "../../util/errors.ts";
+import { makeDir } from "../../util/make-dir.ts";
 import { progress } from "../../util/progress.ts";
 import { resolveAccel } from "./accel.ts";
 import { type Accel, type FabricNic, type GuestSpec, qemuArgv } from "./cmdline.ts";
@@ -277,9 +279,12 @@ class RunningGuest implements Guest {
     if (this.disposed) return;
     this.disposed = true;
     await this.shutdown(opts);
-    await keepConsoleCopy(this.workDir, this.keepConsole);
-    await rm(this.workDir, { recursive: true, force: true });
-    this.unregisterDir();
+    try {
+      await keepConsoleCopy(this.workDir, this.keepConsole);
+    } finally {
+      await rm(this.workDir, { recursive: true, force: true });
+      this.unregisterDir();
+    }
   }
 }
 
@@ -289,10 +294,13 @@ function consoleTail(follower: ConsoleFollower): string {
   return lines.length ? `last console lines:\n${lines.join("\n")}` : "the console stayed silent";
 }
 
+/** The console log kept whole (an empty one when QEMU never wrote it); a write that fails throws. */
 async function keepConsoleCopy(workDir: string, keepConsole: string | undefined): Promise<void> {
   if (!keepConsole) return;
-  await mkdir(dirname(keepConsole), { recursive: true });
-  await copyFile(join(workDir, "console.log"), keepConsole).catch(() => writeFile(keepConsole, ""));
+  await makeDir(dirname(keepConsole));
+  const source = join(workDir, "console.log");
+  if (existsSync(source)) await copyFileAtomic(source, keepConsole);
+  else await writeFileAtomic(keepConsole, "");
 }
 
 function defaultBootTimeout(accel: Accel): number {

@@ -59,6 +59,11 @@ export interface ServerOptions {
   device: DeviceModel;
   /** every message and hardware event, with a monotonic timestamp in ms */
   trace?: (event: TraceEvent & { t: number }) => void;
+  /**
+   * Which commands' recv/send events `trace` wants (default: every command's). The others are not
+   * built at all: a trace that leaves out the register accesses saves decoding each one.
+   */
+  traceCommand?: (command: number) => boolean;
   /** default: warnings to stderr */
   log?: Logger;
   /** max_data_xfer_size offered to the client (default 1 MiB) */
@@ -273,16 +278,18 @@ export class VfioUserServer {
   }
 
   private send(s: Session, msg: Buffer, info?: Record<string, unknown>): void {
-    const h = decodeHeader(msg);
-    this.emit({
-      kind: "send",
-      id: h.id,
-      command: commandName(h.command),
-      flags: h.flags,
-      size: h.size,
-      fds: 0,
-      info,
-    });
+    const h = this.opts.trace ? decodeHeader(msg) : undefined;
+    if (h && this.opts.traceCommand?.(h.command) !== false) {
+      this.emit({
+        kind: "send",
+        id: h.id,
+        command: commandName(h.command),
+        flags: h.flags,
+        size: h.size,
+        fds: 0,
+        info,
+      });
+    }
     s.conn.send(msg);
   }
 
@@ -296,15 +303,17 @@ export class VfioUserServer {
     this.stats.messages++;
     const h = decodeHeader(msg.data);
     const payload = msg.data.subarray(HEADER_SIZE);
-    this.emit({
-      kind: "recv",
-      id: h.id,
-      command: commandName(h.command),
-      flags: h.flags,
-      size: h.size,
-      fds: msg.fds.length,
-      info: describe(h, payload),
-    });
+    // every message is traced: the event (its fields decoded) is built only for a trace that wants it
+    if (this.opts.trace && this.opts.traceCommand?.(h.command) !== false)
+      this.emit({
+        kind: "recv",
+        id: h.id,
+        command: commandName(h.command),
+        flags: h.flags,
+        size: h.size,
+        fds: msg.fds.length,
+        info: describe(h, payload),
+      });
     if ((h.flags & Flags.TYPE_MASK) === Flags.TYPE_REPLY) {
       bag.release();
       this.onReply(s, h, payload, msg.fds.length);

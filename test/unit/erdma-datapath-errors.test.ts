@@ -371,6 +371,115 @@ t.test("SQE format errors", async (t) => {
   }
 });
 
+/**
+ * Buffers outside what the guest mapped for DMA: the device never reaches them (the guest memory
+ * refuses the access, nothing is read or written beyond it), a dma-fault event names the access,
+ * and the WQE completes in error (GENERAL_ERR) like any failed WQE, rather than stalling its queue.
+ */
+t.test("buffers outside what the guest mapped: an error completion, no access", async (t) => {
+  /** outside the fixture's guest memory: never mapped */
+  const HOLE = 0x9_0000_0000n;
+  const contained = (t: Test, side: Side, context: RegExp) => {
+    t.ok(
+      side.host.ofKind("dma-fault").some((e) => context.test(String(e.context))),
+      `a dma-fault event names the access (${context})`,
+    );
+    t.ok(side.host.dma.faults.length > 0, "the guest memory refused the access");
+    t.equal(side.host.dma.outOfBounds, 0, "nothing was read or written outside guest memory");
+    t.same(side.host.ofKind("internal-error"), [], "no internal error");
+  };
+
+  await t.test("an SGE of the local DMA lkey pointing outside guest memory", async (t) => {
+    const p = await pair();
+    const dst = await buffer(p.b.drv, p.b.pd, 64);
+    p.b.drv.postRecvWr(p.b.qp, { wrId: 9n, sge: dst.sge() });
+    const lkey = p.a.drv.attrs?.localDmaKey ?? 0;
+    await sqError(t, p, { opcode: "SEND", sgl: [{ addr: HOLE, length: 16, lkey }] }, S.GENERAL_ERR);
+    t.equal(p.mqp(p.b)?.rq.ci, 0, "the peer's RQE was not consumed");
+    contained(t, p.a, /^QP \d+ SGE$/);
+  });
+  await t.test("an MR whose pages the guest unmapped after registering it", async (t) => {
+    const p = await pair();
+    const src = await buffer(p.a.drv, p.a.pd, 8192);
+    const dst = await buffer(p.b.drv, p.b.pd, 64);
+    p.a.host.dma.unmap(src.pages[1] as bigint, 4096);
+    await sqError(
+      t,
+      p,
+      { opcode: "WRITE", remoteAddr: dst.va, rkey: dst.stag, sgl: [src.sge(4000, 200)] },
+      S.GENERAL_ERR,
+    );
+    t.same(dst.read(0, 64), new Uint8Array(64), "nothing landed at the responder");
+    contained(t, p.a, /^QP \d+ SGE$/);
+  });
+  await t.test("a WRITE into a responder's MR whose pages are unmapped", async (t) => {
+    const p = await pair();
+    const src = await buffer(p.a.drv, p.a.pd, 64);
+    const dst = await buffer(p.b.drv, p.b.pd, 64);
+    p.b.host.dma.unmap(dst.pages[0] as bigint, 4096);
+    await sqError(
+      t,
+      p,
+      { opcode: "WRITE", remoteAddr: dst.va, rkey: dst.stag, sgl: [src.sge()] },
+      S.GENERAL_ERR,
+      { remote: true },
+    );
+    contained(t, p.b, /WRITE sink$/);
+  });
+  await t.test("a SEND into an RQE whose buffer is unmapped", async (t) => {
+    const p = await pair();
+    const src = await buffer(p.a.drv, p.a.pd, 64);
+    const lkey = p.b.drv.attrs?.localDmaKey ?? 0;
+    p.b.drv.postRecvWr(p.b.qp, { wrId: 0xb1n, sge: { addr: HOLE, length: 64, lkey } });
+    await sqError(t, p, { opcode: "SEND", sgl: [src.sge(0, 32)] }, S.GENERAL_ERR, { remote: true });
+    t.match(
+      p.b.drv.pollWc(p.b.rcq),
+      [{ wrId: 0xb1n, status: S.GENERAL_ERR, qtype: Qtype.RQ, qeIdx: 0, qpn: p.b.qp.qpn }],
+      "the responder's RQE completes in error too",
+    );
+    contained(t, p.b, /RQE$/);
+  });
+  await t.test("a READ from a responder's MR whose pages are unmapped", async (t) => {
+    const p = await pair();
+    const sink = await buffer(p.a.drv, p.a.pd, 64);
+    const remote = await buffer(p.b.drv, p.b.pd, 64);
+    p.b.host.dma.unmap(remote.pages[0] as bigint, 4096);
+    await sqError(
+      t,
+      p,
+      { opcode: "READ", sgl: [sink.sge()], remoteAddr: remote.va, rkey: remote.stag },
+      S.GENERAL_ERR,
+      { remote: true },
+    );
+    t.same(sink.read(0, 64), new Uint8Array(64), "nothing was written into the sink");
+    contained(t, p.b, /READ source$/);
+  });
+  await t.test("a doorbell for an SQ the guest unmapped: the SQE fetch fails, the QP errs", async (t) => {
+    const p = await pair();
+    const src = await buffer(p.a.drv, p.a.pd, 64);
+    const dst = await buffer(p.b.drv, p.b.pd, 64);
+    p.a.host.dma.unmap(p.a.qp.sqBuf, p.a.qp.sqSize * 32);
+    const r = p.a.drv.postSend(p.a.qp, {
+      opcode: "WRITE",
+      wrId: 1n,
+      remoteAddr: dst.va,
+      rkey: dst.stag,
+      sgl: [src.sge(0, 8)],
+    });
+    t.equal(r.ret, 0);
+    await p.settle();
+    t.match(
+      p.a.drv.pollWc(p.a.scq),
+      [{ wrId: 1n, status: S.GENERAL_ERR, qtype: Qtype.SQ, qeIdx: r.indices[0] }],
+      "an error completion at the SQE's index",
+    );
+    t.equal(p.mqp(p.a)?.stateName, "ERROR");
+    t.equal(fatalFor(p.a), 1, "one QP_FATAL");
+    t.same(dst.read(0, 8), new Uint8Array(8), "the WRITE did not run");
+    contained(t, p.a, /^QP \d+ SQE$/);
+  });
+});
+
 t.test("every event the model wrote matches the hardware trace's schema", async (t) => {
   t.same(traceSchemaProblems(), []);
 });

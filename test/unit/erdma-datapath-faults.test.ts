@@ -187,6 +187,50 @@ t.test("lose-irq: the CEQ interrupt of an armed CQ is not delivered", async (t) 
   t.equal(p.a.scq.events, 2);
 });
 
+t.test(
+  "coalesce-irq: a CEQ interrupt held for ms, then raised once for what was written meanwhile",
+  async (t) => {
+    const { p, w } = await writes();
+    const vector = p.a.scq.eqn;
+    p.a.dev.faults.add({ kind: "coalesce-irq", vector, ms: 300 });
+    p.a.drv.notifyCq(p.a.scq);
+    p.a.drv.postSend(p.a.qp, [w(1n)]);
+    await p.settle();
+    t.equal(p.a.scq.events, 0, "held: no completion event yet");
+    t.same(
+      p.a.host.ofKind("irq").filter((e) => e.vector === vector),
+      [],
+      "no interrupt on the vector while it is held",
+    );
+    t.match(p.a.drv.pollWc(p.a.scq), [{ wrId: 1n }], "the CQE is written; only its interrupt waits");
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    await p.settle();
+    t.equal(p.a.scq.events, 1, "the held interrupt arrived");
+    t.match(
+      p.a.host.ofKind("irq").filter((e) => e.vector === vector),
+      [{ delivered: true, source: /held 300 ms: injected/ }],
+    );
+    p.a.drv.notifyCq(p.a.scq);
+    p.a.drv.postSend(p.a.qp, [w(2n)]);
+    await p.settle();
+    t.equal(p.a.scq.events, 2, "count 1: the next interrupt is not held");
+  },
+);
+
+t.test("coalesce-irq holds completion-event interrupts only", async (t) => {
+  const { p, w } = await writes();
+  p.a.dev.faults.add({ kind: "coalesce-irq", ms: 60_000 });
+  p.a.drv.notifyCq(p.a.scq);
+  p.a.drv.postSend(p.a.qp, [w(1n)]);
+  await p.settle();
+  t.equal(p.a.scq.events, 0);
+  t.ok(
+    p.a.host.ofKind("fault").some((e) => e.action === "fired" && /^ceq/.test(String(e.context?.source))),
+    "it fired on a CEQ interrupt",
+  );
+  p.a.dev.faults.clear();
+});
+
 t.test("ignore-doorbell: the SQ doorbell's producer index is not taken", async (t) => {
   const { p, w, faultEvents } = await writes();
   p.a.dev.faults.add({ kind: "ignore-doorbell", queue: "sq", qpn: p.a.qp.qpn });
@@ -251,6 +295,9 @@ t.test("fault specs are validated", async (t) => {
     ["count -1", { kind: "drop-cqe", count: -1 }],
     ["negative qpn", { kind: "drop-cqe", qpn: -1 }],
     ["lose-irq on vector -1", { kind: "lose-irq", vector: -1 }],
+    ["coalesce-irq without ms", { kind: "coalesce-irq" }],
+    ["coalesce-irq of 0 ms", { kind: "coalesce-irq", ms: 0 }],
+    ["coalesce-irq past a minute", { kind: "coalesce-irq", ms: 60_001 }],
   ];
   for (const [name, spec] of bad) {
     t.throws(() => p.a.dev.faults.add(spec), ZodError, name);

@@ -27,6 +27,39 @@ async function until(cond: () => boolean, what: string, ms = 3000): Promise<void
   }
 }
 
+/** The driver's layout: CMDQ SQ 512 WQEBBs, CQ 512 CQEs, EQ 128 EQEs, AEQ 4096 EQEs, doorbell records. */
+const sq = 0x0_0000;
+const cq = 0x4_0000;
+const eq = 0x4_8000;
+const aeq = 0x5_0000;
+const dbrec = 0x6_0000;
+
+/** The driver's init handshake: queue addresses and sizes, then DEV_CTRL.INIT (the CMDQ SQ at `sqAddress`). */
+async function initDevice(c: VfioUserClient, sqAddress = MEM + BigInt(sq)): Promise<void> {
+  const w32 = (off: number, v: number | bigint) => c.write32(0, off, Number(v));
+  const w64 = (off: number, v: bigint) => {
+    const b = Buffer.alloc(8);
+    b.writeBigUInt64LE(v);
+    return c.regionWrite(0, off, b);
+  };
+  await w32(0x44, MEM >> 32n);
+  await w32(0x40, Number(MEM & 0xffff_ffffn) + aeq);
+  await w32(0x48, 4096);
+  await w64(0x78, MEM + BigInt(dbrec + 0x18));
+  await w32(0x24, sqAddress >> 32n);
+  await w32(0x20, Number(sqAddress & 0xffff_ffffn));
+  await w32(0x30, 512);
+  await w64(0x60, MEM + BigInt(dbrec));
+  await w32(0x2c, MEM >> 32n);
+  await w32(0x28, Number(MEM & 0xffff_ffffn) + cq);
+  await w64(0x68, MEM + BigInt(dbrec + 8));
+  await w32(0x3c, MEM >> 32n);
+  await w32(0x38, Number(MEM & 0xffff_ffffn) + eq);
+  await w32(0x34, 128);
+  await w64(0x70, MEM + BigInt(dbrec + 0x10));
+  await w32(0x10, 2); // DEV_CTRL.INIT
+}
+
 async function harness(profile = profileReflush) {
   const dir = mkdtempSync(join(tmpdir(), "hil-erdma-unit-"));
   const socket = join(dir, "erdma.sock");
@@ -97,34 +130,12 @@ for (const shared of [true, false]) {
         for (const fd of fds) closeFd(fd);
       });
       const view = Buffer.from(mem.buffer, mem.byteOffset, mem.byteLength);
-      // the driver's layout: CMDQ SQ 512 WQEBBs, CQ 512 CQEs, EQ 128 EQEs, AEQ 4096 EQEs, doorbell records
-      const sq = 0x0_0000;
-      const cq = 0x4_0000;
-      const eq = 0x4_8000;
-      const aeq = 0x5_0000;
-      const dbrec = 0x6_0000;
-      const w32 = (off: number, v: number | bigint) => c.write32(0, off, Number(v));
       const w64 = (off: number, v: bigint) => {
         const b = Buffer.alloc(8);
         b.writeBigUInt64LE(v);
         return c.regionWrite(0, off, b);
       };
-      await w32(0x44, MEM >> 32n);
-      await w32(0x40, Number(MEM & 0xffff_ffffn) + aeq);
-      await w32(0x48, 4096);
-      await w64(0x78, MEM + BigInt(dbrec + 0x18));
-      await w32(0x24, MEM >> 32n);
-      await w32(0x20, Number(MEM & 0xffff_ffffn) + sq);
-      await w32(0x30, 512);
-      await w64(0x60, MEM + BigInt(dbrec));
-      await w32(0x2c, MEM >> 32n);
-      await w32(0x28, Number(MEM & 0xffff_ffffn) + cq);
-      await w64(0x68, MEM + BigInt(dbrec + 8));
-      await w32(0x3c, MEM >> 32n);
-      await w32(0x38, Number(MEM & 0xffff_ffffn) + eq);
-      await w32(0x34, 128);
-      await w64(0x70, MEM + BigInt(dbrec + 0x10));
-      await w32(0x10, 2); // DEV_CTRL.INIT
+      await initDevice(c);
       t.equal(
         await c.read32(0, 0x14),
         3,
@@ -195,6 +206,43 @@ for (const shared of [true, false]) {
       await c.reset();
       t.equal(await c.read32(0, 0x14), 1, "DEV_ST: RESET_DONE after DEVICE_RESET");
       t.notOk(h.device.device.initialized, "the CMDQ is gone");
+    },
+  );
+}
+
+for (const shared of [true, false]) {
+  t.test(
+    `a doorbell for a queue the client unmapped (${shared ? "shared" : "by messages"}): an error CQE, no access`,
+    async (t) => {
+      const h = await harness();
+      t.teardown(() => h.close());
+      const c = h.client;
+      await c.write32(CONFIG, 0x04, 0x6);
+      // two regions: the CMDQ SQ, then the CQ, EQs and doorbell records
+      await c.addMemory(MEM, cq, shared);
+      const rest = await c.addMemory(MEM + BigInt(cq), MEM_SIZE - cq, shared);
+      const view = Buffer.from(rest.buffer, rest.byteOffset, rest.byteLength);
+      await initDevice(c);
+      t.equal(await c.read32(0, 0x14), 3, "INIT_DONE: every queue was mapped");
+      await c.removeMemory(MEM); // the guest takes the SQ away under the device
+      const db = Buffer.alloc(8);
+      db.writeBigUInt64LE(4n);
+      await c.regionWrite(0, 0x200, db); // CMDQ_SQDB: one SQE, in memory no longer mapped
+      await until(() => view.readUInt32BE(0) >>> 31 === 1, "the CQE");
+      t.not(view.readUInt32BE(0) & 0xff, 0, "the command completes in error");
+      const faults = h.core.filter((e) => e.kind === "dma-fault");
+      t.match(
+        faults,
+        [{ kind: "dma-fault", address: `0x${MEM.toString(16)}`, access: "read", context: "CMDQ SQE" }],
+        "one dma-fault event names the access",
+      );
+      t.match(String(faults[0]?.reason), /outside mapped memory/, "refused by the server's DMA table");
+      t.same(
+        h.core.filter((e) => e.kind === "internal-error"),
+        [],
+        "no internal error",
+      );
+      t.equal(await c.read32(0, 0x00), profileReflush.version, "the device still answers");
     },
   );
 }

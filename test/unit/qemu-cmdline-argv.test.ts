@@ -6,6 +6,7 @@ import {
   kernelCommandLine,
   optValue,
   qemuArgv,
+  userNetdev,
   vfioUserPciArgs,
 } from "../../qemu/launch/cmdline.ts";
 
@@ -59,9 +60,30 @@ t.test("a TCG guest: q35 on shared memfd RAM, max CPU, serial to a file, QMP, SS
   ]);
   t.equal(arg(argv, "-serial"), "chardev:console");
   t.equal(arg(argv, "-mon"), "chardev=qmp,mode=control");
-  t.equal(arg(argv, "-netdev"), "user,id=net0,hostfwd=tcp:127.0.0.1:40022-:22");
+  t.equal(arg(argv, "-netdev"), "user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:40022-:22");
   t.equal(arg(argv, "-device"), "virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56,romfile=");
 });
+
+t.test(
+  "the guest's user network is isolated: restricted, one forward, from the host's loopback",
+  async (t) => {
+    const argv = qemuArgv(spec());
+    const users = all(argv, "-netdev").filter((n) => n.startsWith("user,"));
+    t.equal(users.length, 1, "one user network");
+    const opts = (users[0] ?? "").split(",");
+    t.ok(opts.includes("restrict=on"), "restrict=on: the guest opens no connection to the host or beyond");
+    t.notOk(
+      opts.some((o) => o.startsWith("guestfwd=")),
+      "no guestfwd: nothing of the host is offered to the guest",
+    );
+    t.same(
+      opts.filter((o) => o.startsWith("hostfwd=")),
+      ["hostfwd=tcp:127.0.0.1:40022-:22"],
+      "the one way in: the host's 127.0.0.1:<ssh port> to the guest's SSH",
+    );
+    t.same(userNetdev(2222).split(",").slice(0, 3), ["user", "id=net0", "restrict=on"]);
+  },
+);
 
 t.test("KVM uses the host CPU", async (t) => {
   const argv = qemuArgv(spec({ accel: "kvm" }));
@@ -72,7 +94,13 @@ t.test("KVM uses the host CPU", async (t) => {
 t.test("the kernel command line carries console, panic, loglevel, the key and extra args last", async (t) => {
   const line = kernelCommandLine(spec({ kernelArgs: ["hil.modules=siw", "loglevel=3"] }));
   const words = line.split(" ");
-  t.same(words.slice(0, 4), ["console=ttyS0,115200", "panic=-1", "no_timer_check", "loglevel=7"]);
+  t.same(words.slice(0, 5), [
+    "console=ttyS0,115200",
+    "panic=-1",
+    "no_timer_check",
+    "loglevel=7",
+    "unknown_nmi_panic=1",
+  ]);
   const key = words.find((w) => w.startsWith("hil.authkey="));
   t.ok(key);
   t.equal(Buffer.from(key?.slice("hil.authkey=".length) ?? "", "base64").toString(), `${KEY}\n`);

@@ -43,7 +43,7 @@ function all(argv: string[], flag: string): string[] {
 t.test("the fabric NIC comes after the SSH NIC, on a dgram netdev, with its MAC in lower case", async (t) => {
   const argv = qemuArgv(spec({ fabric: NIC, extraArgs: ["-device", "vfio-user-pci"] }));
   t.same(all(argv, "-netdev"), [
-    "user,id=net0,hostfwd=tcp:127.0.0.1:40022-:22",
+    "user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:40022-:22",
     "dgram,id=fabric0,local.type=unix,local.path=/run/f/guest0.sock,remote.type=unix,remote.path=/run/f/guest1.sock",
   ]);
   t.same(all(argv, "-device"), [
