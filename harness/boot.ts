@@ -31,6 +31,8 @@ export interface PreparedGuest {
   qemu: QemuInstall;
   kernel: KernelArtifact;
   initrd: string;
+  /** the initramfs's cache key (absent in guests a bench assembles by hand) */
+  initrdKey?: string;
   /** the rdma-core version the initramfs carries (Debian's, e.g. "44.0-2") */
   rdmaCore?: string;
 }
@@ -41,7 +43,13 @@ export async function prepareGuest(req: KernelRequest): Promise<PreparedGuest> {
   const kernel = await buildKernel(req);
   const tools = await buildGuestToolsLayer();
   const image = await buildInitramfs(kernel, { extraLayers: [tools] });
-  return { qemu, kernel, initrd: image.path, ...(image.rdmaCore ? { rdmaCore: image.rdmaCore } : {}) };
+  return {
+    qemu,
+    kernel,
+    initrd: image.path,
+    initrdKey: image.key,
+    ...(image.rdmaCore ? { rdmaCore: image.rdmaCore } : {}),
+  };
 }
 
 /** The emulated erdma device of a boot: which profile, where its hardware trace goes. */

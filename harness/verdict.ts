@@ -6,6 +6,8 @@
 export const VERDICTS = ["PASS", "FAIL", "ERROR", "MISS", "SKIP", "XFAIL", "XPASS"] as const;
 export type Verdict = (typeof VERDICTS)[number];
 
+export type ExpectedBy = "injected fault" | "known bug";
+
 export type CheckResult = {
   id: string;
   title: string;
@@ -14,6 +16,8 @@ export type CheckResult = {
   reason: string;
   /** quoted evidence: output lines, console lines */
   evidence?: string[];
+  /** an XFAIL's or XPASS's cause: the scenario's own injected fault, or a recorded driver bug */
+  expectedBy?: ExpectedBy;
   /** a scenario under an oracle profile: how many events of the run each covered rule judged */
   exercised?: { rule: string; judged: number }[];
 };

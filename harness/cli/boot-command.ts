@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { progress } from "../../util/progress.ts";
 import { bootPrepared, DEFAULT_GUEST_MAC, prepareGuest } from "../boot.ts";
 import { bootDevice } from "../device.ts";
+import { bootTrouble, settle } from "./boot-trouble.ts";
 import { addDeviceOptions, type DeviceOptionValues, deviceOptions } from "./device-options.ts";
 import { addKernelOptions, type KernelOptionValues, kernelRequest, parseSeconds } from "./kernel-options.ts";
 
@@ -67,9 +68,16 @@ export function register(program: Command): void {
         process.exitCode = await guest.shell();
         return;
       }
-      const result = await guest.exec(shellJoin(command));
-      process.stdout.write(result.stdout);
-      process.stderr.write(result.stderr);
+      const result = await guest.exec(shellJoin(command)).catch((err: unknown) => err as Error);
+      if (!(result instanceof Error)) {
+        process.stdout.write(result.stdout);
+        process.stderr.write(result.stderr);
+      }
+      // ssh's "the connection went away": -1 from the channel without a status, 255 from the client
+      if (result instanceof Error || result.exitCode < 0 || result.exitCode === 255) await settle(guest);
+      const trouble = bootTrouble(guest);
+      if (trouble) throw trouble;
+      if (result instanceof Error) throw result;
       process.exitCode = result.exitCode;
     } finally {
       await guest.dispose();

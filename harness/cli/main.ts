@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { isHilError } from "../../util/errors.ts";
+import { recordInvocation } from "../../util/invocation.ts";
 import { registerCommands } from "./commands.ts";
 
 const program = new Command("hil")
@@ -16,6 +17,9 @@ process.stdout.on("error", (err: NodeJS.ErrnoException) => {
   if (err.code === "EPIPE") process.exit(process.exitCode ?? 0);
   throw err;
 });
+
+// what the user typed: a run record keeps it (its report names the command that made it)
+recordInvocation(process.argv.slice(2));
 
 // `hil --version` is `hil version`, which loads only its own modules, not every command's.
 const [first, ...rest] = process.argv.slice(2);

@@ -5,7 +5,16 @@
  * 6.12 adds "UID:" to the CPU line; without frame pointers every frame is printed "? ").
  * parseBlockedTasks reads sysrq-w dumps, which are evidence the harness asks for, not a problem.
  */
-export type ConsoleEventKind = "warn" | "bug" | "oops" | "panic" | "hung-task" | "lockdep" | "rcu-stall";
+/** "freeze": never parsed from the console; the harness's own finding (suite/freeze.ts) */
+export type ConsoleEventKind =
+  | "warn"
+  | "bug"
+  | "oops"
+  | "panic"
+  | "hung-task"
+  | "lockdep"
+  | "rcu-stall"
+  | "freeze";
 
 /** One line of a call trace: `[? ]fn+0xoff/0xsize [module]`. */
 export interface StackFrame {
@@ -13,7 +22,10 @@ export interface StackFrame {
   offset: number;
   size: number;
   module?: string;
-  /** false for the "? " frames the unwinder only guessed (all of them without frame pointers) */
+  /**
+   * false for the "? " frames: text addresses found on the stack that the unwinder did not walk
+   * (with ORC, as the harness builds kernels, only stale ones; the guess unwinder marks every frame)
+   */
   reliable: boolean;
 }
 

@@ -21,6 +21,8 @@ const check = z.looseObject({
   verdict,
   reason: z.string(),
   evidence: z.array(z.string()).optional(),
+  /** an XFAIL's or XPASS's cause (absent in records of hil before it was recorded) */
+  expectedBy: z.enum(["injected fault", "known bug"]).optional(),
 });
 
 const ruleVerdict = z.looseObject({
@@ -34,16 +36,31 @@ const ruleVerdict = z.looseObject({
   judged: z.number().int().min(0).optional(),
   /** false when the oracle profile does not judge the rule */
   applies: z.boolean().optional(),
-  /** a FAIL's problems: each reason and the WRs it is about */
+  /**
+   * a FAIL's problems: each reason, the WRs it is about (post: the index in the rule's trace of the
+   * record that posted the WR) and the completions it judged wrong (their indexes in the trace)
+   */
   problems: z
     .array(
       z.looseObject({
         reason: z.string(),
-        wrs: z.array(z.object({ qp: z.string(), queue: z.enum(["sq", "rq"]), wrId: z.number() })).optional(),
+        wrs: z
+          .array(
+            z.object({
+              qp: z.string(),
+              queue: z.enum(["sq", "rq"]),
+              wrId: z.number(),
+              post: z.number().int().min(0).optional(),
+            }),
+          )
+          .optional(),
+        cqes: z.array(z.number().int().min(0)).optional(),
       }),
     )
     .optional(),
   knownBug: z.looseObject({ reference: z.string(), note: z.string() }).optional(),
+  /** an XFAIL made by the scenario's own injected fault */
+  injectedFault: z.literal(true).optional(),
 });
 
 const judgement = z.looseObject({
@@ -109,21 +126,38 @@ const series = z.looseObject({
   ),
 });
 
-/** The emulated device (its profile, its trace file) or an external vfio-user server (its socket). */
+/**
+ * The emulated device (its profile, its trace file, the guest NIC's MAC when not the default) or an
+ * external vfio-user server (its socket and the MAC).
+ */
 const device = z
-  .looseObject({ profile: z.string().optional(), external: z.string().optional() })
+  .looseObject({
+    profile: z.string().optional(),
+    external: z.string().optional(),
+    mac: z.string().optional(),
+  })
   .refine((d) => d.profile !== undefined || d.external !== undefined, {
     message: "a device has a profile (the emulated one) or an external socket",
   });
 
-/** A workflow job's name and spec (hil matrix, repro, validate; hil run's own job has one too). */
+/**
+ * A workflow job's name and spec (hil matrix, repro, validate; hil run's own job has one too) and
+ * the directory its relative paths (kernel, series, configs, scenario files, a profile file) are
+ * relative to (absent in records of hil before it was recorded).
+ */
 const job = z.looseObject({
   id: z.string().optional(),
+  baseDir: z.string().optional(),
   spec: z.looseObject({
     kernel: z.string(),
+    series: z.string().optional(),
+    configs: z.array(z.string()).optional(),
     driver: z.string(),
     executor: z.string(),
+    deviceProfile: z.string().optional(),
     scenarios: z.string(),
+    /** the rule sets it was judged under (--rules), when not each scenario's own */
+    oracle: z.array(z.string()).optional(),
   }),
 });
 
@@ -163,6 +197,8 @@ export const runRecordSchema = z.looseObject({
   /** run with --strict: an XPASS failed it */
   strict: z.boolean().optional(),
   versions: versions.optional(),
+  /** the hil command line that made the run (the arguments after `hil`) and the directory it ran in */
+  invocation: z.looseObject({ argv: z.array(z.string()), cwd: z.string() }).optional(),
 });
 
 export type RunCheck = z.infer<typeof check>;

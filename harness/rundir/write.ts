@@ -1,15 +1,51 @@
 /**
- * Writes a run directory's verdicts.json: the record is checked against the schema first (a
- * writer cannot produce what the readers refuse), then written to a temporary file beside it and
- * renamed over it, so a reader never sees half a record.
+ * Writes into a run directory. Every file goes whole or not at all (util/atomic-write.ts), and
+ * verdicts.json, the record that makes the directory a run, is written last, by writeRunRecord,
+ * after the record is checked against the schema (a writer cannot produce what the readers
+ * refuse). A full file system (ENOSPC, EDQUOT) is one HilError naming the run directory and the
+ * file that could not be written, with the exit status of an environment problem (3).
  */
-import { rename, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
-import { HilError } from "../../util/errors.ts";
+import { join, relative } from "node:path";
+import { diskFullError, writeFileAtomic, writtenPathOf } from "../../util/atomic-write.ts";
+import { ENVIRONMENT_EXIT, HilError, isHilError } from "../../util/errors.ts";
 import { type RunRecord, runRecordSchema, VERDICTS_FILE } from "./schema.ts";
 
+/**
+ * The one error a full file system under the run directory becomes (`what`: the file, default the
+ * one the error names), or undefined for any other error.
+ */
+export function runDirFull(runDir: string, err: unknown, what?: string): HilError | undefined {
+  if (isHilError(err) && err.exitCode === ENVIRONMENT_EXIT && diskFullError(err)) return err;
+  const full = diskFullError(err);
+  if (!full) return undefined;
+  const path = writtenPathOf(full);
+  what ??= path ? relative(runDir, path) || path : "a file";
+  const why = full.code === "EDQUOT" ? "the disk quota is exceeded" : "no space is left";
+  return new HilError(`${why} on the run directory's file system: ${what} could not be written`, {
+    where: runDir,
+    detail: `(${full.code}) free space there, or give a --run-dir on a larger file system`,
+    exitCode: ENVIRONMENT_EXIT,
+    cause: full,
+  });
+}
+
+/** Writes `<runDir>/<name>` whole (temp + rename); a full disk is runDirFull's error. */
+export async function writeRunFile(runDir: string, name: string, data: string | Uint8Array): Promise<void> {
+  const file = join(runDir, name);
+  try {
+    await writeFileAtomic(file, data);
+  } catch (err) {
+    const full = runDirFull(runDir, err, name);
+    if (full) throw full;
+    throw new HilError(`${name} could not be written`, {
+      where: runDir,
+      detail: (err as Error).message,
+      cause: err,
+    });
+  }
+}
+
 export async function writeRunRecord(runDir: string, record: RunRecord): Promise<void> {
-  const file = join(runDir, VERDICTS_FILE);
   const checked = runRecordSchema.safeParse(record);
   if (!checked.success) {
     const issues = checked.error.issues
@@ -17,16 +53,9 @@ export async function writeRunRecord(runDir: string, record: RunRecord): Promise
       .map((x) => `${x.path.join(".") || "(top)"}: ${x.message}`)
       .join("\n");
     throw new HilError(`refusing to write a ${VERDICTS_FILE} its readers would not accept`, {
-      where: file,
+      where: `${runDir}/${VERDICTS_FILE}`,
       detail: issues,
     });
   }
-  const temp = `${file}.${process.pid}.tmp`;
-  try {
-    await writeFile(temp, `${JSON.stringify(record, null, 2)}\n`);
-    await rename(temp, file);
-  } catch (err) {
-    await rm(temp, { force: true });
-    throw new HilError(`${VERDICTS_FILE} could not be written`, { where: file, cause: err });
-  }
+  await writeRunFile(runDir, VERDICTS_FILE, `${JSON.stringify(record, null, 2)}\n`);
 }

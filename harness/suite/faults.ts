@@ -134,8 +134,9 @@ export function translateFault(
   if (gap) throw new FaultTranslationError(gap);
   const spec: Record<string, unknown> = { kind: f.kind };
   if (f.count !== undefined) spec.count = f.count;
-  if (f.kind === "lose-irq") {
+  if (f.kind === "lose-irq" || f.kind === "coalesce-irq") {
     if (f.vector !== undefined) spec.vector = f.vector;
+    if (f.ms !== undefined) spec.ms = f.ms;
     return spec;
   }
   const qp = NAMES[f.on];
@@ -164,7 +165,7 @@ export function translateFault(
 
 /**
  * The WR a fault step hits: the one it names, or else the next one its queue owes an event for;
- * none for faults on no WR (a lost interrupt, a stalled queue, an ignored doorbell).
+ * none for faults on no WR (a lost or held interrupt, a stalled queue, an ignored doorbell).
  */
 export function faultTarget(
   step: CompiledStep,
@@ -172,7 +173,13 @@ export function faultTarget(
   records: readonly TraceRecord[],
 ): WrRef | undefined {
   const f = step.fault;
-  if (!f || f.kind === "lose-irq" || f.kind === "stall-queue" || f.kind === "ignore-doorbell")
+  if (
+    !f ||
+    f.kind === "lose-irq" ||
+    f.kind === "coalesce-irq" ||
+    f.kind === "stall-queue" ||
+    f.kind === "ignore-doorbell"
+  )
     return undefined;
   const qp = NAMES[f.on];
   const cqeEvents = CQE_FAULTS.includes(f.kind);

@@ -4,7 +4,7 @@
  * the scenario into traces/<name>.hw.jsonl, and the events that explain a failure (faults fired,
  * WQEs completed in error, flushes, REFLUSH, DMA faults, QP state changes) are quoted in evidence.
  */
-import { open, stat, writeFile } from "node:fs/promises";
+import { open, stat } from "node:fs/promises";
 import { WcStatus } from "../../qemu/erdma/hw.ts";
 import { type HwTraceEvent, isServerLine } from "../protocol/hw-trace.ts";
 
@@ -53,13 +53,6 @@ export async function readSlice(file: string, from: number, to: number): Promise
   } finally {
     await fh.close();
   }
-}
-
-/** Writes the slice to `dest`; returns its text. */
-export async function writeHwSlice(file: string, from: number, to: number, dest: string): Promise<string> {
-  const text = await readSlice(file, from, to);
-  await writeFile(dest, text);
-  return text;
 }
 
 /** Whether an event says something about a failure: a fault fired, an error, a flush, a state. */

@@ -256,3 +256,15 @@ t.test("every command has --help", async (t) => {
     t.match(r.stdout, /Usage: hil/, args.join(" "));
   }
 });
+
+t.test("a guest kernel panic under hil boot's command is printed, not a bare 255", async (t) => {
+  const iso = isolate();
+  const r = await hil(["boot", "--", "echo c > /proc/sysrq-trigger"], iso.env);
+  t.equal(r.exitCode, 1, "the kernel failed: exit 1");
+  t.match(
+    r.stderr,
+    /hil: error: the guest kernel panicked while the command ran: Kernel panic - not syncing: sysrq triggered crash/,
+  );
+  t.match(r.stderr, /sysrq_handle_crash/, "with the panic's stack");
+  expectNothingLeft(t, iso);
+});

@@ -1,5 +1,5 @@
 // The console parser on what the golden files (test/unit/console-golden.test.ts: real captured logs
-// and their expected parse) do not hold: frames with frame pointers (the guest kernels have none),
+// and their expected parse) do not hold: reliable frames alone (the guest kernels, built with ORC, print them mixed with "?" ones),
 // one-line checks of the table rows no guest here can produce (lockdep and RCU stalls: not in
 // guest/kconfig/base.config), and the capture tool's helpers.
 import t from "tap";

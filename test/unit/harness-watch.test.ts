@@ -81,3 +81,47 @@ t.test("the watch resolves once a process dies, and stops polling when told", as
   ]);
   t.equal(settled, "pending", "a stopped watch says nothing");
 });
+
+t.test("a process stopped (SIGSTOP) for long enough is frozen: the watch names it", async (t) => {
+  for (const [who, pid, name] of [
+    ["qemu", 4242, "QEMU"],
+    ["server", 777, "the device server"],
+  ] as const) {
+    const states = new Map<number, string>();
+    const watch = watchHarness(guest({}), { stateOf: (p) => states.get(p) ?? "S", stoppedForMs: 600 });
+    let why: string | undefined;
+    void watch.died.then((w) => {
+      why = w;
+    });
+    states.set(pid, "T");
+    await new Promise((r) => setTimeout(r, 300));
+    states.set(pid, "S");
+    await new Promise((r) => setTimeout(r, 500));
+    t.equal(why, undefined, `${who}: a stop shorter than the limit, then running again, is no fault`);
+    const stoppedAt = Date.now();
+    states.set(pid, "T");
+    const reason = await watch.died;
+    const tookMs = Date.now() - stoppedAt;
+    t.match(
+      reason,
+      new RegExp(
+        `^${name} \\(pid ${pid}\\) was stopped \\(SIGSTOP or a tracer\\) for \\d+\\.\\d s while the scenario ran: a harness fault, not the driver's$`,
+      ),
+    );
+    t.ok(tookMs >= 600 && tookMs < 1500, `${who}: noticed ${tookMs} ms after it stopped`);
+    watch.stop();
+  }
+  const traced = watchHarness(guest({}), { stateOf: () => "t", stoppedForMs: 0 });
+  t.match(await traced.died, /^the device server \(pid 777\) was stopped/, "a tracer's stop (t) counts too");
+  traced.stop();
+});
+
+t.test(
+  "procState reads this process's state from /proc",
+  { skip: process.platform !== "linux" },
+  async (t) => {
+    const { procState } = await import("../../harness/suite/harness-watch.ts");
+    t.match(procState(process.pid), /^[RS]$/);
+    t.equal(procState(2 ** 22 + 1), undefined, "no such process");
+  },
+);
