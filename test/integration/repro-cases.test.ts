@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
+import { parseBlockedTasks } from "../../harness/console/parse.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 
 t.setTimeout(8 * 60 * 1000);
@@ -39,6 +40,47 @@ t.test("hil repro erdma-drain-hang-6.1: REPRODUCES, with the stack", async (t) =
   t.equal(verdicts.job.id, "erdma-drain-hang-6.1");
   t.equal(verdicts.deviceProfile, "erdma-2022");
   t.ok(verdicts.boots >= 2, "the guest was rebooted after the hang");
+
+  // ORC stacks (guest/kconfig/base.config): the real call chain, no stale words from the stack
+  const stuck = verdicts.scenarios
+    .find((s: { name: string }) => s.name === "drain-qp-idle")
+    ?.observations?.find((o: { ev: string }) => o.ev === "stuck");
+  const frames = [...String(stuck?.stack).matchAll(/^\[<0>\] ([\w.]+)\+0x([0-9a-f]+)\/0x([0-9a-f]+)/gm)].map(
+    (m) => ({
+      fn: m[1] as string,
+      offset: Number.parseInt(m[2] as string, 16),
+      size: Number.parseInt(m[3] as string, 16),
+    }),
+  );
+  const fns = frames.map((f) => f.fn);
+  const chain = ["__ib_drain_sq", "ib_drain_qp", "kv_op_drain", "kv_worker", "kthread"];
+  t.same(
+    fns.filter((fn) => chain.includes(fn)),
+    chain,
+    `the drain's call chain, in order, each once (/proc stack: ${fns.join(" < ")})`,
+  );
+  t.same(
+    frames.filter((f) => f.offset >= f.size).map((f) => f.fn),
+    [],
+    "every frame a return address inside its function (a guess lands on function ends)",
+  );
+  t.same(
+    fns.filter((fn, i) => fns.indexOf(fn) !== i),
+    [],
+    "no function twice (the drain does not recurse)",
+  );
+  const blocked = parseBlockedTasks(readFileSync(join(dir, "console.log"), "utf8")).filter(
+    (b) => b.process.comm === "hil_kverbs",
+  );
+  t.ok(blocked.length > 0, "sysrq-w showed the stuck worker on the console");
+  // ORC prints the text addresses it finds beside the frames it walked, marked "?": the walked
+  // ones carry the drain's chain
+  for (const b of blocked)
+    t.same(
+      b.frames.filter((f) => f.reliable && chain.includes(f.fn)).map((f) => f.fn),
+      chain,
+      `the console's stack of hil_kverbs (line ${b.line}) walks the drain's chain, no "?" on it`,
+    );
   t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
   t.comment(`repro wall time ${Math.round((Date.now() - started) / 1000)}s`);
 });
