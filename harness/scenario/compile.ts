@@ -11,6 +11,8 @@ import {
   type ExecutorKind,
   type ExpectedRc,
   type FaultStep,
+  MAX_FANOUT_PAIRS,
+  type PostSide,
   type Scenario,
   type Step,
   type StepKind,
@@ -27,6 +29,27 @@ export const NAMES = {
   recvCq: "rcq",
   peerCq: "pcq",
 } as const;
+
+/** The verbs objects of fanout pair i: a connecting QP and the QP its listener accepts, a CQ each. */
+export function fanoutNames(i: number): {
+  qp: string;
+  peer: string;
+  cq: string;
+  peerCq: string;
+  listener: string;
+} {
+  return { qp: `f${i}`, peer: `fp${i}`, cq: `fcq${i}`, peerCq: `fpcq${i}`, listener: `fl${i}` };
+}
+
+/**
+ * The rdma_cm port of fanout pair i of the scenario whose pair listens on `port`: apart from the
+ * scenario ports (7600 up) and from the fanout ports of the run's other scenarios.
+ */
+export function fanoutPort(port: number, i: number): number {
+  return FANOUT_PORT_BASE + ((port * MAX_FANOUT_PAIRS + i) % FANOUT_PORTS);
+}
+const FANOUT_PORT_BASE = 20_000;
+const FANOUT_PORTS = 40_000;
 
 export interface CompileOptions {
   /** the guest address the RDMA device is bound to */
@@ -82,9 +105,15 @@ export interface CompiledScenario {
 }
 
 const SETUP_TIMEOUT_MS = 30_000;
+/** the setup's watchdog grows by this for each fanout pair (two CQs, a listener, a connection) */
+const SETUP_MS_PER_FANOUT_PAIR = 3_000;
 /** how long past its own wait a poll or sleep step may take before the watchdog calls it stuck */
 const WAIT_MARGIN_MS = 5_000;
-const FIRST_WR_ID = { qp: { sq: 1000, rq: 2000 }, peer: { sq: 3000, rq: 4000 } } as const;
+const FIRST_WR_ID = {
+  qp: { sq: 1000, rq: 2000 },
+  peer: { sq: 3000, rq: 4000 },
+  fanout: { sq: 5000, rq: 6000 },
+} as const;
 
 export function stepKind(step: Step): StepKind {
   for (const k of [
@@ -158,14 +187,60 @@ function setupCommands(s: Scenario, opts: CompileOptions): string[] {
       sig: s.qp.sig_all ? "all" : "req",
     }),
   );
-  return lines;
+  return [...lines, ...fanoutSetup(s, opts)];
+}
+
+function fanoutSetup(s: Scenario, opts: CompileOptions): string[] {
+  const f = s.fanout;
+  if (!f) return [];
+  const poll = opts.executor === "user" ? undefined : f.poll;
+  return Array.from({ length: f.pairs }, (_, i) => {
+    const n = fanoutNames(i);
+    const port = fanoutPort(opts.port, i);
+    const queues = { sq: f.sq, rq: f.rq, buf: s.qp.buf };
+    return [
+      commandLine("cq", { name: n.cq, depth: f.sq + f.rq, poll }),
+      commandLine("cq", { name: n.peerCq, depth: f.sq + f.rq, poll }),
+      commandLine("listen", {
+        name: n.listener,
+        addr: opts.addr,
+        port,
+        qp: n.peer,
+        pd: NAMES.pd,
+        scq: n.peerCq,
+        rcq: n.peerCq,
+        ...queues,
+      }),
+      commandLine("connect", {
+        name: n.qp,
+        addr: opts.addr,
+        port,
+        pd: NAMES.pd,
+        scq: n.cq,
+        rcq: n.cq,
+        ...queues,
+        sig: "req",
+      }),
+    ];
+  }).flat();
+}
+
+/**
+ * The QPs a post step posts on: the pair's one, or one per fanout pair (sends from each pair's
+ * connecting QP, receives on the QP that accepted it, where those sends arrive).
+ */
+function postTargets(s: Scenario, on: PostSide, queue: "sq" | "rq"): string[] {
+  if (on !== "fanout") return [NAMES[on]];
+  return Array.from({ length: s.fanout?.pairs ?? 0 }, (_, i) =>
+    queue === "sq" ? fanoutNames(i).qp : fanoutNames(i).peer,
+  );
 }
 
 /** Hands out wr_ids: each queue of each side counts up from its own base, after any explicit one. */
 class WrIds {
   private readonly next = new Map<string, number>();
 
-  take(side: "qp" | "peer", queue: "sq" | "rq", explicit: number | undefined, count: number): number {
+  take(side: PostSide, queue: "sq" | "rq", explicit: number | undefined, count: number): number {
     const key = `${side}/${queue}`;
     const first = explicit ?? this.next.get(key) ?? FIRST_WR_ID[side][queue];
     this.next.set(key, first + count);
@@ -184,16 +259,20 @@ function compileStep(
     const p = { ...step.post_send, count: countOn(step.post_send.count, driver) };
     const wrId = ids.take(p.on, "sq", p.wr_id, p.count);
     return {
-      posts: {
-        qp: NAMES[p.on],
-        queue: "sq",
-        wrId,
-        count: p.count,
-        signal: s.qp.sig_all && p.on === "qp" ? "all" : p.signal,
-      },
-      commands: [
+      ...(p.on === "fanout"
+        ? {}
+        : {
+            posts: {
+              qp: NAMES[p.on],
+              queue: "sq" as const,
+              wrId,
+              count: p.count,
+              signal: s.qp.sig_all && p.on === "qp" ? "all" : p.signal,
+            },
+          }),
+      commands: postTargets(s, p.on, "sq").map((qp) =>
         commandLine("post_send", {
-          qp: NAMES[p.on],
+          qp,
           wr_id: wrId,
           op: p.op,
           count: p.count,
@@ -203,24 +282,19 @@ function compileStep(
           inline: p.inline ? 1 : undefined,
           bad: p.bad,
         }),
-      ],
+      ),
     };
   }
   if ("post_recv" in step) {
     const p = { ...step.post_recv, count: countOn(step.post_recv.count, driver) };
     const wrId = ids.take(p.on, "rq", p.wr_id, p.count);
     return {
-      posts: { qp: NAMES[p.on], queue: "rq", wrId, count: p.count, signal: "all" },
-      commands: [
-        commandLine("post_recv", {
-          qp: NAMES[p.on],
-          wr_id: wrId,
-          count: p.count,
-          batch: p.batch,
-          len: p.len,
-          bad: p.bad,
-        }),
-      ],
+      ...(p.on === "fanout"
+        ? {}
+        : { posts: { qp: NAMES[p.on], queue: "rq" as const, wrId, count: p.count, signal: "all" as const } }),
+      commands: postTargets(s, p.on, "rq").map((qp) =>
+        commandLine("post_recv", { qp, wr_id: wrId, count: p.count, batch: p.batch, len: p.len, bad: p.bad }),
+      ),
     };
   }
   if ("modify" in step)
@@ -264,8 +338,14 @@ export function compileScenario(s: Scenario, opts: CompileOptions): CompiledScen
   return {
     scenario: s,
     setup: setupCommands(s, opts),
-    setupTimeoutMs: SETUP_TIMEOUT_MS,
+    setupTimeoutMs: SETUP_TIMEOUT_MS + (s.fanout?.pairs ?? 0) * SETUP_MS_PER_FANOUT_PAIR,
     steps,
-    cqs: [...new Set([cq.send, cq.recv, peerCqNames(s).send, peerCqNames(s).recv])],
+    cqs: [
+      ...new Set([cq.send, cq.recv, peerCqNames(s).send, peerCqNames(s).recv]),
+      ...Array.from({ length: s.fanout?.pairs ?? 0 }, (_, i) => [
+        fanoutNames(i).cq,
+        fanoutNames(i).peerCq,
+      ]).flat(),
+    ],
   };
 }

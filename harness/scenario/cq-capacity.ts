@@ -20,8 +20,12 @@ export interface CqCapacityProblem {
   message: string;
 }
 
-/** The CQ of the QP under test that a queue of a side completes on, if it is one of them. */
-function cqOf(s: ScenarioSpec, side: Side, queue: Queue): CqRole | undefined {
+/**
+ * The CQ of the QP under test that a queue of a side completes on, if it is one of them (a fanout
+ * pair's CQs are sized for its queues when they are made, so they cannot overrun).
+ */
+function cqOf(s: ScenarioSpec, side: Side | "fanout", queue: Queue): CqRole | undefined {
+  if (side === "fanout") return undefined;
   if (side === "peer" && s.peer.cq === "own") return undefined;
   return queue === "sq" ? "send" : "recv";
 }

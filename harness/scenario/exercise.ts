@@ -7,7 +7,7 @@
 import type { CompiledScenario, CompiledStep } from "./compile.ts";
 import type { Step } from "./schema.ts";
 
-type Side = "qp" | "peer";
+type Side = "qp" | "peer" | "fanout";
 /** a rule as the oracle names it ("1" .. "9") */
 type RuleName = string;
 
@@ -27,7 +27,7 @@ function postRules(step: CompiledStep, spec: { bad?: number | undefined }, inErr
 
 /** Per compiled step, the rules it is meant to exercise (in rule order). */
 export function stepRules(c: CompiledScenario): RuleName[][] {
-  const state: Record<Side, string> = { qp: "RTS", peer: "RTS" };
+  const state: Record<Side, string> = { qp: "RTS", peer: "RTS", fanout: "RTS" };
   const faultRules = (c.scenario.expect_fail?.rules ?? []).map((r) => String(r) as RuleName);
   return c.steps.map((step) => {
     const spec = c.scenario.steps[step.index] as Step;

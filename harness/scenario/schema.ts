@@ -7,6 +7,7 @@ import { DRAIN_TARGETS, POLL_CONTEXTS, QP_STATES, SEND_OPS } from "../protocol/c
 import { DRIVERS, type DriverName, EXECUTORS, ORACLE_PROFILES } from "./axes.ts";
 import { cqCapacityProblems } from "./cq-capacity.ts";
 import { type KnownBug, knownBugEntry, ruleRef } from "./known-bug.ts";
+import { scenarioSizeProblems } from "./size-limits.ts";
 
 export {
   DRIVERS,
@@ -29,6 +30,7 @@ export const FAULT_KINDS = [
   "lose-irq",
   "stall-queue",
   "ignore-doorbell",
+  "coalesce-irq",
 ] as const;
 export type FaultKindName = (typeof FAULT_KINDS)[number];
 /** faults on a completion: the CQE of WR wr_id (or the next one) on the queue's CQ */
@@ -92,11 +94,14 @@ const wrId = z
 const ms = z.number().int().min(1).max(600_000);
 /** which QP of the pair a step acts on: the one under test or its connected peer */
 const side = z.enum(["qp", "peer"]).default("qp");
+/** where a post step posts: a QP of the pair, or every pair of the scenario's fanout */
+const postSide = z.enum(["qp", "peer", "fanout"]).default("qp");
+export type PostSide = z.infer<typeof postSide>;
 const signal = z.union([z.enum(["all", "none", "last"]), z.number().int().min(1)]);
 
 const postSend = z.strictObject({
   post_send: z.strictObject({
-    on: side,
+    on: postSide,
     op: z.enum(SEND_OPS).default("send"),
     count: postCount.default(1),
     wr_id: wrId.optional(),
@@ -114,7 +119,7 @@ const postSend = z.strictObject({
 });
 const postRecv = z.strictObject({
   post_recv: z.strictObject({
-    on: side,
+    on: postSide,
     count: postCount.default(1),
     wr_id: wrId.optional(),
     batch: count.optional(),
@@ -173,11 +178,11 @@ const fault = z.strictObject({
     wr_id: wrId.optional(),
     /** an IB_WC status name for error-wqe, e.g. LOC_ACCESS_ERR */
     status: z.string().optional(),
-    /** delay-cqe: how long; stall-queue: how long (default: until the scenario ends) */
+    /** delay-cqe: how long; stall-queue: how long (default: until the scenario ends); coalesce-irq: how long the interrupt is held */
     ms: z.number().int().min(1).max(60_000).optional(),
     /** wrong-index: the index the CQE reports, relative to the WR's */
     delta: z.number().int().min(-1024).max(1024).optional(),
-    /** lose-irq: the MSI-X vector (default: any) */
+    /** lose-irq, coalesce-irq: the MSI-X vector (default: any) */
     vector: z.number().int().min(0).max(64).optional(),
     /** how many consecutive events it hits (default 1) */
     count: z.number().int().min(1).max(4096).optional(),
@@ -257,6 +262,21 @@ const peerSchema = z.strictObject({
   cq: z.enum(["own", "qp"]).default("own"),
 });
 
+export const MAX_FANOUT_PAIRS = 16;
+const fanoutDepth = z.number().int().min(1).max(256);
+/**
+ * More connected QP pairs beside the one under test, each QP with a CQ of its own (depth: its
+ * queues' depths, so it cannot overrun): many armed CQs raising completion events at once, as a
+ * ULP with a connection per CPU or per target does.
+ */
+export const fanoutSchema = z.strictObject({
+  pairs: z.number().int().min(1).max(MAX_FANOUT_PAIRS),
+  poll: z.enum(POLL_CONTEXTS).default("softirq"),
+  sq: fanoutDepth.default(16),
+  rq: fanoutDepth.default(16),
+});
+export type Fanout = z.infer<typeof fanoutSchema>;
+
 /**
  * The rules a scenario's injected device faults are meant to break (the oracle must catch a faulty
  * device): on a driver with a device model they are XFAIL when they FAIL, and a FAIL when they hold
@@ -286,6 +306,7 @@ export const scenarioSchema = z
     timeout_ms: ms.default(10_000),
     qp: qpSetupSchema.default(qpSetupSchema.parse({})),
     peer: peerSchema.default(peerSchema.parse({})),
+    fanout: fanoutSchema.optional(),
     steps: z.array(stepSchema).min(1),
     /** known driver bugs: a record, or the id of one in fixtures/known-bugs.yaml */
     known_bugs: z.array(knownBugEntry).min(1).optional(),
@@ -307,6 +328,9 @@ export const scenarioSchema = z
     expect_fail: expectFailSchema.optional(),
   })
   .superRefine((s, ctx) => {
+    const tooBig = scenarioSizeProblems(s);
+    for (const p of tooBig) ctx.addIssue({ code: "custom", path: p.path, message: p.message });
+    if (tooBig.length > 0) return;
     for (const p of cqCapacityProblems(s)) ctx.addIssue({ code: "custom", path: p.path, message: p.message });
     if (s.expect_fail && !s.steps.some((x) => "fault" in x))
       ctx.addIssue({
@@ -343,6 +367,21 @@ export const scenarioSchema = z
               path: ["steps", i, key, "count"],
               message: `no count for ${d}, a driver the scenario runs on (drivers: ${s.drivers.join(", ")})`,
             });
+      if (post?.on === "fanout") {
+        const queue = key === "post_send" ? "sq" : "rq";
+        if (!s.fanout)
+          ctx.addIssue({
+            code: "custom",
+            path: ["steps", i, key, "on"],
+            message: "on: fanout posts on the scenario's fanout pairs; this scenario has no fanout",
+          });
+        else if (countOn(post.count) > s.fanout[queue])
+          ctx.addIssue({
+            code: "custom",
+            path: ["steps", i, key, "count"],
+            message: `${countOn(post.count)} WRs on each fanout pair's ${queue}, which holds ${s.fanout[queue]} (fanout.${queue})`,
+          });
+      }
       const most = post ? countOn(post.count) : 0;
       if (post && most > 1024 && post.batch === undefined)
         ctx.addIssue({
@@ -411,11 +450,12 @@ function faultProblems(f: FaultStep): { field: string; message: string }[] {
   if (f.kind === "error-wqe") needs("status", "an IB_WC status name");
   else refuses("status");
   if (f.kind === "delay-cqe") needs("ms", "how long the completion is held");
+  else if (f.kind === "coalesce-irq") needs("ms", "how long the interrupt is held");
   else if (f.kind !== "stall-queue") refuses("ms");
   if (f.kind === "wrong-index") needs("delta", "the index offset the CQE reports");
   else refuses("delta");
-  if (f.kind !== "lose-irq") refuses("vector");
-  if (f.kind === "lose-irq") {
+  if (f.kind !== "lose-irq" && f.kind !== "coalesce-irq") refuses("vector");
+  if (f.kind === "lose-irq" || f.kind === "coalesce-irq") {
     refuses("queue");
     refuses("wr_id");
   }

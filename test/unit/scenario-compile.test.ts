@@ -224,3 +224,93 @@ t.test("a count per driver: compiled for the run's driver, every driver of the s
     { message: /steps\[0\]\.post_send\.count: no count for erdma, a driver the scenario runs on/ },
   );
 });
+
+t.test("a fanout: more connected pairs, a CQ per QP sized for its queues, posts on every pair", async (t) => {
+  const c = compileScenario(
+    scenario([
+      "fanout: { pairs: 2, sq: 4, rq: 6 }",
+      "steps:",
+      "  - post_recv: { on: fanout, count: 3 }",
+      "  - post_send: { on: fanout, count: 2, len: 8 }",
+      "  - post_send: { on: fanout }",
+      "  - post_send: { count: 1 }",
+      "  - drain: {}",
+    ]),
+    OPTS,
+  );
+  t.same(c.setup.slice(6), [
+    "cq name=fcq0 depth=10 poll=softirq",
+    "cq name=fpcq0 depth=10 poll=softirq",
+    "listen name=fl0 addr=10.0.2.15 port=23200 qp=fp0 pd=pd scq=fpcq0 rcq=fpcq0 sq=4 rq=6 buf=4096",
+    "connect name=f0 addr=10.0.2.15 port=23200 pd=pd scq=fcq0 rcq=fcq0 sq=4 rq=6 buf=4096 sig=req",
+    "cq name=fcq1 depth=10 poll=softirq",
+    "cq name=fpcq1 depth=10 poll=softirq",
+    "listen name=fl1 addr=10.0.2.15 port=23201 qp=fp1 pd=pd scq=fpcq1 rcq=fpcq1 sq=4 rq=6 buf=4096",
+    "connect name=f1 addr=10.0.2.15 port=23201 pd=pd scq=fcq1 rcq=fcq1 sq=4 rq=6 buf=4096 sig=req",
+  ]);
+  t.same(c.cqs, ["cq", "pcq", "fcq0", "fpcq0", "fcq1", "fpcq1"], "settled and torn down with the rest");
+  t.same(c.steps[0]?.commands, [
+    "post_recv qp=fp0 wr_id=6000 count=3",
+    "post_recv qp=fp1 wr_id=6000 count=3",
+  ]);
+  t.same(c.steps[1]?.commands, [
+    "post_send qp=f0 wr_id=5000 op=send count=2 len=8 signal=all",
+    "post_send qp=f1 wr_id=5000 op=send count=2 len=8 signal=all",
+  ]);
+  t.match(c.steps[2]?.commands, [/^post_send qp=f0 wr_id=5002 /, /^post_send qp=f1 wr_id=5002 /]);
+  t.match(c.steps[3]?.commands, [/^post_send qp=qp wr_id=1000 /], "the pair's own ranges are untouched");
+  t.equal(c.steps[1]?.posts, undefined, "no fault names a fanout WR");
+  t.ok(c.setupTimeoutMs > compileScenario(scenario(["steps: [ { drain: {} } ]"]), OPTS).setupTimeoutMs);
+  const user = compileScenario(scenario(["fanout: { pairs: 1, poll: direct }", "steps: [ { drain: {} } ]"]), {
+    ...OPTS,
+    executor: "user",
+  });
+  t.match(user.setup.slice(6, 8), ["cq name=fcq0 depth=32", "cq name=fpcq0 depth=32"]);
+});
+
+t.test("a fanout's pairs get ports of their own, apart from the scenario ports", async (t) => {
+  const ports = (port: number) =>
+    compileScenario(scenario(["fanout: { pairs: 16 }", "steps: [ { drain: {} } ]"]), { ...OPTS, port })
+      .setup.filter((l) => l.startsWith("listen name=fl"))
+      .map((l) => Number(/port=(\d+)/.exec(l)?.[1]));
+  const a = ports(7600);
+  const b = ports(7601);
+  t.equal(new Set([...a, ...b]).size, 32, "no two pairs of two scenarios share a port");
+  t.ok([...a, ...b].every((p) => p >= 20_000 && p < 60_000));
+});
+
+t.test(
+  "a fanout is checked: posts on it need one, within its queues; user SKIP for a kernel poll context",
+  async (t) => {
+    t.throws(
+      () => scenario(["steps: [ { post_send: { on: fanout } } ]"]),
+      /steps\[0\]\.post_send\.on: on: fanout posts on the scenario's fanout pairs; this scenario has no fanout/,
+    );
+    t.throws(
+      () => scenario(["fanout: { pairs: 2, rq: 4 }", "steps: [ { post_recv: { on: fanout, count: 5 } } ]"]),
+      /steps\[0\]\.post_recv\.count: 5 WRs on each fanout pair's rq, which holds 4 \(fanout\.rq\)/,
+    );
+    t.throws(() => scenario(["fanout: { pairs: 17 }", "steps: [ { drain: {} } ]"]), /fanout\.pairs/);
+    t.throws(() => scenario(["fanout: { pairs: 1 }", "steps: [ { drain: { on: fanout } } ]"]), /drain\.on/);
+    const { planScenario } = await import("../../harness/suite/plan.ts");
+    const s = scenario(["fanout: { pairs: 1, poll: workqueue }", "steps: [ { drain: {} } ]"]);
+    t.match(planScenario(s, { driver: "erdma", executor: "user" }), {
+      run: false,
+      verdict: "SKIP",
+      reason: /kernel's workqueue CQ poll context/,
+    });
+    t.same(planScenario(s, { driver: "erdma", executor: "kernel" }), { run: true });
+  },
+);
+
+t.test("coalesce-irq: needs ms, takes a vector, hits no WR", async (t) => {
+  t.throws(() => scenario(["steps: [ { fault: { kind: coalesce-irq } } ]"]), /coalesce-irq needs ms/);
+  t.throws(
+    () => scenario(["steps: [ { fault: { kind: coalesce-irq, ms: 5, wr_id: 1000 } } ]"]),
+    /coalesce-irq takes no wr_id/,
+  );
+  const s = scenario(["steps: [ { fault: { kind: coalesce-irq, ms: 5, vector: 1 } }, { drain: {} } ]"]);
+  const { translateFault } = await import("../../harness/suite/faults.ts");
+  const c = compileScenario(s, OPTS);
+  t.same(translateFault(c.steps[0] as never, c, []), { kind: "coalesce-irq", vector: 1, ms: 5 });
+});

@@ -1,0 +1,84 @@
+// The CEQ handler's budget, on a real debian:6.12 guest with the emulated erdma: ceq-budget-drain
+// makes twenty armed CQs complete while the device holds their interrupt, so one run of erdma's
+// CEQ handler finds more events than it polls (16); the real driver re-arms and comes back, and the
+// scenario passes with the hardware trace showing the events that waited. The same scenario on a
+// driver that skips the re-arm after a full budget (fixtures/mutants) is a new FAIL.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import t from "tap";
+import { hil, isolate, leftovers } from "../support/cli.ts";
+import { scenarioOf, verdictsOf } from "../support/verdicts.ts";
+
+t.setTimeout(30 * 60 * 1000);
+
+const SCENARIO = "ceq-budget-drain";
+/** MAX_POLL_CHUNK_SIZE, drivers/infiniband/hw/erdma/erdma_eq.c (6.12) */
+const CEQ_HANDLER_BUDGET = 16;
+
+interface HwEvent {
+  kind: string;
+  action?: string;
+  fault?: { kind?: string };
+  eq?: number | string;
+  vector?: number;
+  delivered?: boolean;
+  source?: string;
+}
+
+t.test(
+  `${SCENARIO} on debian:6.12: more CEQEs than one handler run polls wait, and the drain passes`,
+  async (t) => {
+    const iso = isolate();
+    const dir = join(t.testdir({}), "run");
+    const r = await hil(
+      ["run", "--kernel", "debian:6.12", "--scenario", SCENARIO, "--run-dir", dir],
+      iso.env,
+    );
+    t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-4000));
+    const s = scenarioOf(dir, SCENARIO);
+    t.same(verdictsOf(s), ["ib PASS", "iwarp-rdmac PASS", "linux PASS"]);
+    const hw = readFileSync(join(dir, s.hwTrace ?? "none"), "utf8")
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as HwEvent);
+    const fired = hw.findIndex(
+      (e) => e.kind === "fault" && e.action === "fired" && e.fault?.kind === "coalesce-irq",
+    );
+    t.ok(fired >= 0, "the interrupt was held");
+    const held = hw.findIndex(
+      (e, i) => i > fired && e.kind === "irq" && /held \d+ ms: injected/.test(e.source ?? ""),
+    );
+    t.ok(held > fired, "and raised later");
+    const waiting = hw
+      .slice(fired, held)
+      .filter((e) => e.kind === "eqe" && typeof e.eq === "number" && e.eq > 0);
+    t.ok(
+      waiting.length > CEQ_HANDLER_BUDGET,
+      `${waiting.length} CEQEs waited for one handler run: more than its budget of ${CEQ_HANDLER_BUDGET}`,
+    );
+    t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+  },
+);
+
+t.test("a driver that skips the CEQ re-arm after a full budget: a new FAIL", async (t) => {
+  const iso = isolate();
+  const dir = join(t.testdir({}), "run");
+  const r = await hil(
+    [
+      "validate",
+      "--kernel",
+      "debian:6.12",
+      "--series",
+      "fixtures/mutants/ceq-rearm-skipped-after-full-chunk.mbox",
+      "--scenario",
+      SCENARIO,
+      "--run-dir",
+      dir,
+    ],
+    iso.env,
+  );
+  t.equal(r.exitCode, 1, `${r.stdout}${r.stderr}`.slice(-4000));
+  t.match(r.stdout, new RegExp(`^${SCENARIO}\\s+linux\\s+PASS\\s+FAIL\\s+NEW FAIL`, "m"));
+  t.match(r.stdout, /^\s+rule (9|hang): PASS -> FAIL/m, "the drain is what breaks");
+  t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+});
