@@ -27,7 +27,7 @@
 
 #include "cmdlang.h"
 
-#define KV_MAX_OBJS 8
+#define KV_MAX_OBJS 48
 #define KV_CHUNK 512
 #define KV_REC_LEN 640
 
@@ -205,6 +205,8 @@ struct kv_state {
 	struct kv_listener listeners[KV_MAX_OBJS];
 	struct list_head graveyard;
 	u64 calls;
+	/* commands that returned non-zero since the trace was last cleared */
+	u64 failed;
 	u32 max_wrs;
 };
 

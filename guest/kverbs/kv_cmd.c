@@ -22,6 +22,7 @@ int kv_run(struct hil_cmd *cmd)
 int kv_op_clear(struct hil_cmd *cmd)
 {
 	kv_trace_clear();
+	WRITE_ONCE(kv.failed, 0);
 	return 0;
 }
 

@@ -172,6 +172,8 @@ static void kv_execute(struct hil_cmd *cmd)
 	kv_rec_str(&r, "op", cmd->op->name);
 	kv_rec_int(&r, "rc", rc);
 	kv_rec_uint(&r, "us", (ktime_get_ns() - t0) / 1000);
+	if (rc)
+		WRITE_ONCE(kv.failed, kv.failed + 1);
 	if (cmd->err[0])
 		kv_rec_str(&r, "err", cmd->err);
 	kv_rec_commit(&r);
@@ -246,8 +248,8 @@ static int kv_status_json(char *buf, size_t size)
 	else
 		n += scnprintf(buf + n, size - n, "\"busy\":null,");
 	spin_unlock(&wk.lock);
-	n += scnprintf(buf + n, size - n, "\"trace_bytes\":%zu,\"dropped\":%llu,\"release\":\"%s\"}\n",
-		       kv_trace_bytes(), kv_trace_dropped(), init_utsname()->release);
+	n += scnprintf(buf + n, size - n, "\"failed\":%llu,\"trace_bytes\":%zu,\"dropped\":%llu,\"release\":\"%s\"}\n",
+		       READ_ONCE(kv.failed), kv_trace_bytes(), kv_trace_dropped(), init_utsname()->release);
 	return n;
 }
 

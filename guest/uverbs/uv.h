@@ -26,7 +26,7 @@
 #include "cmdlang.h"
 
 #define UV_VERSION 1
-#define UV_MAX_OBJS 8
+#define UV_MAX_OBJS 48
 #define UV_REC_LEN 2048
 #define UV_MAX_LINES 4096
 

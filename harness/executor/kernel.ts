@@ -1,4 +1,4 @@
-/** The in-kernel executor (hil_kverbs) as a suite executor: one step at a time, a watchdog each. */
+/** The in-kernel executor (hil_kverbs) as a suite executor: steps batched into one guest command, a watchdog each in the guest. */
 
 import { progress } from "../../util/progress.ts";
 import type { PreparedGuest } from "../boot.ts";
@@ -8,7 +8,7 @@ import { commandLine } from "../protocol/commands.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
 import type { ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
-import { KverbsDriver } from "./kverbs-driver.ts";
+import { type CommandGroup, type GroupsOptions, KverbsDriver } from "./kverbs-driver.ts";
 import { type CommandRunner, runStepwise, type StepwiseHooks, type StuckCommand } from "./stepwise.ts";
 
 /** Commands of KverbsDriver that only read (the trace, the status): safe to run again. */
@@ -75,16 +75,30 @@ export class KernelExecutor implements ScenarioExecutor, CommandRunner {
     lines: readonly string[],
     timeoutMs: number,
   ): Promise<{ records: TraceRecord[]; stuck?: StuckCommand }> {
-    const r = await this.driver.run(lines, { timeoutMs, check: false });
-    if (!r.stuck) return { records: r.records };
+    const { stuck, records } = await this.runSteps([{ lines, timeoutMs }]);
+    if (!stuck) return { records };
+    const { stuckAt: _, ...evidence } = stuck;
+    return { records, stuck: evidence };
+  }
+
+  async runSteps(
+    steps: readonly CommandGroup[],
+    opts: GroupsOptions = {},
+  ): Promise<{ records: TraceRecord[]; ran: number; stuck?: StuckCommand & { stuckAt: number } }> {
+    const r = await this.driver.runGroups(steps, opts);
+    const ran = r.statuses.length;
+    if (!r.stuck) return { records: r.records, ran };
     this.stuckOnce = true;
     // the blocked tasks' stacks on the console too, as the hung-task detector would print them
     await this.guest.exec("echo w > /proc/sysrq-trigger", { timeoutMs: 10_000 }).catch(() => undefined);
+    const busy = r.stuck.status.busy;
     return {
       records: r.records,
+      ran,
       stuck: {
-        op: r.stuck.status.busy?.op ?? "?",
-        ms: r.stuck.status.busy?.ms ?? timeoutMs,
+        stuckAt: ran - 1,
+        op: busy?.op ?? "?",
+        ms: busy?.ms ?? (steps[ran - 1] as CommandGroup).timeoutMs,
         stack: r.stuck.stack,
         state: r.stuck.state,
       },

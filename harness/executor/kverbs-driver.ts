@@ -20,6 +20,8 @@ const statusSchema = z.strictObject({
   queued: z.number().int().nonnegative(),
   last_done: z.number().int().nonnegative(),
   busy: z.strictObject({ id: z.number().int(), op: z.string(), ms: z.number().int() }).nullable(),
+  /** commands that returned non-zero since the trace was cleared */
+  failed: z.number().int().nonnegative(),
   trace_bytes: z.number().int().nonnegative(),
   dropped: z.number().int().nonnegative(),
   release: z.string(),
@@ -52,6 +54,62 @@ export interface RunOptions {
 }
 
 const SAFE_LINE = /^[A-Za-z0-9_=.:, -]+$/;
+
+/** Lines the worker runs as one group, waited for up to timeoutMs. */
+export interface CommandGroup {
+  lines: readonly string[];
+  timeoutMs: number;
+  /** end the batch after this group when any command since the trace was cleared failed */
+  stopOnFailure?: boolean;
+}
+
+export interface GroupsOptions {
+  /** empty the trace first (reading what is left of it), as clear() does */
+  clear?: boolean;
+}
+
+export interface GroupsRun {
+  records: TraceRecord[];
+  /** the wait status after each group that ran */
+  statuses: KverbsStatus[];
+  stuck?: KverbsStuck;
+}
+
+/** Separates the parts of a batch's output: the old trace, the groups' statuses, the new trace. */
+const TRACE_MARK = "@@hil-kverbs-trace";
+
+/**
+ * The guest command for runGroups, with no process forked per group (echo, read and case are the
+ * shell's own): each group's lines written to ctl, then a bounded wait whose status is printed; a
+ * status that is not idle (or, for a stopOnFailure group, one that counts a failure) ends the
+ * groups. The trace since `offset` follows the mark. A refused line (its write fails) exits
+ * non-zero, after the trace.
+ */
+function groupsScript(groups: readonly CommandGroup[], offset: number, opts: GroupsOptions): string {
+  const group = (g: CommandGroup) =>
+    [
+      ...g.lines.map((l) => `echo '${l}' > ctl`),
+      `echo ${Math.ceil(g.timeoutMs)} > wait_ms`,
+      "read -r s < wait",
+      `echo "$s"`,
+      `case "$s" in *'"idle":true'*) ;; *) exit 0 ;; esac`,
+      ...(g.stopOnFailure ? [`case "$s" in *'"failed":0,'*) ;; *) exit 0 ;; esac`] : []),
+    ].join(" && ");
+  const clear = opts.clear
+    ? [
+        `tail -c +${offset + 1} trace && echo && echo ${TRACE_MARK} || exit 1`,
+        "echo clear > ctl && read -r s < wait || exit 1",
+      ]
+    : [];
+  return [
+    `cd ${KVERBS_DEBUGFS} || exit 1`,
+    ...clear,
+    ...(groups.length > 0 ? [`( ${groups.map(group).join(" || exit 1\n")} || exit 1\n)`, "rc=$?"] : ["rc=0"]),
+    `echo; echo ${TRACE_MARK}`,
+    `tail -c +${opts.clear ? 1 : offset + 1} trace`,
+    "exit $rc",
+  ].join("\n");
+}
 
 function parseStatus(text: string, what: string): KverbsStatus {
   let json: unknown;
@@ -103,12 +161,7 @@ export class KverbsDriver {
 
   /** The trace records written since the last read. */
   async readTrace(): Promise<TraceRecord[]> {
-    const text = await this.sh(`tail -c +${this.offset + 1} ${KVERBS_DEBUGFS}/trace`);
-    const end = text.lastIndexOf("\n") + 1;
-    const fresh = parseTrace(text.slice(0, end), `${KVERBS_DEBUGFS}/trace @${this.offset}`);
-    this.offset += Buffer.byteLength(text.slice(0, end));
-    this.seen.push(...fresh);
-    return fresh;
+    return this.takeTrace(await this.sh(`tail -c +${this.offset + 1} ${KVERBS_DEBUGFS}/trace`));
   }
 
   /** The worker's kernel stack and scheduler state. */
@@ -126,29 +179,10 @@ export class KverbsDriver {
    */
   async run(lines: readonly string[], opts: RunOptions = {}): Promise<KverbsRun> {
     const timeoutMs = opts.timeoutMs ?? 30_000;
-    for (const line of lines) {
-      if (!SAFE_LINE.test(line)) throw new HilError(`not a hil_kverbs command line: ${JSON.stringify(line)}`);
-      if (/^\s*clear\b/.test(line)) throw new HilError("use clear(), not a clear line, to empty the trace");
-    }
-    const writes = lines.map((l) => `echo '${l}' > ctl`).join(" && ");
-    const script = `cd ${KVERBS_DEBUGFS} && ${writes || "true"} && echo ${Math.ceil(timeoutMs)} > wait_ms && cat wait`;
-    const r = await this.guest.exec(script, { timeoutMs: timeoutMs + 30_000 });
-    const records = await this.readTrace();
-    if (r.exitCode !== 0) {
-      const rejects = recordsOf(records, "reject");
-      throw new HilError("hil_kverbs refused a command", {
-        detail: rejects.length
-          ? rejects.map((x) => `${x.line}: ${x.why}`).join("\n")
-          : `${r.stdout}${r.stderr}`.trim(),
-      });
-    }
-    const status = parseStatus(r.stdout, "wait");
-    const done = recordsOf(records, "done");
-    const result: KverbsRun = { records, done, status };
-    if (!status.idle) {
-      const { stack, state } = await this.workerStack(status.pid);
-      result.stuck = { status, stack, state };
-    }
+    const batch = await this.runGroups([{ lines, timeoutMs }]);
+    const status = batch.statuses[0] as KverbsStatus;
+    const result: KverbsRun = { records: batch.records, done: recordsOf(batch.records, "done"), status };
+    if (batch.stuck) result.stuck = batch.stuck;
     if (opts.check ?? true) {
       if (result.stuck) {
         throw new HilError(
@@ -156,7 +190,7 @@ export class KverbsDriver {
           { detail: result.stuck.stack },
         );
       }
-      const failed = done.filter((d) => d.rc !== 0);
+      const failed = result.done.filter((d) => d.rc !== 0);
       if (failed.length)
         throw new HilError(`hil_kverbs: ${failed.length} command(s) failed`, {
           detail: failed.map((d) => `#${d.id} ${d.op}: rc ${d.rc}${d.err ? ` (${d.err})` : ""}`).join("\n"),
@@ -165,12 +199,67 @@ export class KverbsDriver {
     return result;
   }
 
+  /**
+   * Runs groups of lines one after the other in one guest command, each group waited for up to its
+   * own timeout by the module (the watchdog is in the guest), and reads the new trace in the same
+   * command. The first group the worker does not finish in time ends the batch: `stuck` then holds
+   * the worker's stack, and `statuses` has one entry per group that ran (the last one busy).
+   */
+  async runGroups(groups: readonly CommandGroup[], opts: GroupsOptions = {}): Promise<GroupsRun> {
+    for (const line of groups.flatMap((g) => g.lines)) {
+      if (!SAFE_LINE.test(line)) throw new HilError(`not a hil_kverbs command line: ${JSON.stringify(line)}`);
+      if (/^\s*clear\b/.test(line)) throw new HilError("use clear(), not a clear line, to empty the trace");
+    }
+    const script = groupsScript(groups, this.offset, opts);
+    const budget = groups.reduce((sum, g) => sum + g.timeoutMs, 0);
+    const r = await this.guest.exec(script, { timeoutMs: budget + 30_000 });
+    const mark = `\n${TRACE_MARK}\n`;
+    let out = r.stdout;
+    if (opts.clear) {
+      const at = out.indexOf(mark);
+      if (at >= 0) {
+        this.takeTrace(out.slice(0, at));
+        out = out.slice(at + mark.length);
+      }
+      this.offset = 0;
+    }
+    const at = out.indexOf(mark);
+    const statusText = at < 0 ? out : out.slice(0, at);
+    const records = at < 0 ? await this.readTrace() : this.takeTrace(out.slice(at + mark.length));
+    if (r.exitCode !== 0) {
+      const rejects = recordsOf(records, "reject");
+      throw new HilError("hil_kverbs refused a command", {
+        detail: rejects.length
+          ? rejects.map((x) => `${x.line}: ${x.why}`).join("\n")
+          : `${r.stdout}${r.stderr}`.trim(),
+      });
+    }
+    const statuses = statusText
+      .split("\n")
+      .filter((l) => l.trim())
+      .map((l) => parseStatus(l, "wait"));
+    const last = statuses.at(-1);
+    if (groups.length === 0 && statuses.length === 0) return { records, statuses };
+    if (!last || statuses.length > groups.length)
+      throw new HilError(`hil_kverbs: ${statuses.length} status line(s) for ${groups.length} group(s)`, {
+        detail: r.stdout,
+      });
+    if (last.idle) return { records, statuses };
+    return { records, statuses, stuck: { status: last, ...(await this.workerStack(last.pid)) } };
+  }
+
+  /** Parses the trace text read at this.offset and moves the offset past its whole lines. */
+  private takeTrace(text: string): TraceRecord[] {
+    const end = text.lastIndexOf("\n") + 1;
+    const fresh = parseTrace(text.slice(0, end), `${KVERBS_DEBUGFS}/trace @${this.offset}`);
+    this.offset += Buffer.byteLength(text.slice(0, end));
+    this.seen.push(...fresh);
+    return fresh;
+  }
+
   /** Empties the trace (after reading what is in it). */
   async clear(): Promise<void> {
-    await this.readTrace();
-    await this.sh(`cd ${KVERBS_DEBUGFS} && echo clear > ctl && cat wait`);
-    this.offset = 0;
-    await this.readTrace();
+    await this.runGroups([], { clear: true });
   }
 
   /**

@@ -1,7 +1,9 @@
 /**
- * A scenario run one step at a time on an executor that keeps its verbs objects between calls:
- * clear the trace, connect the pair, run each step under its watchdog, settle the CQs, destroy
- * everything. A stuck step ends the scenario; a broken setup is an error.
+ * A scenario run step by step on an executor that keeps its verbs objects between calls: clear the
+ * trace, connect the pair, run each step under its watchdog, settle the CQs, destroy everything. A
+ * stuck step ends the scenario; a broken setup is an error. A runner that takes several steps at
+ * once (runSteps) gets them in as few round trips as the host allows: everything up to the first
+ * fault step (which the host arms between steps), the steps between faults, then settle and teardown.
  */
 
 import type { StuckObservation } from "../oracle/observations.ts";
@@ -25,12 +27,33 @@ export interface CommandRunner {
   clear(): Promise<void>;
   /** sends the lines, waits up to timeoutMs for all of them; `stuck` when they did not finish */
   run(lines: readonly string[], timeoutMs: number): Promise<{ records: TraceRecord[]; stuck?: StuckCommand }>;
+  /**
+   * Runs several steps in one round trip, each waited for up to its own timeout in the guest.
+   * Stops at the first that does not finish (`stuckAt` is its index in `steps`) or, for a step
+   * marked stopOnFailure, that leaves a failed command behind; `ran` counts the steps that ran.
+   * With `clear` the trace is emptied first, as clear() does. Optional: without it every step is
+   * one `run`.
+   */
+  runSteps?(
+    steps: readonly { lines: readonly string[]; timeoutMs: number; stopOnFailure?: boolean }[],
+    opts?: { clear?: boolean },
+  ): Promise<{ records: TraceRecord[]; ran: number; stuck?: StuckCommand & { stuckAt: number } }>;
 }
 
 /** What the suite carries out itself between the executor's steps. */
 export interface StepwiseHooks {
   /** arms a fault step on the device (the trace so far names the QPs); throws when it cannot */
   fault?(step: CompiledStep, records: readonly TraceRecord[]): Promise<void>;
+}
+
+/** Commands run and waited for as one (a step, the setup, the settle, the teardown). */
+interface Group {
+  commands: readonly SentCommand[];
+  timeoutMs: number;
+  /** the step index a stuck group is reported under (-1 for the setup) */
+  index: number;
+  /** the groups after it do not run when a command so far failed */
+  stopOnFailure?: boolean;
 }
 
 const SETTLE_WAIT_MS = 2000;
@@ -56,44 +79,94 @@ export async function runStepwise(
     sent,
     ...(error ? { error } : {}),
   });
-  const step = async (
-    commands: readonly SentCommand[],
-    timeoutMs: number,
-    index: number,
-  ): Promise<boolean> => {
-    sent.push(...commands);
-    const r = await runner.run(
-      commands.map((c) => c.line),
-      timeoutMs,
+  /**
+   * Runs the groups in order, in one round trip when the runner can; the same records, sent
+   * commands and stuck evidence either way. False when one did not finish (nothing after it runs).
+   */
+  const run = async (groups: readonly Group[], opts: { clear?: boolean } = {}): Promise<boolean> => {
+    if (!runner.runSteps) {
+      if (opts.clear) await runner.clear();
+      for (const g of groups) {
+        sent.push(...g.commands);
+        const r = await runner.run(
+          g.commands.map((c) => c.line),
+          g.timeoutMs,
+        );
+        records.push(...r.records);
+        if (r.stuck) {
+          stuck.push({ ev: "stuck", step: g.index, ...r.stuck });
+          return false;
+        }
+        if (g.stopOnFailure && failedCommands(records).length > 0) return true;
+      }
+      return true;
+    }
+    if (groups.length === 0) return true;
+    const r = await runner.runSteps(
+      groups.map((g) => ({
+        lines: g.commands.map((c) => c.line),
+        timeoutMs: g.timeoutMs,
+        ...(g.stopOnFailure ? { stopOnFailure: true } : {}),
+      })),
+      opts,
     );
+    for (const g of groups.slice(0, r.ran)) sent.push(...g.commands);
     records.push(...r.records);
-    if (r.stuck) stuck.push({ ev: "stuck", step: index, ...r.stuck });
-    return !r.stuck;
+    if (!r.stuck) return true;
+    const { stuckAt, ...evidence } = r.stuck;
+    stuck.push({ ev: "stuck", step: (groups[stuckAt] as Group).index, ...evidence });
+    return false;
   };
+  const ofStep = (s: CompiledStep): Group => ({
+    commands: stepSent(s),
+    timeoutMs: s.timeoutMs,
+    index: s.index,
+  });
   try {
-    await runner.clear();
-    if (!(await step(setupSent(compiled), compiled.setupTimeoutMs, -1)))
+    // the setup and the steps before the first fault go out with the clear, in one round trip
+    // where the runner can; a failed setup stops them there
+    const setup: Group = {
+      commands: setupSent(compiled),
+      timeoutMs: compiled.setupTimeoutMs,
+      index: -1,
+      stopOnFailure: true,
+    };
+    const firstFault = compiled.steps.findIndex((s) => s.fault);
+    const leading = compiled.steps.slice(0, firstFault < 0 ? undefined : firstFault);
+    const setupDone = await run([setup, ...leading.map(ofStep)], { clear: true });
+    if (!setupDone && stuck[0]?.step === -1)
       return outcome(`setup did not finish: ${stuck[0]?.op} stuck for ${stuck[0]?.ms} ms`);
     const setupFailures = failedCommands(records);
-    if (setupFailures.length > 0) return outcome(`setup failed: ${setupFailures.join("; ")}`);
-    for (const s of compiled.steps) {
-      if (s.fault) {
-        const where = `step ${s.index + 1} (line ${s.line}): fault ${s.fault.kind}`;
-        if (!hooks.fault) return outcome(`${where}: nothing here arms device faults`);
-        try {
-          await hooks.fault(s, records);
-        } catch (err) {
-          return outcome(`${where}: ${err instanceof Error ? err.message : String(err)}`);
-        }
+    if (setupFailures.length > 0 && !sent.some((c) => c.phase === "step"))
+      return outcome(`setup failed: ${setupFailures.join("; ")}`);
+    if (!setupDone) return outcome();
+    let pending: Group[] = [];
+    for (const s of compiled.steps.slice(leading.length)) {
+      if (!s.fault) {
+        pending.push(ofStep(s));
         continue;
       }
-      if (!(await step(stepSent(s), s.timeoutMs, s.index))) return outcome();
+      if (!(await run(pending))) return outcome();
+      pending = [];
+      const where = `step ${s.index + 1} (line ${s.line}): fault ${s.fault.kind}`;
+      if (!hooks.fault) return outcome(`${where}: nothing here arms device faults`);
+      try {
+        await hooks.fault(s, records);
+      } catch (err) {
+        return outcome(`${where}: ${err instanceof Error ? err.message : String(err)}`);
+      }
     }
+    if (!(await run(pending))) return outcome();
     const end = compiled.steps.length;
     const settle = settleCommands(records, compiled.cqs, SETTLE_WAIT_MS);
-    if (!(await step(phaseSent(settle, "settle"), SETTLE_WAIT_MS * settle.length + 10_000, end)))
-      return outcome();
-    await step(phaseSent(["reset"], "teardown"), TEARDOWN_TIMEOUT_MS, end);
+    await run([
+      {
+        commands: phaseSent(settle, "settle"),
+        timeoutMs: SETTLE_WAIT_MS * settle.length + 10_000,
+        index: end,
+      },
+      { commands: phaseSent(["reset"], "teardown"), timeoutMs: TEARDOWN_TIMEOUT_MS, index: end },
+    ]);
     return outcome();
   } catch (err) {
     return outcome(err instanceof Error ? err.message : String(err));

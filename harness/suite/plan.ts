@@ -18,11 +18,13 @@ export function planScenario(s: Scenario, target: SuiteTarget): Plan {
     return { run: false, verdict: "SKIP", reason: `meant for ${s.drivers.join(", ")}, not ${target.driver}` };
   if (!s.executors.includes(target.executor))
     return { run: false, verdict: "SKIP", reason: `meant for the ${s.executors.join(", ")} executor(s)` };
-  if (target.executor === "user" && s.qp.poll !== "direct")
+  const kernelPoll =
+    s.qp.poll !== "direct" ? s.qp.poll : s.fanout && s.fanout.poll !== "direct" ? s.fanout.poll : undefined;
+  if (target.executor === "user" && kernelPoll)
     return {
       run: false,
       verdict: "SKIP",
-      reason: `written for the kernel's ${s.qp.poll} CQ poll context; a user CQ is polled directly`,
+      reason: `written for the kernel's ${kernelPoll} CQ poll context; a user CQ is polled directly`,
     };
   if (
     target.driver === "erdma" &&

@@ -11,8 +11,9 @@
  * (<scenario>#<k>) judged and traced on its own, and the report says per scenario and oracle
  * profile whether the repetitions agree (suite/repeat.ts).
  */
-import { mkdir, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { traceFailureIn } from "../../qemu/device-server/trace-failure.ts";
+import { makeDir } from "../../util/make-dir.ts";
 import { progress } from "../../util/progress.ts";
 import { type BootedGuest, bootPrepared, DEFAULT_GUEST_MAC, type PreparedGuest } from "../boot.ts";
 import { parseConsole } from "../console/parse.ts";
@@ -23,12 +24,15 @@ import { judgeTrace, type ProfileJudgement } from "../oracle/judge.ts";
 import { applyExpectedFailures, applyKnownBugs, type BugTarget, knownBugsFor } from "../oracle/known-bugs.ts";
 import type { FaultObservation, Observation } from "../oracle/observations.ts";
 import { parseHwTrace } from "../protocol/hw-trace.ts";
+import { runDirFull, writeRunFile } from "../rundir/write.ts";
 import { type CompiledScenario, compileScenario } from "../scenario/compile.ts";
 import type { KnownBug, OracleProfile, Scenario } from "../scenario/schema.ts";
 import { type CheckResult, PASSING_VERDICTS, type Verdict } from "../verdict.ts";
 import { armFault, controlOf } from "./faults.ts";
+import { examineSilentGuest, freezeEvent, isNmiPanic } from "./freeze.ts";
 import { harnessDeath, watchHarness } from "./harness-watch.ts";
-import { hwEvidence, hwTraceName, settledSize, writeHwSlice } from "./hw-trace.ts";
+import { hwEvidence, hwTraceName, readSlice, settledSize } from "./hw-trace.ts";
+import { hangsLast } from "./order.ts";
 import { planScenario, planSteps, type SuiteTarget } from "./plan.ts";
 import {
   expandRepeats,
@@ -164,6 +168,7 @@ export function staleRecordResults(report: SuiteReport): CheckResult[] {
       id: `known-bug:${id}`,
       title: `the known bug ${id} shows`,
       verdict: "XPASS" as const,
+      expectedBy: "known bug" as const,
       reason: `the record applied to ${n} scenario run(s) and described none of their failures: is the bug fixed? (fixtures/known-bugs.yaml)`,
     }));
 }
@@ -178,6 +183,10 @@ function judgementResult(s: ScenarioReport, j: ProfileJudgement): CheckResult {
     verdict: j.verdict,
     reason,
     ...(failing?.evidence ? { evidence: failing.evidence } : {}),
+    ...(failing?.injectedFault ? { expectedBy: "injected fault" as const } : {}),
+    ...(failing?.knownBug && (j.verdict === "XFAIL" || j.verdict === "XPASS")
+      ? { expectedBy: "known bug" as const }
+      : {}),
     ...(s.covers ? { exercised: exercisedRules(s.covers, j) } : {}),
   };
 }
@@ -258,7 +267,10 @@ export function bugTarget(opts: SuiteOptions): BugTarget {
   };
 }
 
-/** The judgements as verdicts.json keeps them: each problem's reason and WRs (its records are in the rule's evidence). */
+/**
+ * The judgements as verdicts.json keeps them: each problem's reason, its WRs and the completions it
+ * judged wrong (its records are in the rule's evidence).
+ */
 export function leanJudgements(judgements: readonly ProfileJudgement[]): ProfileJudgement[] {
   return judgements.map((j) => ({
     ...j,
@@ -270,6 +282,7 @@ export function leanJudgements(judgements: readonly ProfileJudgement[]): Profile
               reason: p.reason,
               evidence: [],
               ...(p.wrs ? { wrs: p.wrs } : {}),
+              ...(p.cqes ? { cqes: p.cqes } : {}),
             })),
           }
         : r,
@@ -300,7 +313,9 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
     boots: 0,
     timings: { bootMs: 0, runMs: 0, judgeMs: 0 },
   };
-  await mkdir(join(opts.runDir, TRACE_DIR), { recursive: true });
+  await makeDir(join(opts.runDir, TRACE_DIR)).catch((err: unknown) => {
+    throw runDirFull(opts.runDir, err) ?? err;
+  });
   const factory = opts.executorFactory ?? executorFactory(opts.executor);
   const external = opts.driver === "erdma" ? opts.deviceSocket : undefined;
   const todo: Array<{ r: Repetition; profiles: OracleProfile[]; compiled: CompiledScenario }> = [];
@@ -331,6 +346,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
     return report;
   };
   if (todo.length === 0 || typeof factory === "string") return finish();
+  const queue = hangsLast(todo);
 
   let session: GuestSession | undefined;
   const what =
@@ -339,7 +355,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
       : `${todo.length} scenario(s)`;
   const step = progress.step(`[suite] ${what} on ${opts.driver}, ${opts.executor} executor`);
   try {
-    for (const [n, item] of todo.entries()) {
+    for (const [n, item] of queue.entries()) {
       const r = item.r;
       step.update(n, todo.length, repetitionLabel(r));
       if (!session) {
@@ -351,7 +367,8 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
         if (!started.session) {
           const bad = started.probe?.find((x) => !PASSING_VERDICTS.includes(x.verdict));
           const why = `the device probes stage failed (${bad?.id}: ${bad?.verdict} ${bad?.reason}): no scenario ran`;
-          for (const rest of todo.slice(n)) report.scenarios.push(notRun(rest.r, rest.profiles, "MISS", why));
+          for (const rest of queue.slice(n))
+            report.scenarios.push(notRun(rest.r, rest.profiles, "MISS", why));
           break;
         }
         session = started.session;
@@ -384,20 +401,18 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
       }
       report.timings.runMs += outcome.durationMs;
       const traceName = `${TRACE_DIR}/${r.name}.jsonl`;
-      await writeFile(
-        join(opts.runDir, traceName),
+      await writeRunFile(
+        opts.runDir,
+        traceName,
         outcome.records.map((x) => `${JSON.stringify(x)}\n`).join(""),
       );
       let hw: string[] = [];
       let hwTrace: string | undefined;
       if (hwFile) {
         hwTrace = `${TRACE_DIR}/${r.name}.hw.jsonl`;
-        const text = await writeHwSlice(
-          hwFile,
-          hwFrom,
-          await settledSize(hwFile),
-          join(opts.runDir, hwTrace),
-        );
+        const text = await readSlice(hwFile, hwFrom, await settledSize(hwFile));
+        checkHwTrace(session.guest);
+        await writeRunFile(opts.runDir, hwTrace, text);
         const qpns = new Set(
           outcome.records.flatMap((x) =>
             x.ev === "create" && x.kind === "qp" && x.qp_num !== undefined ? [x.qp_num] : [],
@@ -449,16 +464,18 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
     );
   } catch (err) {
     step.fail();
+    if (session) await closeSession(session).catch(() => {}); // the first failure is the one to tell
     throw err;
-  } finally {
-    if (session) {
-      await session.executor.close().catch((err: unknown) => {
-        progress.info(`[suite] the executor did not close cleanly: ${(err as Error).message}`);
-      });
-      await session.guest.dispose();
-    }
   }
+  if (session) await closeSession(session);
   return finish();
+}
+
+async function closeSession(session: GuestSession): Promise<void> {
+  await session.executor.close().catch((err: unknown) => {
+    progress.info(`[suite] the executor did not close cleanly: ${(err as Error).message}`);
+  });
+  await session.guest.dispose();
 }
 
 interface ObservedOutcome extends ExecutorOutcome {
@@ -516,6 +533,10 @@ async function observeScenario(session: GuestSession, compiled: CompiledScenario
   } finally {
     watch.stop();
   }
+  // the executor lost a guest whose QEMU still runs: frozen (an NMI takes its stack), or not
+  const silent =
+    !harnessFault && outcome.error !== undefined ? await examineSilentGuest(session.guest) : undefined;
+  if (silent?.kind === "not-judged") outcome = { ...outcome, error: `${outcome.error}; ${silent.reason}` };
   const observations: Observation[] = [...outcome.stuck, ...faults];
   if (harnessFault) {
     session.consoleAt = session.guest.consoleLog().length;
@@ -529,7 +550,11 @@ async function observeScenario(session: GuestSession, compiled: CompiledScenario
   }
   const consoleTo = await closeConsoleSlice(session, consoleFrom, observations);
   for (const e of parseConsole(session.guest.consoleLog().slice(consoleFrom, consoleTo)))
+    if (!isNmiPanic(e)) observations.push({ ev: "console", kind: e.kind, text: e.text, trace: e.trace });
+  if (silent?.kind === "frozen") {
+    const e = freezeEvent(silent);
     observations.push({ ev: "console", kind: e.kind, text: e.text, trace: e.trace });
+  }
   return { ...outcome, observations, durationMs: Date.now() - started };
 }
 
@@ -563,6 +588,22 @@ async function closeConsoleSlice(
   return session.consoleAt;
 }
 
+/**
+ * Throws when the device server could not write its hardware trace (a full disk: the errno error,
+ * naming the file), which leaves the run without the device's side of what happened.
+ */
+function checkHwTrace(guest: BootedGuest): void {
+  const failed = guest.device ? traceFailureIn(guest.device.log) : undefined;
+  if (failed)
+    throw Object.assign(
+      new Error(`the device server's hardware trace ${failed.file} stopped: ${failed.message}`),
+      {
+        code: failed.code,
+        path: failed.file,
+      },
+    );
+}
+
 async function startSession(
   opts: SuiteOptions,
   factory: ExecutorFactory,
@@ -586,6 +627,7 @@ async function startSession(
     let probe: CheckResult[] | undefined;
     if (boot === 1 && opts.probe) {
       probe = await opts.probe(guest, opts.driver === "siw" ? undefined : hwTraceFile);
+      checkHwTrace(guest);
       if (probe.some((r) => !PASSING_VERDICTS.includes(r.verdict))) {
         await guest.dispose();
         return { probe };
@@ -607,7 +649,8 @@ async function startSession(
       },
     };
   } catch (err) {
-    await guest.dispose();
+    // the first failure is the one to tell (a full disk fails the console's copy too)
+    await guest.dispose().catch(() => {});
     throw err;
   }
 }

@@ -46,7 +46,7 @@ t.test("hil run on erdma, debian:6.12: a PASS and a known bug (XFAIL) exit 0", a
     r.stdout,
     /^partial-post-rq-overflow\s+XFAIL\s+XFAIL\s+XFAIL\s+[\w: ]+\s+rule [45]: known bug \(drivers\/infiniband\/hw\/erdma\/erdma_qp\.c:erdma_post_recv\)/m,
   );
-  t.match(r.stdout, /^hil: 9 passed, 0 failed, 3 xfail \(known bugs\)$/m);
+  t.match(r.stdout, /^hil: 9 passed, 0 failed, 3 xfail \(3 known bugs\)$/m);
 
   const overflow = scenarioOf(dir, "partial-post-rq-overflow");
   const rules = overflow.judgements.flatMap((j) =>
@@ -130,3 +130,33 @@ t.test("device faults on erdma, debian:6.12", async (t) => {
   ]);
   t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
 });
+
+t.test(
+  "a foreseen hang runs last: its stuck stack in the verdict, and no reboot for the others",
+  async (t) => {
+    const iso = isolate();
+    const dir = t.testdir({});
+    const r = await hil(
+      ["run", "--kernel", "debian:6.12", "--scenario", "fault-stall-sq-drain,drain-twice", "--run-dir", dir],
+      iso.env,
+    );
+    t.equal(r.exitCode, 0, `the stall is the scenario's expected failure\n${r.stdout}${r.stderr}`);
+    const record = JSON.parse(readFileSync(join(dir, "verdicts.json"), "utf8"));
+    t.equal(record.boots, 1, "one boot: the stalled scenario ran after drain-twice, not before it");
+    t.same(
+      record.scenarios.map((s: { name: string }) => s.name),
+      ["fault-stall-sq-drain", "drain-twice"],
+      "reported in the order asked for",
+    );
+    const stall = scenarioOf(dir, "fault-stall-sq-drain");
+    t.same(verdicts(stall), ["ib XFAIL", "iwarp-rdmac XFAIL", "linux XFAIL"]);
+    const stuck = stall.observations?.find((o) => o.ev === "stuck") as
+      | { step: number; op: string; stack: string }
+      | undefined;
+    t.equal(stuck?.step, 2, "the stuck step is the drain (third step), batched with the post before it");
+    t.equal(stuck?.op, "drain");
+    t.match(stuck?.stack, /__ib_drain_sq\+0x/, "with the worker's stack");
+    t.same(verdicts(scenarioOf(dir, "drain-twice")), ["ib PASS", "iwarp-rdmac PASS", "linux PASS"]);
+    t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+  },
+);

@@ -211,7 +211,7 @@ t.test("hil run --executor user arms the fault scenarios' faults, debian:6.12", 
   t.equal(dup5?.verdict, "XFAIL");
   t.match(
     dup5?.reason,
-    /^expected \(.*\): qp rq WR 2003 completed 2 times/,
+    /^injected fault \(.*\): qp rq WR 2003 completed 2 times/,
     "the oracle caught the duplicate",
   );
   t.ok(

@@ -107,6 +107,56 @@ class ScriptedRunner implements CommandRunner {
   }
 }
 
+/** The same runner with runSteps: every group it is given goes out in one round trip. */
+class BatchingRunner extends ScriptedRunner {
+  readonly rounds: string[][][] = [];
+
+  async runSteps(
+    steps: readonly { lines: readonly string[]; timeoutMs: number; stopOnFailure?: boolean }[],
+    opts: { clear?: boolean } = {},
+  ) {
+    if (opts.clear) await this.clear();
+    this.rounds.push(steps.map((s) => [...s.lines]));
+    const records: TraceRecord[] = [];
+    for (const [i, s] of steps.entries()) {
+      const r = await this.run(s.lines, s.timeoutMs);
+      records.push(...r.records);
+      if (r.stuck) return { records, ran: i + 1, stuck: { ...r.stuck, stuckAt: i } };
+      if (s.stopOnFailure && records.some((x) => x.ev === "done" && x.rc !== 0))
+        return { records, ran: i + 1 };
+    }
+    return { records, ran: steps.length };
+  }
+}
+
+/** The answers to the setup (a connected QP) and to posting the 3 receives of wr_id 2000. */
+function connectAndPostRecv(
+  lines: readonly string[],
+  mk: (f: Record<string, unknown>) => TraceRecord,
+): { records: TraceRecord[] } | undefined {
+  const line = lines[0] ?? "";
+  if (line.startsWith("device"))
+    return { records: [mk(QP), mk({ ev: "done", id: 1, op: "connect", rc: 0, us: 1 })] };
+  if (line.startsWith("post_recv"))
+    return {
+      records: [
+        mk({
+          ev: "post",
+          call: 1,
+          qp: "qp",
+          queue: "rq",
+          op: "recv",
+          wr_id: 2000,
+          count: 3,
+          index: 0,
+          len: 64,
+        }),
+        mk({ ev: "post_ret", call: 1, rc: 0, bad: null }),
+      ],
+    };
+  return undefined;
+}
+
 const QP = {
   ev: "create",
   kind: "qp",
@@ -129,26 +179,9 @@ t.test("a scenario step by step: setup, steps, settle for owed completions, tear
     OPTS,
   );
   const runner = new ScriptedRunner((lines, mk) => {
+    const connectedOrPosted = connectAndPostRecv(lines, mk);
+    if (connectedOrPosted) return connectedOrPosted;
     const line = lines[0] ?? "";
-    if (line.startsWith("device"))
-      return { records: [mk(QP), mk({ ev: "done", id: 1, op: "connect", rc: 0, us: 1 })] };
-    if (line.startsWith("post_recv"))
-      return {
-        records: [
-          mk({
-            ev: "post",
-            call: 1,
-            qp: "qp",
-            queue: "rq",
-            op: "recv",
-            wr_id: 2000,
-            count: 3,
-            index: 0,
-            len: 64,
-          }),
-          mk({ ev: "post_ret", call: 1, rc: 0, bad: null }),
-        ],
-      };
     if (line.startsWith("modify"))
       return {
         records: [
@@ -498,4 +531,125 @@ t.test("each covered rule's judged events: in the results and the table's column
     /^overflow\s+PASS\s+PASS\s+3:2 5:40\s+every rule holds$/m,
     "the most of any profile",
   );
+});
+
+t.test("an XFAIL says what made it expected: the scenario's injected fault or a known bug", async (t) => {
+  const xfailRule = (extra: object) => ({
+    rule: "5" as const,
+    title: "",
+    citation: "",
+    verdict: "XFAIL" as const,
+    reason: "r",
+    judged: 1,
+    applies: true,
+    ...extra,
+  });
+  const scenario = (name: string, extra: object) => ({
+    name,
+    file: `${name}.yaml`,
+    durationMs: 1,
+    judgements: [{ profile: "linux" as const, verdict: "XFAIL" as const, rules: [xfailRule(extra)] }],
+  });
+  const report: SuiteReport = {
+    driver: "erdma",
+    executor: "kernel",
+    boots: 1,
+    timings: { bootMs: 1, runMs: 1, judgeMs: 1 },
+    scenarios: [
+      scenario("fault-x", { injectedFault: true }),
+      scenario("bug-y", { knownBug: { reference: "erdma_qp.c:erdma_post_recv", note: "n" } }),
+    ],
+  };
+  const results = suiteResults(report);
+  t.same(
+    results.map((r) => [r.id, r.expectedBy]),
+    [
+      ["fault-x[linux]", "injected fault"],
+      ["bug-y[linux]", "known bug"],
+    ],
+  );
+  t.equal(
+    renderScenarioTable(results).split("\n").at(-2),
+    "hil: 0 passed, 0 failed, 2 xfail (1 injected fault, 1 known bug)",
+  );
+});
+
+t.test("a runner that takes several steps at once: the same outcome in fewer round trips", async (t) => {
+  const c = compileScenario(
+    scenario(["steps:", "  - post_recv: { count: 3 }", "  - modify: { state: ERR }", "  - query: {}"]),
+    OPTS,
+  );
+  const respond: ConstructorParameters<typeof ScriptedRunner>[0] = (lines, mk) =>
+    connectAndPostRecv(lines, mk) ?? {};
+  const one = new ScriptedRunner(respond);
+  const batching = new BatchingRunner(respond);
+  const stepwise = await runStepwise(one, c);
+  const batched = await runStepwise(batching, c);
+  t.same(batched, stepwise, "records, sent commands and stuck evidence as step by step");
+  t.same(batching.calls, one.calls, "the same lines with the same timeouts, in the same order");
+  t.same(
+    batching.rounds.map((r) => r.length),
+    [4, 2],
+    "the clear, the setup and the steps in one round trip, the settle and teardown in another",
+  );
+  t.equal(one.calls.length + one.cleared, 7, "step by step: 7 round trips");
+  t.equal(batching.cleared, 1, "the trace still cleared first");
+});
+
+t.test("a batch stops at its stuck step: that step is named, and what follows is not sent", async (t) => {
+  const c = compileScenario(scenario(["steps:", "  - query: {}", "  - drain: {}", "  - query: {}"]), OPTS);
+  const runner = new BatchingRunner((lines) =>
+    lines[0]?.startsWith("drain")
+      ? { stuck: { op: "drain", ms: 10_004, stack: "[<0>] __ib_drain_sq+0x1/0x2", state: "D (disk sleep)" } }
+      : {},
+  );
+  const out = await runStepwise(runner, c);
+  t.same(out.stuck, [
+    {
+      ev: "stuck",
+      step: 1,
+      op: "drain",
+      ms: 10_004,
+      stack: "[<0>] __ib_drain_sq+0x1/0x2",
+      state: "D (disk sleep)",
+    },
+  ]);
+  t.same(
+    out.sent.map((x) => x.line.split(" ")[0]),
+    [...c.setup.map((l) => l.split(" ")[0]), "query", "drain"],
+    "the last query never ran, so it was never sent",
+  );
+  t.equal(runner.rounds.length, 1, "no settle, no teardown after a stuck step");
+});
+
+t.test("in a batch, a failed setup stops it: no step runs, and the setup failure is the error", async (t) => {
+  const c = compileScenario(scenario(["steps:", "  - post_recv: { count: 3 }", "  - drain: {}"]), OPTS);
+  const runner = new BatchingRunner((lines, mk) =>
+    lines[0]?.startsWith("device")
+      ? { records: [mk({ ev: "done", id: 6, op: "connect", rc: -110, us: 5, err: "no route" })] }
+      : {},
+  );
+  const out = await runStepwise(runner, c);
+  t.equal(out.error, "setup failed: connect: rc -110 (no route)");
+  t.same(
+    runner.calls.map((x) => x.lines),
+    [c.setup],
+    "only the setup ran",
+  );
+  t.notOk(
+    out.sent.some((x) => x.phase === "step"),
+    "no step counted as sent",
+  );
+});
+
+t.test("a failed step is not a failed setup: the batch goes on and the run is judged", async (t) => {
+  const c = compileScenario(scenario(["steps:", "  - post_recv: { count: 3 }", "  - query: {}"]), OPTS);
+  const runner = new BatchingRunner((lines, mk) =>
+    lines[0]?.startsWith("post_recv")
+      ? { records: [mk({ ev: "done", id: 9, op: "post_recv", rc: -12, us: 1 })] }
+      : {},
+  );
+  const out = await runStepwise(runner, c);
+  t.equal(out.error, undefined);
+  t.same(runner.rounds[0]?.length, 3, "setup and both steps in the first round trip");
 });
