@@ -1,11 +1,14 @@
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, rename, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { type Command, Option } from "commander";
-import { HilError } from "../../util/errors.ts";
+import { diskFullError, writeFileAtomic } from "../../util/atomic-write.ts";
+import { ENVIRONMENT_EXIT, HilError } from "../../util/errors.ts";
+import { makeDir } from "../../util/make-dir.ts";
 import { progress } from "../../util/progress.ts";
-import { ensureChromium, screenshotHtml } from "../report/browser.ts";
+import { screenshotHtml } from "../report/browser.ts";
+import { type FoundChromium, requireChromium } from "../report/browser-find.ts";
 import { renderHtml } from "../report/html.ts";
 import { renderJunit } from "../report/junit.ts";
 import { renderKcidb } from "../report/kcidb.ts";
@@ -63,45 +66,78 @@ export async function renderReport(
   }
 }
 
-/** Writes beside the target and renames, so a reader never sees half a report. */
-async function writeAtomically(file: string, text: string): Promise<void> {
-  await mkdir(dirname(file), { recursive: true });
-  const tmp = join(dirname(file), `.${process.pid}.${Date.now()}.tmp`);
-  await writeFile(tmp, text);
-  await rename(tmp, file);
-}
-
 /**
- * Draws the HTML report in headless chromium (installed if missing) and keeps the picture as
- * <run-dir>/report.png. `htmlFile` is the report written; without one (--out -) a temporary copy.
+ * A temporary name beside `file`, renamed over it once whole so a reader never sees half a file;
+ * `ext` keeps the type a browser reads from the name (a page it opens must end in .html).
  */
-async function screenshotReport(run: RunDir, text: string, htmlFile: string | undefined): Promise<void> {
-  const binary = await ensureChromium();
-  const png = join(run.dir, "report.png");
-  const step = progress.step("[report] drawing the report in headless chromium");
-  const scratch = htmlFile === undefined ? await mkdtemp(join(tmpdir(), "hil-report-")) : undefined;
-  try {
-    const source = htmlFile ?? join(scratch as string, "report.html");
-    if (scratch !== undefined) await writeFile(source, text);
-    const shot = await screenshotHtml(source, png, { binary });
-    step.succeed(`${shot.width}x${shot.height} px, ${shot.layout.timelines.length} timeline(s)`);
-  } catch (err) {
-    step.fail();
-    throw err;
-  } finally {
-    if (scratch !== undefined) await rm(scratch, { recursive: true, force: true });
-  }
-  progress.info(`[report] screenshot: ${png}`);
+function besideTmp(file: string, ext = ""): string {
+  return join(dirname(file), `.${process.pid}.${Date.now()}.tmp${ext}`);
 }
 
-async function writeReport(file: string, text: string): Promise<void> {
-  await writeAtomically(file, text).catch((err: unknown) => {
+/** Writes the report whole (temp + rename; a reader never sees half of one), its directory made if missing. */
+export async function writeReport(file: string, text: string): Promise<void> {
+  try {
+    await makeDir(dirname(file));
+    await writeFileAtomic(file, text);
+  } catch (err) {
+    const full = diskFullError(err);
+    throw new HilError(
+      full ? "cannot write the report: no space left on its file system" : "cannot write the report",
+      {
+        where: file,
+        cause: err,
+        detail: (err as Error).message,
+        ...(full ? { exitCode: ENVIRONMENT_EXIT } : {}),
+      },
+    );
+  }
+}
+
+function cannotWrite(file: string) {
+  return (err: unknown) => {
     throw new HilError("cannot write the report", {
       where: file,
       cause: err,
       detail: (err as Error).message,
     });
-  });
+  };
+}
+
+/**
+ * The HTML report and its picture, both or neither: the page is written beside its place, drawn
+ * by headless chromium into a PNG beside <run-dir>/report.png, and only then are both renamed into
+ * place (`htmlFile` undefined: the page went to stdout, only the PNG is kept). A browser that fails
+ * leaves no file behind.
+ */
+async function writeWithScreenshot(
+  run: RunDir,
+  text: string,
+  htmlFile: string | undefined,
+  browser: FoundChromium,
+): Promise<void> {
+  const png = join(run.dir, "report.png");
+  const scratch = htmlFile === undefined ? await mkdtemp(join(tmpdir(), "hil-report-")) : undefined;
+  const source =
+    htmlFile === undefined ? join(scratch as string, "report.html") : besideTmp(htmlFile, ".html");
+  const pngTmp = besideTmp(png, ".png");
+  const step = progress.step(`[report] drawing the report in headless chromium (${browser.binary})`);
+  try {
+    if (htmlFile) await makeDir(dirname(htmlFile)).catch(cannotWrite(htmlFile));
+    await writeFile(source, text).catch(cannotWrite(htmlFile ?? source));
+    const shot = await screenshotHtml(source, pngTmp, { binary: browser.binary });
+    step.succeed(`${shot.width}x${shot.height} px, ${shot.layout.timelines.length} timeline(s)`);
+    await rename(pngTmp, png);
+    if (htmlFile) await rename(source, htmlFile);
+  } catch (err) {
+    step.fail();
+    throw err;
+  } finally {
+    await rm(pngTmp, { force: true });
+    if (htmlFile) await rm(source, { force: true });
+    if (scratch !== undefined) await rm(scratch, { recursive: true, force: true });
+  }
+  if (htmlFile) progress.info(`[report] html report: ${htmlFile}`);
+  progress.info(`[report] screenshot: ${png}`);
 }
 
 export async function reportAction(runDir: string, opts: ReportOptionValues): Promise<void> {
@@ -115,16 +151,16 @@ export async function reportAction(runDir: string, opts: ReportOptionValues): Pr
       { where: dir },
     );
   const run = await loadRunDir(runDir);
+  // no browser: one error saying how to get one, before anything is written
+  const browser = opts.screenshot ? requireChromium("--screenshot") : undefined;
   const text = await renderReport(run, opts);
   const out = opts.out ?? (opts.format === "html" ? join(run.dir, "report.html") : undefined);
-  if (out === undefined || out === "-") {
-    process.stdout.write(text);
-    if (opts.screenshot) await screenshotReport(run, text, undefined);
-  } else {
-    const file = resolve(out);
+  const file = out === undefined || out === "-" ? undefined : resolve(out);
+  if (file === undefined) process.stdout.write(text);
+  if (browser) await writeWithScreenshot(run, text, file, browser);
+  else if (file !== undefined) {
     await writeReport(file, text);
     progress.info(`[report] ${opts.format} report: ${file}`);
-    if (opts.screenshot) await screenshotReport(run, text, file);
   }
   progress.info(summaryLine(run.record.results));
 }
@@ -207,7 +243,7 @@ export function registerReportCommand(program: Command): void {
     )
     .option(
       "--screenshot",
-      "html: also draw the report in headless chromium (installed if missing) and keep it as <run-dir>/report.png",
+      "html: also draw the report in headless chromium and keep it as <run-dir>/report.png (a chromium already here: $HIL_CHROMIUM, Debian's, Playwright's; hil setup --browser installs Debian's)",
     )
     .addHelpText(
       "after",
@@ -222,15 +258,19 @@ export function registerReportCommand(program: Command): void {
         "kcidb: KCIDB I/O v5.0, checked against its schema before it is written: a checkout (patchset_hash; git",
         "  URL, commit and branch for a git base), a build, a test per probe check, per scenario and profile, and per",
         "  rule that did not hold; XFAIL is FAIL with waived=true.",
-        "html: one self-contained file: the verdict table and a timeline picture per scenario. With --screenshot,",
-        "  a PNG of the whole page as Debian's chromium draws it (1400 px wide), beside it as <run-dir>/report.png.",
+        "html: one self-contained file, no scripts: the verdict table; per scenario the hil run line that reruns it",
+        "  alone, the rules that did not pass with a link that highlights their WRs and CQEs in the timeline and the",
+        "  event tables (every field of every event drawn), the timeline picture; printable (every table opened).",
+        "  With --screenshot, a PNG of the whole page as headless chromium draws it (1400 px wide), beside it as",
+        "  <run-dir>/report.png.",
         "",
         "A matrix directory (hil matrix --out, hil merge --out) is one report of all its jobs: in KTAP a test per job",
         "with the job's report as its subtest; in JUnit every job's testsuites, named <job id>/<suite>; in KCIDB every",
         "job's objects, a kernel's checkout and build once; in html an index (<dir>/report.html) linking each job's",
         "report, written into its run directory. A job no shard ran is a MISS (left out of KCIDB).",
         "",
-        "Exit status: 0 the report was written; 2 the run directory is missing or corrupt (the file is named).",
+        "Exit status: 0 the report was written; 2 the run directory is missing or corrupt (the file is named), or",
+        "  --out cannot be written there; 3 no space is left on --out's file system.",
         "",
       ].join("\n"),
     )

@@ -39,6 +39,8 @@ export type RuleVerdict = RuleResult & {
   citation: string;
   /** the known driver bug that made this rule an XFAIL, XPASS or (hidden) SKIP; id: a shared record's */
   knownBug?: { reference: string; note: string; id?: string };
+  /** an XFAIL the scenario's own injected device fault made (expect_fail): not a driver bug */
+  injectedFault?: true;
 };
 
 export type ProfileJudgement = {

@@ -89,7 +89,12 @@ export function applyExpectedFailures(
           };
         if (r.verdict !== "FAIL") return r;
         if (targets.length === 0 || problemsOf(r).some((p) => namesAny(p, targets)))
-          return { ...r, verdict: "XFAIL", reason: `expected (${expected.why}): ${r.reason}` };
+          return {
+            ...r,
+            verdict: "XFAIL",
+            reason: `injected fault (${expected.why}): ${r.reason}`,
+            injectedFault: true,
+          };
         return {
           ...r,
           reason: `the rule broke, but on no WR the injected fault hit (${where}): ${r.reason}`,

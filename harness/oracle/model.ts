@@ -113,9 +113,14 @@ export function drainCovers(d: Drain, q: Queue): boolean {
   return d.which === "qp" || d.which === q;
 }
 
-/** The WR as a problem names it. */
-export function ref(w: Wr): { qp: string; queue: Queue; wrId: number } {
-  return { qp: w.qp, queue: w.queue, wrId: w.wrId };
+/** The WR as a problem names it: its queue, its wr_id and the index of the record that posted it. */
+export function ref(w: Wr): { qp: string; queue: Queue; wrId: number; post: number } {
+  return { qp: w.qp, queue: w.queue, wrId: w.wrId, post: w.at };
+}
+
+/** Completions as a problem names them: their records' indexes in the trace. */
+export function cqeRefs(completions: readonly Completion[]): number[] {
+  return completions.map((c) => c.at);
 }
 
 /** The WR as a reason says it: "WR 1003", or "the drain's marker". */

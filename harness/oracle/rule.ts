@@ -7,11 +7,19 @@ import type { SentCommand } from "./run-commands.ts";
 
 export type RuleId = "1" | "2" | "3" | "4" | "5" | "6" | "7" | "9" | "hang" | "console" | "commands";
 
-/** A work request a problem is about: the QP's name, its queue and its wr_id. */
-export type WrRef = { qp: string; queue: "sq" | "rq"; wrId: number };
+/**
+ * A work request a problem is about: the QP's name, its queue and its wr_id; `post` is the index in
+ * the trace of the record that posted it (its post, or a drain's drain_marker), which tells two
+ * WRs with the same wr_id apart.
+ */
+export type WrRef = { qp: string; queue: "sq" | "rq"; wrId: number; post?: number };
 
-/** One way the rule was broken, with the records that show it and the WRs it is about. */
-export type Problem = { reason: string; evidence: string[]; wrs?: WrRef[] };
+/**
+ * One way the rule was broken: the records that show it, the WRs it is about and, by their index
+ * in the trace, the completions it judged wrong (a completion out of order, twice, on the wrong
+ * CQ, with the wrong status or fields); a WR that never completed has none.
+ */
+export type Problem = { reason: string; evidence: string[]; wrs?: WrRef[]; cqes?: number[] };
 
 export type RuleResult = {
   verdict: Verdict;

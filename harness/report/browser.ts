@@ -1,6 +1,6 @@
 /**
- * Headless Chromium for the HTML report: Debian's `chromium` package, installed on demand (and by
- * `hil setup`), driven as a plain binary: a screenshot of the report (--screenshot), its DOM after
+ * Headless Chromium for the HTML report (which one: browser-find.ts; nothing is installed here),
+ * driven as a plain binary: a screenshot of the report (--screenshot), its DOM after
  * the page has loaded (--dump-dom), and the page's layout measured by a small script run in a copy
  * of the report (the report itself has no scripts).
  *
@@ -9,44 +9,21 @@
  * renderer, zygote or crash handler is left behind; a signal to hil does the same.
  */
 import { spawn } from "node:child_process";
-import { accessSync, constants, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { inflateSync } from "node:zlib";
-import { ensureHostPackages } from "../../util/apt.ts";
 import { onProcessExit } from "../../util/cleanup.ts";
 import { HilError } from "../../util/errors.ts";
-
-/** The Debian package and the binary it installs. */
-export const CHROMIUM_PACKAGE = "chromium";
-export const CHROMIUM_BINARY = "/usr/bin/chromium";
-/** What `hil setup` installs for the report's screenshots. */
-export const BROWSER_HOST_PACKAGES = [CHROMIUM_PACKAGE] as const;
+import { CHROMIUM_BINARY } from "./browser-find.ts";
 
 /** The layout width of a screenshot: the timelines are 1140 px wide, plus the page margins. */
 export const SCREENSHOT_WIDTH = 1400;
 const DEFAULT_TIMEOUT_MS = 60_000;
 /** Chromium refuses bitmaps much taller than this; a longer report is cut at the bottom. */
 const MAX_HEIGHT = 16_384;
-
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** The chromium binary, installing Debian's package first when it is missing (a no-op when present). */
-export async function ensureChromium(): Promise<string> {
-  await ensureHostPackages(BROWSER_HOST_PACKAGES);
-  if (!isExecutable(CHROMIUM_BINARY))
-    throw new HilError(`${CHROMIUM_BINARY} is missing although the ${CHROMIUM_PACKAGE} package is installed`);
-  return CHROMIUM_BINARY;
-}
 
 export interface ChromiumOptions {
   /** the binary (default /usr/bin/chromium) */

@@ -43,7 +43,7 @@ import type { Verdict } from "../verdict.ts";
 import { xmlAttr, xmlText } from "./xml.ts";
 
 /** What a testcase says: passed, or one of JUnit's failure, error and skipped, and its output. */
-type Outcome =
+export type Outcome =
   | { kind: "pass"; out?: string }
   | { kind: "failure" | "error"; type: string; message: string; text: string }
   | { kind: "skipped"; message: string };
@@ -134,7 +134,7 @@ function ruleOutcome(profile: string, rule: RunRule, strict: boolean): Outcome {
     case "SKIP":
       return { kind: "skipped", message: `not judged under ${profile}: ${rule.reason}` };
     case "XFAIL":
-      return { kind: "pass", out: ruleText(profile, rule, "XFAIL (failed as recorded): ") };
+      return { kind: "pass", out: ruleText(profile, rule, `XFAIL (${xfailCause(rule)}): `) };
     case "XPASS":
       return strict
         ? {
@@ -313,18 +313,28 @@ function suiteXml(s: JSuite, id: number, timestamp: string): string {
   ].join("\n");
 }
 
-export function renderJunit(run: RunDir): string {
-  const suites = junitSuites(run);
+/** A JUnit document of these suites, the counts and time summed into its <testsuites>. */
+export function renderJunitSuites(name: string, suites: readonly JSuite[], when: Date): string {
   const c = counts(suites.flatMap((s) => s.cases));
   const time = suites.reduce((t, s) => t + s.timeSec, 0);
-  const started = new Date(run.record.startedAt ?? Number.NaN);
-  const when = Number.isNaN(started.getTime()) ? run.finishedAt : started;
   const timestamp = when.toISOString().replace(/\.\d+Z$/, "");
   return [
     '<?xml version="1.0" encoding="UTF-8"?>',
-    `<testsuites name="erdma-hil" tests="${c.tests}" failures="${c.failures}" errors="${c.errors}" skipped="${c.skipped}" time="${time.toFixed(3)}">`,
+    `<testsuites name="${xmlAttr(name)}" tests="${c.tests}" failures="${c.failures}" errors="${c.errors}" skipped="${c.skipped}" time="${time.toFixed(3)}">`,
     ...suites.map((s, i) => suiteXml(s, i, timestamp)),
     "</testsuites>",
     "",
   ].join("\n");
+}
+
+export function renderJunit(run: RunDir): string {
+  const started = new Date(run.record.startedAt ?? Number.NaN);
+  const when = Number.isNaN(started.getTime()) ? run.finishedAt : started;
+  return renderJunitSuites("erdma-hil", junitSuites(run), when);
+}
+
+/** Why an XFAIL rule passes: the scenario broke it on purpose, or a driver bug's record says it fails. */
+function xfailCause(rule: RunRule): string {
+  if (rule.injectedFault) return "the scenario's injected fault broke it, as intended";
+  return rule.knownBug ? `known bug ${rule.knownBug.reference}, failed as recorded` : "failed as recorded";
 }

@@ -32,6 +32,9 @@
  * Written here rather than with a TAP library: tap's own writer (@tapjs/core, TAP14) opens a
  * subtest with no KTAP version line and knows the SKIP and TODO directives only, so it cannot write
  * the XFAIL, XPASS and ERROR lines above; npm has no package that writes KTAP.
+ *
+ * `hil diff` writes its KTAP with the same writer (renderKtapCases, from workflows/diff-report.ts):
+ * a test per compared cell, what moved as diagnostic lines (`notes`) even on a test that passes.
  */
 
 import {
@@ -46,12 +49,15 @@ import {
 import type { RunRule, RunScenario } from "../rundir/schema.ts";
 import type { Verdict } from "../verdict.ts";
 
-interface Case {
+/** A KTAP test: its result line, the diagnostic lines before it, its subtests. */
+export interface KtapCase {
   name: string;
   verdict: Verdict;
   reason: string;
   evidence?: readonly string[];
-  children?: Case[];
+  /** diagnostic lines printed whatever the verdict (hil diff: what moved, on a test that passes) */
+  notes?: readonly string[];
+  children?: KtapCase[];
 }
 
 /** A description may hold any character but "#" and a newline. */
@@ -66,7 +72,7 @@ function oneLine(text: string): string {
   return text.replace(/[\r\n]+/g, " ").trim();
 }
 
-function resultLine(n: number, c: Case, strict: boolean): string {
+function resultLine(n: number, c: KtapCase, strict: boolean): string {
   const name = description(c.name);
   const why = oneLine(c.reason);
   switch (c.verdict) {
@@ -87,14 +93,16 @@ function resultLine(n: number, c: Case, strict: boolean): string {
   }
 }
 
-function diagnostics(c: Case): string[] {
-  if (c.verdict === "PASS" || c.children) return [];
+function diagnostics(c: KtapCase): string[] {
+  const notes = (c.notes ?? []).flatMap((n) => n.split("\n"));
+  if (c.verdict === "PASS" || c.children) return notes.map((l) => `# ${l}`.trimEnd());
   const lines = c.verdict === "SKIP" ? [] : [`${c.verdict}: ${oneLine(c.reason)}`];
+  lines.push(...notes);
   for (const e of c.evidence ?? []) lines.push(...e.split("\n").map((l) => `  ${l}`));
   return lines.map((l) => `# ${l}`.trimEnd());
 }
 
-function emit(cases: readonly Case[], indent: string, out: string[], strict: boolean): void {
+function emit(cases: readonly KtapCase[], indent: string, out: string[], strict: boolean): void {
   out.push(`${indent}1..${cases.length}`);
   cases.forEach((c, i) => {
     if (c.children) {
@@ -108,7 +116,7 @@ function emit(cases: readonly Case[], indent: string, out: string[], strict: boo
 }
 
 /** The rule's reason, naming its known-bug record where the reason does not (the oracle's XFAIL and XPASS reasons say whether a known bug or an injected fault is expected). */
-function ruleCase(r: RunRule): Case {
+function ruleCase(r: RunRule): KtapCase {
   const ref = r.knownBug?.reference;
   const known = ref && !r.reason.includes(ref) ? ` (${ref})` : "";
   return {
@@ -126,8 +134,8 @@ function scenarioName(s: RunScenario): string {
 }
 
 /** The cases of a run: the probe stage (when there was one), then each scenario. */
-export function runCases(run: RunDir): Case[] {
-  const cases: Case[] = [];
+export function runCases(run: RunDir): KtapCase[] {
+  const cases: KtapCase[] = [];
   const stage = stageChecks(run);
   if (stage.length > 0) {
     const verdicts = stage.map((c) => c.verdict);
@@ -146,7 +154,7 @@ export function runCases(run: RunDir): Case[] {
   }
   for (const s of scenariosOf(run)) {
     const profiles = s.judgements.map(
-      (j): Case => ({
+      (j): KtapCase => ({
         name: j.profile,
         verdict: j.verdict,
         reason: s.outcome?.reason ?? j.rules.find((r) => r.verdict === j.verdict)?.reason ?? "",
@@ -168,23 +176,32 @@ export function runCases(run: RunDir): Case[] {
   return cases;
 }
 
+/** A KTAP document of these top-level tests: the version line, the header's diagnostic lines, the tests, the trailer's. */
+export function renderKtapCases(
+  header: readonly string[],
+  cases: readonly KtapCase[],
+  trailer: readonly string[] = [],
+  strict = false,
+): string {
+  const out = ["KTAP version 1", ...header.map((h) => `# ${oneLine(h)}`)];
+  emit(cases, "", out, strict);
+  out.push(...trailer.map((h) => `# ${oneLine(h)}`));
+  return `${out.join("\n")}\n`;
+}
+
 export function renderKtap(run: RunDir): string {
   const r = run.record;
   const device = deviceOf(run);
-  const out = ["KTAP version 1"];
   const what = [
     `kernel ${r.kernel}${r.release ? ` (${r.release})` : ""}`,
     r.driver && `driver ${r.driver}`,
     r.executor && `executor ${r.executor}`,
     device && describeDevice(device),
   ].filter(Boolean);
-  out.push(`# erdma-hil: ${what.join(", ")}`);
-  const cases = runCases(run);
-  emit(cases, "", out, r.strict === true);
   const count = (v: Verdict) => r.results.filter((x) => x.verdict === v).length;
-  out.push(
-    `# totals: pass:${count("PASS")} fail:${count("FAIL")} xfail:${count("XFAIL")} xpass:${count("XPASS")} skip:${count("SKIP")} error:${count("ERROR")} miss:${count("MISS")}`,
-  );
+  const trailer = [
+    `totals: pass:${count("PASS")} fail:${count("FAIL")} xfail:${count("XFAIL")} xpass:${count("XPASS")} skip:${count("SKIP")} error:${count("ERROR")} miss:${count("MISS")}`,
+  ];
   for (const st of stabilityOf(run)) {
     const counts = Object.entries(st.verdicts)
       .map(([v, n]) => `${v.toLowerCase()}:${n}`)
@@ -192,9 +209,9 @@ export function renderKtap(run: RunDir): string {
     const differs = st.differs
       ? ` (first differing: repetition ${st.differs.repetition} ${st.differs.verdict})`
       : "";
-    out.push(
-      `# stability: ${description(st.scenario)} ${st.profile}: ${st.flaky ? "flaky" : "stable"} over ${st.repetitions} repetitions, ${counts}${differs}`,
+    trailer.push(
+      `stability: ${description(st.scenario)} ${st.profile}: ${st.flaky ? "flaky" : "stable"} over ${st.repetitions} repetitions, ${counts}${differs}`,
     );
   }
-  return `${out.join("\n")}\n`;
+  return renderKtapCases([`erdma-hil: ${what.join(", ")}`], runCases(run), trailer, r.strict === true);
 }

@@ -1,6 +1,8 @@
 /**
- * Draws a Timeline as inline SVG: one row a lane, time on x, every mark with a <title> (the hover
- * text). Long quiet stretches (a drain waiting seconds for a marker that never comes) are cut to a
+ * Draws a Timeline as inline SVG: one row a lane, time on x, every mark with a <title> (a tooltip;
+ * the event tables beside the picture have every field) and, when the page has one, a link to its
+ * row in an event table. A mark carries the index of the event it draws (data-ev: the verbs trace
+ * record, data-hw: the hardware event), which the report's rule links highlight. Long quiet stretches (a drain waiting seconds for a marker that never comes) are cut to a
  * fixed width with a break mark saying how long they were, so the busy parts stay readable; the
  * hang point is a red line across every lane.
  */
@@ -15,6 +17,7 @@ const BREAK_PX = 28;
 
 export const MARK_COLOURS: Record<string, string> = {
   post: "#3465a4",
+  marker: "#204a87",
   "post-err": "#cc0000",
   "cqe-ok": "#4e9a06",
   "cqe-flush": "#f5a623",
@@ -88,11 +91,21 @@ function fmtMs(ms: number): string {
   return ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(ms >= 10 ? 0 : 1)} ms`;
 }
 
+/** Where a mark's details are: the id of its row in an event table, if the page has one. */
+export type RowOf = (m: Mark) => string | undefined;
+
+/** The mark, linked to its row (kept out of the tab order: the tables are reachable on their own). */
+function linked(svg: string, m: Mark, rowOf: RowOf | undefined): string {
+  const row = rowOf?.(m);
+  return row ? `<a href="#${xmlAttr(row)}" tabindex="-1">${svg}</a>` : svg;
+}
+
 function markSvg(m: Mark, axis: Axis, y: number, showLabel: boolean): string {
   const colour = MARK_COLOURS[m.kind] ?? "#000";
   const title = `<title>${xmlText(m.title)}</title>`;
   const x = axis.x(m.t);
-  const attrs = `class="mark ${m.kind}" data-kind="${m.kind}"`;
+  const ref = m.ev !== undefined ? ` data-ev="${m.ev}"` : m.hw !== undefined ? ` data-hw="${m.hw}"` : "";
+  const attrs = `class="mark ${m.kind}" data-kind="${m.kind}"${ref}`;
   if (m.t2 !== undefined) {
     const w = Math.max(2, axis.x(m.t2) - x);
     const label =
@@ -103,6 +116,7 @@ function markSvg(m: Mark, axis: Axis, y: number, showLabel: boolean): string {
   }
   const big =
     m.kind.startsWith("post") ||
+    m.kind === "marker" ||
     m.kind.startsWith("state") ||
     m.kind === "hw-fault" ||
     m.kind === "hw-reflush";
@@ -119,7 +133,13 @@ function markSvg(m: Mark, axis: Axis, y: number, showLabel: boolean): string {
 }
 
 /** A lane's marks in time order; a label that would run into the one before it is left to the hover text. */
-function laneMarks(marks: readonly Mark[], lane: string, axis: Axis, y: number): string[] {
+function laneMarks(
+  marks: readonly Mark[],
+  lane: string,
+  axis: Axis,
+  y: number,
+  rowOf: RowOf | undefined,
+): string[] {
   let labelEnd = Number.NEGATIVE_INFINITY;
   return marks
     .filter((m) => m.lane === lane)
@@ -128,11 +148,11 @@ function laneMarks(marks: readonly Mark[], lane: string, axis: Axis, y: number):
       const x = axis.x(m.t);
       const show = m.label !== undefined && (m.t2 !== undefined || x >= labelEnd);
       if (show && m.t2 === undefined) labelEnd = x + 5 + (m.label?.length ?? 0) * 6.2;
-      return markSvg(m, axis, y, show);
+      return linked(markSvg(m, axis, y, show), m, rowOf);
     });
 }
 
-export function renderTimelineSvg(tl: Timeline, id: string): string {
+export function renderTimelineSvg(tl: Timeline, id: string, rowOf?: RowOf): string {
   const lanes = LANES.filter((l) => l.id === "drain" || tl.marks.some((m) => m.lane === l.id));
   const height = TOP + lanes.length * LANE_H + (tl.hangs.length > 0 ? 44 : 30);
   const axis = makeAxis(
@@ -149,7 +169,7 @@ export function renderTimelineSvg(tl: Timeline, id: string): string {
       `<g class="lane" data-lane="${l.id}">`,
       `<rect x="${LEFT}" y="${y - LANE_H / 2}" width="${WIDTH}" height="${LANE_H}" fill="${i % 2 ? "#f6f6f6" : "#ffffff"}"/>`,
       `<text x="${LEFT - 8}" y="${y + 4}" text-anchor="end" class="lane-label">${xmlText(l.label)}</text>`,
-      ...laneMarks(tl.marks, l.id, axis, y),
+      ...laneMarks(tl.marks, l.id, axis, y, rowOf),
       "</g>",
     );
   });

@@ -33,8 +33,12 @@ export interface Mark {
   /** what it is, for colour and tests: post, post-err, cqe-ok, cqe-flush, cqe-err, state, hw-state, ... */
   kind: string;
   label?: string;
-  /** the hover text: the event's details */
+  /** the event in a few words (the SVG's tooltip; the event tables have every field) */
   title: string;
+  /** the verbs trace record it draws (its index in the trace) */
+  ev?: number;
+  /** the hardware event it draws (its index in the scenario's hardware trace) */
+  hw?: number;
 }
 
 export interface Hang {
@@ -74,7 +78,12 @@ function median(xs: number[]): number {
   return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 }
 
-function details(o: Record<string, unknown>, skip: readonly string[] = []): string {
+function cqeKind(status: number): string {
+  return status === WC_SUCCESS ? "cqe-ok" : status === WC_WR_FLUSH_ERR ? "cqe-flush" : "cqe-err";
+}
+
+/** A record's fields as `key=value` words (objects as JSON), leaving out `skip`. */
+export function details(o: Record<string, unknown>, skip: readonly string[] = []): string {
   return Object.entries(o)
     .filter(([k]) => !skip.includes(k))
     .map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : String(v)}`)
@@ -221,14 +230,15 @@ export function buildTimeline(
     if (r.ev === "modify_ret") modifyRets.set(r.call, r.rc);
     if (r.ev === "drain_ret") drainRets.set(r.call, r);
   }
-  const drains: Array<{ t: number; qp: string; which: string; done?: number }> = [];
-  for (const r of records) {
+  const drains: Array<{ t: number; qp: string; which: string; done?: number; ev: number }> = [];
+  records.forEach((r, ev) => {
     switch (r.ev) {
       case "post": {
         const ret = rets.get(r.call);
         const failed = ret !== undefined && ret.rc !== 0;
         const last = r.wr_id + r.count - 1;
         marks.push({
+          ev,
           lane: r.queue,
           t: at(r.ns),
           kind: failed ? "post-err" : "post",
@@ -237,10 +247,29 @@ export function buildTimeline(
         });
         break;
       }
-      case "cqe": {
-        const kind =
-          r.status === WC_SUCCESS ? "cqe-ok" : r.status === WC_WR_FLUSH_ERR ? "cqe-flush" : "cqe-err";
+      case "drain_marker":
         marks.push({
+          ev,
+          lane: r.queue,
+          t: at(r.ns),
+          kind: r.rc !== 0 ? "post-err" : "marker",
+          label: "marker",
+          title: `drain marker posted to ${r.qp} ${r.queue} by ib_drain (call ${r.call})${r.wr_id !== undefined ? ` wr_id ${r.wr_id}` : ""}; rc ${r.rc}`,
+        });
+        break;
+      case "drain_marker_cqe":
+        marks.push({
+          ev,
+          lane: r.queue === "sq" ? "sq-cqe" : "rq-cqe",
+          t: at(r.ns),
+          kind: cqeKind(r.status),
+          title: `CQE of the drain marker on ${r.cq}: ${r.qp} ${r.queue} ${r.status_name} (status ${r.status}) opcode ${r.opcode_name} qp_num ${r.qp_num} vendor_err ${r.vendor_err}`,
+        });
+        break;
+      case "cqe": {
+        const kind = cqeKind(r.status);
+        marks.push({
+          ev,
           lane: r.queue === "sq" ? "sq-cqe" : "rq-cqe",
           t: at(r.ns),
           kind,
@@ -251,6 +280,7 @@ export function buildTimeline(
       case "modify": {
         const rc = modifyRets.get(r.call);
         marks.push({
+          ev,
           lane: "state",
           t: at(r.ns),
           kind: rc !== undefined && rc !== 0 ? "state-err" : "state",
@@ -261,6 +291,7 @@ export function buildTimeline(
       }
       case "async":
         marks.push({
+          ev,
           lane: "state",
           t: at(r.ns),
           kind: "state-err",
@@ -271,6 +302,7 @@ export function buildTimeline(
       case "cm":
         if (r.event === "ESTABLISHED" || r.event === "DISCONNECTED" || r.status !== 0)
           marks.push({
+            ev,
             lane: "state",
             t: at(r.ns),
             kind: "cm",
@@ -279,18 +311,19 @@ export function buildTimeline(
         break;
       case "drain": {
         const ret = drainRets.get(r.call);
-        drains.push({ t: at(r.ns), qp: r.qp, which: r.which, ...(ret ? { done: at(ret.ns) } : {}) });
+        drains.push({ t: at(r.ns), qp: r.qp, which: r.which, ev, ...(ret ? { done: at(ret.ns) } : {}) });
         break;
       }
       default:
         break;
     }
-  }
+  });
   const hangs: Hang[] = [];
   const stuck = observations.filter(isStuck);
   for (const d of drains) {
     if (d.done !== undefined) {
       marks.push({
+        ev: d.ev,
         lane: "drain",
         t: d.t,
         t2: d.done,
@@ -320,6 +353,7 @@ export function buildTimeline(
   for (const d of drains)
     if (d.done === undefined && stuck.length === 0)
       marks.push({
+        ev: d.ev,
         lane: "drain",
         t: d.t,
         t2: lastT,
@@ -333,20 +367,21 @@ export function buildTimeline(
     alignment = alignClocks(records, hw);
     const qpns = new Set(qpNumbers(records).values());
     const offset = alignment?.offsetMs ?? (hw[0] as HwTraceEvent).t;
-    for (const e of hw) {
+    hw.forEach((e, k) => {
       // the vfio-user server's own lines (sessions, messages) have no place on the picture
-      if (isServerLine(e)) continue;
+      if (isServerLine(e)) return;
       const lane = hwLane(e, qpns);
-      if (!lane) continue;
+      if (!lane) return;
       const label = hwLabel(e);
       marks.push({
+        hw: k,
         lane,
         t: e.t - offset - t0,
         kind: hwKind(e),
         ...(label ? { label } : {}),
         title: `hw ${e.kind} @${e.t.toFixed(3)} ms (device clock): ${details(e, ["t", "dev", "kind"])}`,
       });
-    }
+    });
   }
   const end = Math.max(0, ...marks.map((m) => m.t2 ?? m.t), ...hangs.map((h) => h.noticed));
   return { marks, hangs, alignment, end };

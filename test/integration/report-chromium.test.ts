@@ -1,26 +1,37 @@
-// The HTML report in a real browser: Debian's chromium (installed by ensureChromium when missing)
-// draws `hil report --format html --screenshot` of the trimmed run directory. Checked: the DOM
+// The HTML report in a real browser: the headless Chromium hil finds (Debian's chromium, which `hil
+// setup --browser` installs and CI's .ci/run asks for, or Playwright's; this test installs nothing
+// and fails without one) draws `hil report --format html --screenshot` of the trimmed run directory. Checked: the DOM
 // chromium built (--dump-dom) has each scenario's timeline with its lanes and marks and the hang
 // marker on the stuck drain only; chromium's layout puts the timelines on the page at their size;
 // the screenshot kept in the run directory is the whole page, not blank, and at the place the
 // layout gives for the hang line its pixels are the red dashed line (and the drain that returned
 // has no such line). No chromium process and no temporary profile is left behind.
-import { cpSync, readdirSync, readFileSync } from "node:fs";
+//
+// Then a real run with failed rules (hil run on the injected duplicate completion and on the cxgb4
+// case's lost flush completion), its report opened in Chromium over the DevTools protocol as a user
+// would: the link of a failed rule activated from the keyboard (focus, Enter) and with a click,
+// and opened as a URL; each time the rows and marks the page outlines are exactly that rule's WRs
+// and completions as the trace has them, and the page has scrolled to them. Print media opens the
+// closed event tables. The rerun line the page gives for the failed scenario, run, judges it the
+// same way.
+import { cpSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import t from "tap";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import t, { type Test } from "tap";
 import {
   type Box,
   decodePng,
   dumpDom,
-  ensureChromium,
   type Image,
   measureLayout,
   pixel,
   pngSize,
   SCREENSHOT_WIDTH,
 } from "../../harness/report/browser.ts";
-import { hil, isolate, leftovers } from "../support/cli.ts";
+import { findChromium } from "../../harness/report/browser-find.ts";
+import { readRunRecord } from "../../harness/rundir/read.ts";
+import { hil, isolate, leftovers, REPO_ROOT } from "../support/cli.ts";
+import { type Page, withPage } from "../support/devtools.ts";
 
 t.setTimeout(10 * 60 * 1000);
 
@@ -64,9 +75,13 @@ function reddestColumn(img: Image, box: Box): { x: number; red: number; height: 
 }
 
 t.test("the HTML report drawn by headless chromium", async (t) => {
-  const started = Date.now();
-  const binary = await ensureChromium();
-  t.comment(`chromium ready in ${((Date.now() - started) / 1000).toFixed(1)} s: ${binary}`);
+  const found = findChromium();
+  if (!found) {
+    t.fail("no headless Chromium on this machine: hil setup --browser installs Debian's (CI's .ci/run does)");
+    return;
+  }
+  const binary = found.binary;
+  t.comment(`chromium: ${binary} (${found.source})`);
   const before = new Set(chromiumProcesses().map((p) => p.pid));
 
   const runDir = join(t.testdir({ run: {} }), "run");
@@ -74,7 +89,10 @@ t.test("the HTML report drawn by headless chromium", async (t) => {
   const iso = isolate();
   const r = await hil(["report", runDir, "--format", "html", "--screenshot"], iso.env);
   t.equal(r.exitCode, 0, `hil report --screenshot exits 0\n${r.stderr}`);
-  t.match(r.stderr, /\[report\] drawing the report in headless chromium: 1400x\d+ px, 3 timeline\(s\)/);
+  t.match(
+    r.stderr,
+    /\[report\] drawing the report in headless chromium \([^)]+\): 1400x\d+ px, 3 timeline\(s\)/,
+  );
   t.match(r.stderr, `[report] screenshot: ${join(runDir, "report.png")}`);
   t.match(r.stderr, /hil: 9 passed, 0 failed, 6 xfail/, "the summary line still ends it");
   t.same(leftovers(iso), { processes: [], entries: [] }, "hil report left no process and no temp file");
@@ -190,3 +208,216 @@ t.test("--screenshot is for the HTML report", async (t) => {
   t.match(r.stderr, /--screenshot draws the HTML report: use it with --format html, not ktap/);
   t.equal(r.stdout, "", "no report written");
 });
+
+type TraceLine = Record<string, unknown>;
+
+function traceOf(runDir: string, scenario: string): TraceLine[] {
+  return readFileSync(join(runDir, "traces", `${scenario}.jsonl`), "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as TraceLine);
+}
+
+/** The trace records that post WR `wrId` of qp's `queue` and the completions of that WR, by index. */
+function wrEvents(records: TraceLine[], queue: string, wrId: number): number[] {
+  return records.flatMap((r, i) => {
+    const posts =
+      r.ev === "post" &&
+      r.qp === "qp" &&
+      r.queue === queue &&
+      wrId >= (r.wr_id as number) &&
+      wrId < (r.wr_id as number) + (r.count as number);
+    const completes = r.ev === "cqe" && r.qp === "qp" && r.queue === queue && r.wr_id === wrId;
+    return posts || completes ? [i] : [];
+  });
+}
+
+interface Shown {
+  hash: string;
+  /** rows whose cells carry the highlight colour, marks whose shape has the highlight stroke */
+  rows: number[];
+  marks: number[];
+  /** marks drawn dimmed */
+  dimmed: number;
+  marksInAll: number;
+  /** the banner's and the timeline's top in the viewport, and the viewport's height */
+  banner: { top: number; height: number };
+  timelineTop: number;
+  viewport: number;
+}
+
+/** What the page shows highlighted in scenario `scope`'s section, read from the computed styles. */
+function shown(page: Page, scope: string, anchor: string): Promise<Shown> {
+  return page.evaluate<Shown>(`new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(() => {
+    const s = document.getElementById(${JSON.stringify(scope)});
+    const on = (e) => getComputedStyle(e).backgroundColor === "rgb(255, 225, 77)";
+    const rows = [...s.querySelectorAll("tr[data-ev]")].filter((r) => on(r.cells[0])).map((r) => Number(r.dataset.ev));
+    const marks = [...s.querySelectorAll("g.mark[data-ev]")]
+      .filter((g) => getComputedStyle(g.querySelector("rect,circle")).strokeWidth === "3px")
+      .map((g) => Number(g.dataset.ev));
+    const all = s.querySelectorAll("g.mark");
+    const dimmed = [...all].filter((g) => getComputedStyle(g).opacity === "0.2").length;
+    const b = document.getElementById(${JSON.stringify(anchor)}).getBoundingClientRect();
+    done({ hash: location.hash, rows, marks, dimmed, marksInAll: all.length,
+      banner: { top: b.top, height: b.height }, timelineTop: s.querySelector("svg.timeline").getBoundingClientRect().top,
+      viewport: innerHeight });
+  })))`);
+}
+
+function expectHighlight(t: Test, got: Shown, anchor: string, want: number[], how: string): void {
+  t.equal(got.hash, `#${anchor}`, `${how}: the URL names the rule`);
+  t.same(got.rows, want, `${how}: the outlined rows are exactly the rule's events (${want.join(", ")})`);
+  t.same(got.marks, want, `${how}: the outlined marks are exactly the rule's events`);
+  t.equal(got.dimmed, got.marksInAll - want.length, `${how}: every other mark is dimmed`);
+  t.ok(
+    got.banner.height > 20 && got.banner.top >= 0 && got.banner.top < 60,
+    `${how}: scrolled to the banner (top ${got.banner.top})`,
+  );
+  t.ok(
+    got.timelineTop > 0 && got.timelineTop < got.viewport,
+    `${how}: the timeline is in view (top ${got.timelineTop})`,
+  );
+}
+
+t.test(
+  "a real run: a failed rule's link highlights exactly its WRs and CQEs, and its rerun line reruns it",
+  async (t) => {
+    const found = findChromium();
+    if (!found) {
+      t.fail(
+        "no headless Chromium on this machine: hil setup --browser installs Debian's (CI's .ci/run does)",
+      );
+      return;
+    }
+    const lostCase = join(REPO_ROOT, "fixtures/cases/scenarios/sq-flush-drops-oldest.yaml");
+    const root = t.testdir({});
+    const runDir = join(root, "run");
+    const iso = isolate();
+    const args = ["run", "--scenario", `fault-duplicate-cqe,${lostCase}`, "--run-dir", runDir];
+    const run = await hil(args, iso.env);
+    t.equal(run.exitCode, 1, "a FAIL: the lost completion is no known bug of this run");
+    if (run.exitCode !== 1) t.comment(run.stderr.slice(-3000));
+    const record = await readRunRecord(runDir);
+    t.same(
+      record.invocation,
+      { argv: args, cwd: REPO_ROOT.replace(/\/$/, "") },
+      "verdicts.json records the command line",
+    );
+    t.equal(
+      record.job?.baseDir,
+      REPO_ROOT.replace(/\/$/, ""),
+      "and the directory the job's paths are relative to",
+    );
+    const report = await hil(["report", runDir, "--format", "html"], iso.env);
+    t.equal(report.exitCode, 0, "hil report exits 0");
+    if (report.exitCode !== 0) t.comment(report.stderr);
+    const url = pathToFileURL(join(runDir, "report.html")).href;
+
+    const lost = wrEvents(traceOf(runDir, "sq-flush-drops-oldest"), "sq", 1000);
+    t.equal(lost.length, 1, "WR 1000: its post, and no completion (the device lost it)");
+    const dup = wrEvents(traceOf(runDir, "fault-duplicate-cqe"), "rq", 2003);
+    t.equal(dup.length, 3, "WR 2003: its post and its completion written twice");
+
+    const profiles = join(root, "profiles");
+    mkdirSync(profiles);
+    const rerunLine = await withPage(
+      found.binary,
+      async (page) => {
+        await page.open(url);
+        // the keyboard: the link is focusable; Enter follows it
+        const lostAnchor = "s-sq-flush-drops-oldest--ib--rule-5";
+        const focused = await page.evaluate<string>(
+          `(() => { const a = document.querySelector('a.show[href="#${lostAnchor}"]'); a.focus(); return document.activeElement === a ? a.textContent : ""; })()`,
+        );
+        t.equal(focused, "show its 1 WR (1 post) on the timeline", "the rule's link takes the focus");
+        await page.press("Enter");
+        expectHighlight(
+          t,
+          await shown(page, "s-sq-flush-drops-oldest", lostAnchor),
+          lostAnchor,
+          lost,
+          "Enter",
+        );
+        const rule9 = "s-sq-flush-drops-oldest--linux--rule-9";
+        await page.evaluate(`document.querySelector('a.show[href="#${rule9}"]').focus()`);
+        await page.press("Enter");
+        expectHighlight(
+          t,
+          await shown(page, "s-sq-flush-drops-oldest", rule9),
+          rule9,
+          lost,
+          "Enter on rule 9",
+        );
+
+        // the mouse: a click where the link is drawn
+        const dupAnchor = "s-fault-duplicate-cqe--linux--rule-5";
+        const at = await page.evaluate<{ x: number; y: number }>(
+          `(() => { const a = document.querySelector('a.show[href="#${dupAnchor}"]'); a.scrollIntoView({ block: "center" }); const r = a.getBoundingClientRect(); return { x: r.x + r.width / 2, y: r.y + r.height / 2 }; })()`,
+        );
+        await page.click(at.x, at.y);
+        expectHighlight(t, await shown(page, "s-fault-duplicate-cqe", dupAnchor), dupAnchor, dup, "a click");
+
+        // a shared URL: the page opened at the rule's anchor
+        const ibAnchor = "s-fault-duplicate-cqe--ib--rule-5";
+        await page.open("about:blank"); // a new document: the same one with another fragment loads nothing
+        await page.open(`${url}#${ibAnchor}`);
+        expectHighlight(t, await shown(page, "s-fault-duplicate-cqe", ibAnchor), ibAnchor, dup, "the URL");
+
+        // print: the closed tables (the device's events) are laid out and visible
+        const hwRowsVisible = `[...document.querySelectorAll("details.events.hw:not([open]) tr[data-hw]")].map((r) => r.checkVisibility())`;
+        const onScreen = await page.evaluate<boolean[]>(hwRowsVisible);
+        t.ok(
+          onScreen.length > 10 && onScreen.every((v) => !v),
+          `on screen the ${onScreen.length} rows of the closed tables are hidden`,
+        );
+        await page.send("Emulation.setEmulatedMedia", { media: "print" });
+        const printed = await page.evaluate<boolean[]>(hwRowsVisible);
+        t.ok(
+          printed.length === onScreen.length && printed.every((v) => v),
+          "printed, every row of them shows",
+        );
+        await page.send("Emulation.setEmulatedMedia", { media: "" });
+
+        return page.evaluate<string>(
+          `document.querySelector("#s-sq-flush-drops-oldest .rerun code.cmd").textContent`,
+        );
+      },
+      { tmpRoot: profiles },
+    );
+    t.same(
+      chromiumProcesses().filter((p) => p.home.startsWith(profiles)),
+      [],
+      "no chromium process left",
+    );
+    t.same(readdirSync(profiles), [], "its profile directory removed");
+
+    // the rerun line, run: the same verdicts and the same failed rules for that scenario
+    t.match(rerunLine, /^hil run [^'"\\$]*$/, "a hil run line with nothing quoted");
+    const rerunArgv = rerunLine.split(" ").slice(1);
+    t.same(rerunArgv.slice(rerunArgv.indexOf("--scenario")), ["--scenario", lostCase], "that scenario alone");
+    const again = join(root, "again");
+    const rerun = await hil([...rerunArgv, "--run-dir", again], iso.env);
+    t.equal(rerun.exitCode, 1, "the rerun FAILs too");
+    if (rerun.exitCode !== 1) t.comment(rerun.stderr.slice(-3000));
+    const judged = (rec: typeof record) =>
+      rec.scenarios
+        ?.filter((s) => s.name === "sq-flush-drops-oldest")
+        .flatMap((s) =>
+          s.judgements.map(
+            (j) =>
+              `${j.profile} ${j.verdict}: ${j.rules
+                .filter((r) => r.verdict !== "PASS" && r.verdict !== "SKIP")
+                .map((r) => `${r.rule} ${r.verdict}`)
+                .join(", ")}`,
+          ),
+        );
+    const first = judged(record);
+    t.ok(first && first.length === 3, `judged under three rule sets: ${first?.join(" | ")}`);
+    t.same(judged(await readRunRecord(again)), first, "the rerun judges it the same way");
+    t.same(
+      (await readRunRecord(again)).scenarios?.map((s) => s.name),
+      ["sq-flush-drops-oldest"],
+    );
+    t.same(leftovers(iso), { processes: [], entries: [] }, "the runs left no process and no temp file");
+  },
+);

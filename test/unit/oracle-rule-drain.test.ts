@@ -9,8 +9,8 @@ import type { ConsoleObservation, StuckObservation } from "../../harness/oracle/
 import { pair, quoted, type TraceBuilder, verdictOf } from "../support/oracle-trace.ts";
 
 const DRAIN = 50;
-const marker = (queue: "sq" | "rq") => ({ qp: "qp", queue, wrId: -1 });
-const sq = (wrId: number) => ({ qp: "qp", queue: "sq", wrId });
+const marker = (queue: "sq" | "rq", post: number) => ({ qp: "qp", queue, wrId: -1, post });
+const sq = (wrId: number, post: number) => ({ qp: "qp", queue: "sq", wrId, post });
 
 /** the raw records of a drain: its start, an ERR transition, a marker post, its return */
 const drainStart = (b: TraceBuilder, which: "qp" | "sq" | "rq", call = DRAIN) =>
@@ -100,7 +100,7 @@ t.test(
           "stack: [<0>] __wait_for_common+0x8f/0x1b0",
           "stack: [<0>] __ib_drain_sq+0x8d/0xd0 [ib_core]",
         ],
-        wrs: [marker("sq")],
+        wrs: [marker("sq", pending)],
       },
     ]);
     t.same(
@@ -129,7 +129,7 @@ t.test("the ERR transition must come, and succeed, before the marker", async (t)
     {
       reason: "ib_drain_sq on qp posted its marker without an ERR transition the trace shows",
       evidence: [quoted(none, 4), quoted(none, 5)],
-      wrs: [marker("sq")],
+      wrs: [marker("sq", 5)],
     },
   ]);
 
@@ -153,7 +153,7 @@ t.test("the ERR transition must come, and succeed, before the marker", async (t)
     {
       reason: "ib_drain_sq on qp posted its marker though moving qp to ERR returned -22",
       evidence: [quoted(failed, 5), quoted(failed, 7)],
-      wrs: [marker("sq")],
+      wrs: [marker("sq", 7)],
     },
   ]);
 });
@@ -183,15 +183,18 @@ t.test("a refused marker: the drain cannot wait, that is the one problem", async
       reason:
         "the sq drain marker of qp was refused (post returned -12): the drain cannot wait for it (__ib_drain_sq WARNs and returns)",
       evidence: [quoted(b, drain), quoted(b, refused)],
-      wrs: [marker("sq")],
+      wrs: [marker("sq", refused)],
     },
   ]);
 });
 
 t.test("an earlier WR completed after the marker, or after the return, or not at all", async (t) => {
   const early = pair().post("qp", "sq", 1, 2);
+  const post = early.records.length - 2;
   const drain = early.records.length;
-  early.drain("qp", "sq").cqe("qp", "sq", 1).markerDone();
+  early.drain("qp", "sq");
+  const markerPosted = early.records.length - 1;
+  early.cqe("qp", "sq", 1).markerDone();
   const done = early.records.length - 1;
   early.drained();
   const ret = early.records.length - 1;
@@ -203,12 +206,14 @@ t.test("an earlier WR completed after the marker, or after the return, or not at
     {
       reason: "qp sq WR 2 completed after the drain's marker (ib_drain_sq on qp returns before it)",
       evidence: [quoted(early, done), quoted(early, ret + 1)],
-      wrs: [sq(2), marker("sq")],
+      wrs: [sq(2, post), marker("sq", markerPosted)],
+      cqes: [done, ret + 1],
     },
     {
       reason: "qp sq WR 2 completed after ib_drain_sq returned",
       evidence: [quoted(early, drain), quoted(early, ret), quoted(early, ret + 1)],
-      wrs: [sq(2)],
+      wrs: [sq(2, post)],
+      cqes: [ret + 1],
     },
   ]);
 
@@ -217,7 +222,7 @@ t.test("an earlier WR completed after the marker, or after the return, or not at
     {
       reason: "qp sq WR 2 had not completed when ib_drain_sq returned",
       evidence: [quoted(missing, 4), quoted(missing, missing.records.length - 1)],
-      wrs: [sq(2)],
+      wrs: [sq(2, 4)],
     },
   ]);
 });

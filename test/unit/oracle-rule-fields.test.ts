@@ -65,29 +65,40 @@ t.test("a QP the trace never created: its qp_num cannot be judged", async (t) =>
   t.same([v.verdict, v.judged], ["PASS", 1]);
 });
 
-t.test("each problem quotes its completion (and the post, for an opcode) and names its WR", async (t) => {
-  const b = pair().post("qp", "sq", 1, 1);
-  const post = b.records.length - 1 - 1;
-  const ok = b.records.length;
-  b.cqe("qp", "sq", 1, { status: SUCCESS, opcodeName: "RDMA_READ", qpNum: 9 });
-  b.post("qp", "rq", 10, 1);
-  const flushed = b.records.length;
-  b.cqe("qp", "rq", 10, { status: 77 });
-  const v = verdictOf(b, "7");
-  t.equal(v.verdict, "FAIL");
-  t.equal(v.judged, 2);
-  const sq1 = { qp: "qp", queue: "sq", wrId: 1 };
-  t.same(v.problems, [
-    { reason: "completion of qp WR 1 carries qp_num 9, qp is 1", evidence: [quoted(b, ok)], wrs: [sq1] },
-    {
-      reason: "successful completion of send WR 1 on qp has opcode RDMA_READ",
-      evidence: [quoted(b, post), quoted(b, ok)],
-      wrs: [sq1],
-    },
-    {
-      reason: "completion of qp WR 10 has status 77, not an IB_WC status",
-      evidence: [quoted(b, flushed)],
-      wrs: [{ qp: "qp", queue: "rq", wrId: 10 }],
-    },
-  ]);
-});
+t.test(
+  "each problem quotes its completion (and the post, for an opcode) and names its WR and completion",
+  async (t) => {
+    const b = pair().post("qp", "sq", 1, 1);
+    const post = b.records.length - 1 - 1;
+    const ok = b.records.length;
+    b.cqe("qp", "sq", 1, { status: SUCCESS, opcodeName: "RDMA_READ", qpNum: 9 });
+    b.post("qp", "rq", 10, 1);
+    const recv = b.records.length - 2;
+    const flushed = b.records.length;
+    b.cqe("qp", "rq", 10, { status: 77 });
+    const v = verdictOf(b, "7");
+    t.equal(v.verdict, "FAIL");
+    t.equal(v.judged, 2);
+    const sq1 = { qp: "qp", queue: "sq", wrId: 1, post };
+    t.same(v.problems, [
+      {
+        reason: "completion of qp WR 1 carries qp_num 9, qp is 1",
+        evidence: [quoted(b, ok)],
+        wrs: [sq1],
+        cqes: [ok],
+      },
+      {
+        reason: "successful completion of send WR 1 on qp has opcode RDMA_READ",
+        evidence: [quoted(b, post), quoted(b, ok)],
+        wrs: [sq1],
+        cqes: [ok],
+      },
+      {
+        reason: "completion of qp WR 10 has status 77, not an IB_WC status",
+        evidence: [quoted(b, flushed)],
+        wrs: [{ qp: "qp", queue: "rq", wrId: 10, post: recv }],
+        cqes: [flushed],
+      },
+    ]);
+  },
+);

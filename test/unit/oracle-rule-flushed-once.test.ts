@@ -4,7 +4,7 @@
 import t from "tap";
 import { pair, quoted, TraceBuilder, verdictOf } from "../support/oracle-trace.ts";
 
-const rq = (wrId: number) => ({ qp: "qp", queue: "rq", wrId });
+const rq = (wrId: number, post: number) => ({ qp: "qp", queue: "rq", wrId, post });
 
 t.test("nothing came and nothing was owed: SKIP", async (t) => {
   const v = verdictOf(pair().post("qp", "rq", 10, 2), "5");
@@ -40,7 +40,7 @@ t.test("a QP the trace never created: its CQs are unknown, not judged", async (t
   t.same([v.verdict, v.judged], ["PASS", 4]);
 });
 
-t.test("each problem quotes its records and names its WR", async (t) => {
+t.test("each problem quotes its records and names its WR and completions", async (t) => {
   const b = new TraceBuilder().qp("qp", { qpNum: 7, scq: "scq", rcq: "rcq" }).post("qp", "rq", 10, 4);
   const post = b.records.length - 2;
   b.modify("qp", "ERR");
@@ -62,22 +62,29 @@ t.test("each problem quotes its records and names its WR", async (t) => {
     {
       reason: "qp rq WR 11 completed on scq, its queue's CQ is rcq",
       evidence: [quoted(b, wrongCq)],
-      wrs: [rq(11)],
+      wrs: [rq(11, post)],
+      cqes: [wrongCq],
     },
-    { reason: "a completion for qp rq WR 99 that was never posted", evidence: [quoted(b, ghost)] },
+    {
+      reason: "a completion for qp rq WR 99 that was never posted",
+      evidence: [quoted(b, ghost)],
+      cqes: [ghost],
+    },
     {
       reason: "a completion for qp sq WR (marker) that was never posted",
       evidence: [quoted(b, ghostMarker)],
+      cqes: [ghostMarker],
     },
     {
       reason: "qp rq WR 10 completed 2 times",
       evidence: [quoted(b, first), quoted(b, again)],
-      wrs: [rq(10)],
+      wrs: [rq(10, post)],
+      cqes: [first, again],
     },
     {
       reason: "qp rq WR 12 (posted in RTS) never completed though qp ended in ERR",
       evidence: [quoted(b, post)],
-      wrs: [rq(12)],
+      wrs: [rq(12, post)],
     },
   ]);
 });

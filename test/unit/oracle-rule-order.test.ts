@@ -46,8 +46,10 @@ t.test("a WR completed twice is rule 5's: its repeat is not a swap", async (t) =
   t.match(verdictOf(b, "5").reason, /qp rq WR 10 completed 2 times/);
 });
 
-t.test("a swap: FAIL naming both WRs, quoting both completions, judged per pair compared", async (t) => {
-  const b = pair().post("qp", "sq", 1, 3).modify("qp", "ERR").cqe("qp", "sq", 1, { status: SUCCESS });
+t.test("a swap: FAIL naming both WRs and both completions, judged per pair compared", async (t) => {
+  const b = pair().post("qp", "sq", 1, 3);
+  const post = b.records.length - 2;
+  b.modify("qp", "ERR").cqe("qp", "sq", 1, { status: SUCCESS });
   const c3 = b.records.length;
   b.cqe("qp", "sq", 3);
   const c2 = b.records.length;
@@ -60,9 +62,10 @@ t.test("a swap: FAIL naming both WRs, quoting both completions, judged per pair 
       reason: "qp sq: WR 2 completed after WR 3, which was posted later",
       evidence: [quoted(b, c3), quoted(b, c2)],
       wrs: [
-        { qp: "qp", queue: "sq", wrId: 2 },
-        { qp: "qp", queue: "sq", wrId: 3 },
+        { qp: "qp", queue: "sq", wrId: 2, post },
+        { qp: "qp", queue: "sq", wrId: 3, post },
       ],
+      cqes: [c3, c2],
     },
   ]);
 });

@@ -4,7 +4,7 @@
 import t from "tap";
 import { pair, quoted, verdictOf } from "../support/oracle-trace.ts";
 
-const wr = (queue: "sq" | "rq", wrId: number) => ({ qp: "qp", queue, wrId });
+const wr = (queue: "sq" | "rq", wrId: number, post: number) => ({ qp: "qp", queue, wrId, post });
 
 t.test("no post call failed: SKIP", async (t) => {
   const v = verdictOf(pair().post("qp", "sq", 1, 2).drain("qp", "sq", { markerRc: -12 }), "3");
@@ -36,7 +36,7 @@ t.test("a WR before *bad_wr owes its completion once its QP is in ERR, not befor
   t.equal(verdictOf(b, "3").verdict, "FAIL");
 });
 
-t.test("each problem quotes the call's post and return and names its WRs", async (t) => {
+t.test("each problem quotes the call's post and return and names its WRs and completions", async (t) => {
   const b = pair().post("qp", "sq", 1, 4, { rc: 0, bad: 2 });
   const contradicted = b.records.length - 2;
   b.post("qp", "rq", 10, 2, { rc: -22, bad: null });
@@ -53,22 +53,23 @@ t.test("each problem quotes the call's post and return and names its WRs", async
     {
       reason: `post call 1 on qp returned 0 with *bad_wr at index 2: the WRs from there on count as posted`,
       evidence: [quoted(b, contradicted), quoted(b, contradicted + 1)],
-      wrs: [wr("sq", 3), wr("sq", 4)],
+      wrs: [wr("sq", 3, contradicted), wr("sq", 4, contradicted)],
     },
     {
       reason: "post call 2 on qp returned -22 without *bad_wr",
       evidence: [quoted(b, noBad), quoted(b, noBad + 1)],
-      wrs: [wr("rq", 10), wr("rq", 11)],
+      wrs: [wr("rq", 10, noBad), wr("rq", 11, noBad)],
     },
     {
       reason: "WR 20 before *bad_wr (index 1) of call 3, posted to qp in RTS, never completed",
       evidence: [quoted(b, partial), quoted(b, partial + 1)],
-      wrs: [wr("rq", 20)],
+      wrs: [wr("rq", 20, partial)],
     },
     {
       reason: "WR 22 at or after *bad_wr (index 1) of call 3 was not posted but completed",
       evidence: [quoted(b, partial), quoted(b, partial + 1), quoted(b, ghost)],
-      wrs: [wr("rq", 22)],
+      wrs: [wr("rq", 22, partial)],
+      cqes: [ghost],
     },
   ]);
 });

@@ -4,7 +4,7 @@
 import t from "tap";
 import { pair, quoted, SUCCESS, verdictOf } from "../support/oracle-trace.ts";
 
-const wr = (queue: "sq" | "rq", wrId: number) => ({ qp: "qp", queue, wrId });
+const wr = (queue: "sq" | "rq", wrId: number, post: number) => ({ qp: "qp", queue, wrId, post });
 
 t.test("nothing posted in ERROR: SKIP, per queue", async (t) => {
   const b = pair().post("qp", "sq", 1, 1).post("qp", "rq", 10, 1).modify("qp", "ERR");
@@ -40,7 +40,7 @@ t.test("an immediate error: a FAIL under ib and linux, tolerated under iwarp-rdm
       {
         reason: "post call 2 to qp in ERR returned -22, not 0",
         evidence: [quoted(b, post), quoted(b, post + 1)],
-        wrs: [wr("sq", 10), wr("sq", 11)],
+        wrs: [wr("sq", 10, post), wr("sq", 11, post)],
       },
     ]);
   }
@@ -68,7 +68,7 @@ t.test("a refused drain marker is named as the drain's and quoted once", async (
     {
       reason: "the drain's sq marker post to qp in ERR returned -12, not 0",
       evidence: [quoted(b, marker)],
-      wrs: [{ qp: "qp", queue: "sq", wrId: -1 }],
+      wrs: [{ qp: "qp", queue: "sq", wrId: -1, post: marker }],
     },
   ]);
 });
@@ -102,7 +102,7 @@ t.test("a WR posted in ERROR owes its flush while the QP stays in ERR", async (t
   t.equal(verdictOf(b, "2").verdict, "PASS", "a QP taken to RESET drops its WRs");
 });
 
-t.test("each problem quotes the call (and the completion) and names its WR", async (t) => {
+t.test("each problem quotes the call (and the completion) and names its WR and completion", async (t) => {
   const b = pair().modify("qp", "ERR").post("qp", "rq", 10, 2);
   const post = b.records.length - 2;
   const done = b.records.length;
@@ -116,17 +116,18 @@ t.test("each problem quotes the call (and the completion) and names its WR", asy
     {
       reason: "WR 10 posted to qp in ERR completed with SUCCESS, not WR_FLUSH_ERR",
       evidence: [quoted(b, post), quoted(b, post + 1), quoted(b, done)],
-      wrs: [wr("rq", 10)],
+      wrs: [wr("rq", 10, post)],
+      cqes: [done],
     },
     {
       reason: "WR 11 posted to qp in ERR was accepted but never completed",
       evidence: [quoted(b, post), quoted(b, post + 1)],
-      wrs: [wr("rq", 11)],
+      wrs: [wr("rq", 11, post)],
     },
     {
       reason: "WR 30 posted to qp in ERR was accepted but never completed",
       evidence: [quoted(b, lone)],
-      wrs: [wr("rq", 30)],
+      wrs: [wr("rq", 30, lone)],
     },
   ]);
 });

@@ -4,7 +4,7 @@
 import t from "tap";
 import { pair, quoted, SUCCESS, verdictOf } from "../support/oracle-trace.ts";
 
-const sq = (wrId: number) => ({ qp: "qp", queue: "sq", wrId });
+const sq = (wrId: number, post: number) => ({ qp: "qp", queue: "sq", wrId, post });
 
 t.test("no unsignaled send: SKIP", async (t) => {
   const v = verdictOf(pair().post("qp", "sq", 1, 2).post("qp", "rq", 10, 2).modify("qp", "ERR"), "6");
@@ -41,26 +41,30 @@ t.test("an unsignaled WR posted in ERROR owes its error completion while the QP 
   t.equal(verdictOf(b, "6").verdict, "PASS", "a QP taken to RESET drops its WRs");
 });
 
-t.test("each problem quotes the post (and the success completions) and names its WR", async (t) => {
-  const b = pair().post("qp", "sq", 1, 1, { signal: "none" });
-  const first = b.records.length - 2;
-  const success = b.records.length;
-  b.cqe("qp", "sq", 1, { status: SUCCESS });
-  b.modify("qp", "ERR").post("qp", "sq", 2, 1, { signal: "none" });
-  const second = b.records.length - 2;
-  const v = verdictOf(b, "6");
-  t.equal(v.verdict, "FAIL");
-  t.equal(v.judged, 2);
-  t.same(v.problems, [
-    {
-      reason: "unsignaled WR 1 on qp has a SUCCESS completion",
-      evidence: [quoted(b, first), quoted(b, success)],
-      wrs: [sq(1)],
-    },
-    {
-      reason: "unsignaled WR 2 posted to qp in ERR got no error completion",
-      evidence: [quoted(b, second)],
-      wrs: [sq(2)],
-    },
-  ]);
-});
+t.test(
+  "each problem quotes the post (and the success completions) and names its WR and completions",
+  async (t) => {
+    const b = pair().post("qp", "sq", 1, 1, { signal: "none" });
+    const first = b.records.length - 2;
+    const success = b.records.length;
+    b.cqe("qp", "sq", 1, { status: SUCCESS });
+    b.modify("qp", "ERR").post("qp", "sq", 2, 1, { signal: "none" });
+    const second = b.records.length - 2;
+    const v = verdictOf(b, "6");
+    t.equal(v.verdict, "FAIL");
+    t.equal(v.judged, 2);
+    t.same(v.problems, [
+      {
+        reason: "unsignaled WR 1 on qp has a SUCCESS completion",
+        evidence: [quoted(b, first), quoted(b, success)],
+        wrs: [sq(1, first)],
+        cqes: [success],
+      },
+      {
+        reason: "unsignaled WR 2 posted to qp in ERR got no error completion",
+        evidence: [quoted(b, second)],
+        wrs: [sq(2, second)],
+      },
+    ]);
+  },
+);

@@ -1,21 +1,22 @@
-// The headless-chromium driver without chromium: the PNG reader (every filter type, RGB and RGBA,
-// checked pixel for pixel against images encoded here), the switches, and the process handling
+// The headless-chromium driver without chromium: which browser is used (found, never installed: the
+// user's $HIL_CHROMIUM, Debian's, Playwright's cache, and the error naming how to get one), the PNG
+// reader (every filter type, RGB and RGBA, checked pixel for pixel against images encoded here),
+// the switches, and the process handling
 // with a stand-in browser (a shell script with a child of its own): the whole process group killed
 // on timeout and after a normal exit, the temporary profile directory removed, a failure reported.
-import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { deflateSync } from "node:zlib";
 import t from "tap";
+import { chromiumArgs, decodePng, pixel, pngSize, runChromium } from "../../harness/report/browser.ts";
 import {
   BROWSER_HOST_PACKAGES,
   CHROMIUM_BINARY,
   CHROMIUM_PACKAGE,
-  chromiumArgs,
-  decodePng,
-  pixel,
-  pngSize,
-  runChromium,
-} from "../../harness/report/browser.ts";
+  findChromium,
+  requireChromium,
+} from "../../harness/report/browser-find.ts";
+import { setupPackages } from "../../harness/setup.ts";
 import { HilError } from "../../util/errors.ts";
 import { processExists } from "../support/guest.ts";
 
@@ -200,4 +201,86 @@ t.test("a browser that fails is an error with its last output", async (t) => {
     /cannot start/,
   );
   t.same(readdirSync(tmpRoot), [], "no profile dir left when the browser cannot start");
+});
+
+/** An executable stand-in at `path` (made with its directories). */
+function exe(path: string): string {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, "#!/bin/sh\nexit 0\n");
+  chmodSync(path, 0o755);
+  return path;
+}
+
+t.test(
+  "the browser is found, never installed: $HIL_CHROMIUM, Debian's, then Playwright's newest",
+  async (t) => {
+    const root = t.testdir({});
+    const debian = join(root, "usr/bin/chromium");
+    const cache = join(root, "ms-playwright");
+    const opts = (env: NodeJS.ProcessEnv = {}) => ({ env, debianBinary: debian, playwrightCache: cache });
+    t.equal(findChromium(opts()), undefined, "nothing here: nothing found");
+    const err = (() => {
+      try {
+        requireChromium("--screenshot", opts());
+      } catch (e) {
+        return e as HilError;
+      }
+      return undefined;
+    })();
+    t.ok(err instanceof HilError, "without a browser: a HilError");
+    t.equal(err?.exitCode, 2);
+    t.equal(err?.message, "--screenshot needs a headless Chromium, and this machine has none");
+    for (const how of [
+      "hil setup --browser",
+      "apt-get install chromium",
+      "npx playwright install chromium",
+      cache,
+      "HIL_CHROMIUM=",
+    ])
+      t.match(err?.detail, how, `the error names ${how}`);
+
+    const shell = exe(
+      join(cache, "chromium_headless_shell-1200/chrome-headless-shell-linux64/chrome-headless-shell"),
+    );
+    t.same(findChromium(opts()), { binary: shell, source: `Playwright's headless shell 1200 (${cache})` });
+    exe(join(cache, "chromium-1100/chrome-linux/chrome"));
+    const newest = exe(join(cache, "chromium-1181/chrome-linux64/chrome"));
+    mkdirSync(join(cache, "chromium-1300/chrome-linux64"), { recursive: true }); // an unfinished download
+    writeFileSync(join(cache, "chromium-1300/chrome-linux64/chrome"), "");
+    t.same(
+      findChromium(opts()),
+      { binary: newest, source: `Playwright's Chromium 1181 (${cache})` },
+      "a full Chromium before the headless shell, the newest executable one",
+    );
+    const elsewhere = join(root, "pw-elsewhere");
+    const moved = exe(join(elsewhere, "chromium-7/chrome-linux/chrome"));
+    t.equal(
+      findChromium(opts({ PLAYWRIGHT_BROWSERS_PATH: elsewhere }))?.binary,
+      moved,
+      "$PLAYWRIGHT_BROWSERS_PATH",
+    );
+    exe(debian);
+    t.same(findChromium(opts()), { binary: debian, source: "Debian's chromium package" }, "Debian's first");
+    const mine = exe(join(root, "opt/chrome"));
+    t.same(
+      findChromium(opts({ HIL_CHROMIUM: mine })),
+      { binary: mine, source: "$HIL_CHROMIUM" },
+      "the user's own",
+    );
+    t.throws(
+      () => findChromium(opts({ HIL_CHROMIUM: join(root, "nope") })),
+      /\$HIL_CHROMIUM names .*nope, which is not an executable file/,
+      "a $HIL_CHROMIUM that is no browser is an error, not a silent fallback",
+    );
+  },
+);
+
+t.test("hil setup installs chromium only when asked (--browser)", async (t) => {
+  t.notOk(setupPackages().includes(CHROMIUM_PACKAGE), "not by default");
+  t.ok(setupPackages({ browser: true }).includes(CHROMIUM_PACKAGE), "with --browser");
+  t.same(
+    setupPackages({ browser: true }).filter((p) => !setupPackages().includes(p)),
+    [...BROWSER_HOST_PACKAGES],
+    "and nothing else changes",
+  );
 });

@@ -1,5 +1,7 @@
 // hil report: each format from a run directory to stdout or a file, and bad input (a missing or
-// corrupt run directory, a corrupt trace) as one error naming the file, exit code 2.
+// corrupt run directory, a corrupt trace, an --out that cannot be written) as one error naming the
+// file, exit code 2.
+import { chmodSync, readdirSync, writeFileSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -170,5 +172,74 @@ t.test(
       message: "verdicts.json is not a hil run record",
       detail: /device: a device has a profile \(the emulated one\) or an external socket/,
     });
+  },
+);
+
+t.test("an --out that cannot be written: one error at once, no stack, nothing left behind", async (t) => {
+  const { execa } = await import("execa");
+  const { HIL_BIN } = await import("../support/cli.ts");
+  const run = (out: string) =>
+    execa(HIL_BIN, ["report", FIXTURE, "--format", "ktap", "--out", out], {
+      reject: false,
+      timeout: 120_000,
+      stdin: "ignore",
+    });
+  // Node's recursive mkdir spun here at 100 % CPU forever: /proc says ENOENT for any new name
+  const proc = await run("/proc/nope/x.html");
+  t.equal(proc.timedOut, false, "it ends");
+  t.equal(proc.exitCode, 2);
+  t.equal(proc.stdout, "");
+  const lines = String(proc.stderr).trimEnd().split("\n");
+  t.equal(lines[0], "hil: error: /proc/nope/x.html: cannot write the report", "one error naming --out");
+  t.match(lines.slice(1).join("\n"), /ENOENT: no such file or directory, mkdir '\/proc\/nope'/, "and why");
+  t.notMatch(proc.stderr, /^\s+at /m, "no stack");
+
+  const root = t.testdir({ file: "x", dir: {} });
+  const notDir = await run(join(root, "file", "x.html"));
+  t.equal(notDir.exitCode, 2);
+  t.match(notDir.stderr, /cannot write the report\n.*ENOTDIR/);
+  const isDir = await run(join(root, "dir"));
+  t.equal(isDir.exitCode, 2, "a directory in the way of the rename");
+  t.match(isDir.stderr, `hil: error: ${join(root, "dir")}: cannot write the report`);
+  const { readdir } = await import("node:fs/promises");
+  t.same((await readdir(root)).sort(), ["dir", "file"], "no temporary file left beside it");
+  t.same(await readdir(join(root, "dir")), []);
+});
+
+/** `fn` with $HIL_CHROMIUM set to `value`, restored after. */
+async function withBrowser<T>(value: string, fn: () => Promise<T>): Promise<T> {
+  const before = process.env.HIL_CHROMIUM;
+  process.env.HIL_CHROMIUM = value;
+  try {
+    return await fn();
+  } finally {
+    if (before === undefined) delete process.env.HIL_CHROMIUM;
+    else process.env.HIL_CHROMIUM = before;
+  }
+}
+
+t.test(
+  "--screenshot without a browser, or with one that fails: an error, and no report written",
+  async (t) => {
+    const dir = await writeRunDir(syntheticRecord());
+    const before = readdirSync(dir).sort();
+    const missing = await withBrowser(join(dir, "no-such-chromium"), () =>
+      hil(dir, "--format", "html", "--screenshot"),
+    );
+    t.ok(missing.err instanceof HilError);
+    t.match(
+      (missing.err as HilError).message,
+      /\$HIL_CHROMIUM names .*no-such-chromium, which is not an executable file/,
+    );
+    t.same(readdirSync(dir).sort(), before, "no report.html, no report.png, no temporary file");
+    const bin = join(t.testdir({}), "broken-chromium");
+    writeFileSync(bin, "#!/bin/sh\necho 'cannot start' >&2\nexit 3\n");
+    chmodSync(bin, 0o755);
+    const broken = await withBrowser(bin, () => hil(dir, "--format", "html", "--screenshot"));
+    t.ok(broken.err instanceof HilError);
+    t.match((broken.err as HilError).message, /headless chromium exited with status 3/);
+    t.same(readdirSync(dir).sort(), before, "the page is not kept without its picture; nothing half-written");
+    t.equal((await hil(dir, "--format", "html")).err, undefined, "without --screenshot no browser is needed");
+    t.ok(readdirSync(dir).includes("report.html"));
   },
 );

@@ -125,9 +125,26 @@ t.test("exit codes and the summary line", async (t) => {
     exitCodeFor([r("a[linux]", "XFAIL"), r("b[linux]", "FAIL"), r("c[linux]", "MISS")]),
     EXIT_NOT_JUDGED,
   );
+  const by = (x: CheckResult, expectedBy: CheckResult["expectedBy"]): CheckResult => ({ ...x, expectedBy });
   t.equal(
-    summaryLine([r("a", "PASS"), r("b", "XFAIL"), r("c", "XFAIL"), r("d", "XPASS"), r("e", "MISS")]),
-    "hil: 1 passed, 0 failed, 2 xfail (known bugs), 1 xpass (known bug not seen), 1 miss",
+    summaryLine([
+      r("a", "PASS"),
+      by(r("b", "XFAIL"), "known bug"),
+      by(r("c", "XFAIL"), "known bug"),
+      by(r("d", "XPASS"), "known bug"),
+      r("e", "MISS"),
+    ]),
+    "hil: 1 passed, 0 failed, 2 xfail (2 known bugs), 1 xpass (known bug not seen), 1 miss",
+  );
+  t.equal(
+    summaryLine([
+      by(r("a", "XFAIL"), "injected fault"),
+      by(r("b", "XFAIL"), "known bug"),
+      by(r("c", "XFAIL"), "injected fault"),
+      r("d", "XFAIL"),
+    ]),
+    "hil: 0 passed, 0 failed, 4 xfail (2 injected faults, 1 known bug, 1 expected)",
+    "an injected fault's expected FAIL is not called a known bug; a record without its cause says expected",
   );
   const table = renderScenarioTable([
     r("kernel-release", "PASS"),
@@ -141,7 +158,7 @@ t.test("exit codes and the summary line", async (t) => {
   t.match(table[2], /^scenario\s+ib\s+linux\s+judged \(rule:events\)\s+reason$/);
   t.match(table[3], /^ov\s+XFAIL\s+XFAIL\s+-\s+rule 5: known bug \(f\.c:g\): lost$/);
   t.match(table[4], /^ok\s+PASS\s+XPASS\s+-\s+x$/);
-  t.equal(table[5], "hil: 3 passed, 0 failed, 2 xfail (known bugs), 1 xpass (known bug not seen)");
+  t.equal(table[5], "hil: 3 passed, 0 failed, 2 xfail (2 expected), 1 xpass (known bug not seen)");
   const failedProbe = renderScenarioTable([r("erdma-probe", "FAIL"), r("s[linux]", "MISS")]).split("\n");
   t.equal(failedProbe[0], "the device probes:");
   t.match(failedProbe[1], /^\s+erdma-probe\s+FAIL\s+x$/);
@@ -290,7 +307,9 @@ t.test("expect_fail: the rules an injected fault must break", async (t) => {
     why,
   );
   t.equal(both?.verdict, "XFAIL");
-  t.match(both?.rules[0]?.reason, /^expected \(dropped CQE\): rule 5 says FAIL$/);
+  t.match(both?.rules[0]?.reason, /^injected fault \(dropped CQE\): rule 5 says FAIL$/);
+  t.equal(both?.rules[0]?.injectedFault, true, "the XFAIL says the scenario's fault made it");
+  t.equal(both?.rules[0]?.knownBug, undefined, "and names no known bug");
   const [other] = applyExpectedFailures(
     [judgement([rule("5", "FAIL"), rule("hang", "FAIL"), rule("4", "FAIL")])],
     why,

@@ -2,7 +2,7 @@
  * Rule 4: the completions of one work queue come back in the order its WRs were posted (an
  * unsignaled WR that completed without a completion leaves a gap, never a swap).
  */
-import { type Completion, quote, ref, type Wr, wrName } from "../model.ts";
+import { type Completion, cqeRefs, quote, ref, type Wr, wrName } from "../model.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 
 export const rule4: Rule = {
@@ -13,7 +13,7 @@ export const rule4: Rule = {
   judge({ model }) {
     const known = model.completions.filter((c): c is Completion & { wr: Wr } => c.wr !== undefined);
     if (known.length === 0) return skip("no completions of posted WRs");
-    const lastSeq = new Map<string, { seq: number; at: number; wr: Wr }>();
+    const lastSeq = new Map<string, { seq: number; at: number; wr: Wr; c: Completion }>();
     const problems: Problem[] = [];
     let compared = 0;
     for (const c of known) {
@@ -27,8 +27,9 @@ export const rule4: Rule = {
           reason: `${w.qp} ${w.queue}: ${wrName(w)} completed after ${wrName(prev.wr)}, which was posted later`,
           evidence: [quote(model.records, prev.at), quote(model.records, c.at)],
           wrs: [ref(w), ref(prev.wr)],
+          cqes: cqeRefs([prev.c, c]),
         });
-      else lastSeq.set(key, { seq: w.seq, at: c.at, wr: w });
+      else lastSeq.set(key, { seq: w.seq, at: c.at, wr: w, c });
     }
     if (problems.length > 0) return fail(problems, compared);
     if (compared === 0) return skip("no work queue had two completions to put in order");

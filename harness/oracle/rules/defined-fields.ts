@@ -4,7 +4,7 @@
  */
 import type { PostOp } from "../../protocol/commands.ts";
 import { WC_SUCCESS } from "../../protocol/trace.ts";
-import { type Completion, quote, ref, type Wr } from "../model.ts";
+import { type Completion, cqeRefs, quote, ref, type Wr } from "../model.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 
 /** The IB_WC opcode names a successful completion of each posted op may carry. */
@@ -37,12 +37,14 @@ export const rule7: Rule = {
           reason: `completion of ${w.qp} WR ${w.wrId} carries qp_num ${c.rec.qp_num}, ${w.qp} is ${qpNum}`,
           evidence: [quote(model.records, c.at)],
           wrs: [ref(w)],
+          cqes: cqeRefs([c]),
         });
       if (c.rec.status_name === "UNKNOWN")
         problems.push({
           reason: `completion of ${w.qp} WR ${w.wrId} has status ${c.rec.status}, not an IB_WC status`,
           evidence: [quote(model.records, c.at)],
           wrs: [ref(w)],
+          cqes: cqeRefs([c]),
         });
       if (c.rec.status !== WC_SUCCESS) continue;
       if (!SUCCESS_OPCODES[w.op].includes(c.rec.opcode_name))
@@ -50,6 +52,7 @@ export const rule7: Rule = {
           reason: `successful completion of ${w.op} WR ${w.wrId} on ${w.qp} has opcode ${c.rec.opcode_name}`,
           evidence: [quote(model.records, w.at), quote(model.records, c.at)],
           wrs: [ref(w)],
+          cqes: cqeRefs([c]),
         });
     }
     if (problems.length > 0) return fail(problems, known.length);

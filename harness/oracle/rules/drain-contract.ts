@@ -8,7 +8,16 @@
  * returned; the QP is in ERR after it; the kernel did not warn. A part the executor could not
  * observe (no marker seen for a queue the drain covers) makes the rule an ERROR, never a PASS.
  */
-import { type Drain, type DrainQueue, drainCovers, quote, ref, type TraceModel, type Wr } from "../model.ts";
+import {
+  cqeRefs,
+  type Drain,
+  type DrainQueue,
+  drainCovers,
+  quote,
+  ref,
+  type TraceModel,
+  type Wr,
+} from "../model.ts";
 import type { Observation } from "../observations.ts";
 import { notUnder, type Problem, pass, type Rule, type RuleResult, skip, summarise } from "../rule.ts";
 
@@ -71,6 +80,7 @@ function queueProblems(model: TraceModel, d: Drain, q: DrainQueue, marker: Wr): 
         reason: `${d.qp} ${q.queue} WR ${w.wrId} completed after the drain's marker (${name} returns before it)`,
         evidence: [quote(model.records, done.at), ...late.map((c) => quote(model.records, c.at))],
         wrs: [ref(w), ref(marker)],
+        cqes: cqeRefs([done, ...late]),
       });
   }
   return problems;
@@ -93,6 +103,7 @@ function afterReturn(model: TraceModel, d: Drain, retAt: number): Problem[] {
           ...late.map((c) => quote(model.records, c.at)),
         ],
         wrs: [ref(w)],
+        cqes: cqeRefs(late),
       });
     else if (w.completions.length === 0 && model.owesCompletion(w))
       problems.push({

@@ -2,7 +2,7 @@
  * Rule 5: every outstanding WR completes exactly once, on the CQ of its own queue (send_cq for
  * the SQ, recv_cq for the RQ), and nothing completes that was never posted.
  */
-import { quote, ref, wrName } from "../model.ts";
+import { cqeRefs, quote, ref, wrName } from "../model.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 
 export const rule5: Rule = {
@@ -17,6 +17,7 @@ export const rule5: Rule = {
         problems.push({
           reason: `a completion for ${c.rec.qp} ${c.rec.queue} WR ${c.rec.ev === "cqe" ? c.rec.wr_id : "(marker)"} that was never posted`,
           evidence: [quote(model.records, c.at)],
+          cqes: cqeRefs([c]),
         });
         continue;
       }
@@ -26,6 +27,7 @@ export const rule5: Rule = {
           reason: `${c.wr.qp} ${c.wr.queue} ${wrName(c.wr)} completed on ${c.rec.cq}, its queue's CQ is ${want}`,
           evidence: [quote(model.records, c.at)],
           wrs: [ref(c.wr)],
+          cqes: cqeRefs([c]),
         });
     }
     let owed = 0;
@@ -35,6 +37,7 @@ export const rule5: Rule = {
           reason: `${w.qp} ${w.queue} ${wrName(w)} completed ${w.completions.length} times`,
           evidence: w.completions.map((c) => quote(model.records, c.at)),
           wrs: [ref(w)],
+          cqes: cqeRefs(w.completions),
         });
       if (model.deadline(w) === undefined) continue;
       owed++;

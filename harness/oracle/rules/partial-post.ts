@@ -2,7 +2,7 @@
  * Rule 3: a post call that fails names the WR it stopped at (*bad_wr); the WRs before it were
  * posted and complete like any other, the WR at *bad_wr and those after it were not and never do.
  */
-import { quote, quoteCall, ref } from "../model.ts";
+import { cqeRefs, quote, quoteCall, ref } from "../model.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 
 export const rule3: Rule = {
@@ -36,6 +36,7 @@ export const rule3: Rule = {
             reason: `WR ${w.wrId} at or after *bad_wr (index ${call.bad}) of call ${call.call} was not posted but completed`,
             evidence: [...ev, ...w.completions.map((c) => quote(model.records, c.at))],
             wrs: [ref(w)],
+            cqes: cqeRefs(w.completions),
           });
         if (w.accepted && w.completions.length === 0 && model.deadline(w) !== undefined)
           problems.push({

@@ -4,7 +4,7 @@
  * point" of the flush: that profile tolerates a failed call, never a WR that vanishes.
  */
 import { WC_WR_FLUSH_ERR } from "../../protocol/trace.ts";
-import { type Queue, quote, quoteCall, ref, wrName } from "../model.ts";
+import { cqeRefs, type Queue, quote, quoteCall, ref, wrName } from "../model.ts";
 import { fail, type Problem, pass, type Rule, type RuleInput, type RuleResult, skip } from "../rule.ts";
 
 function judgePostsIn(queue: Queue, { model, profile }: RuleInput): RuleResult {
@@ -35,6 +35,7 @@ function judgePostsIn(queue: Queue, { model, profile }: RuleInput): RuleResult {
           reason: `${wrName(w)} posted to ${w.qp} in ${w.postedIn} completed with ${firstBad.rec.status_name}, not WR_FLUSH_ERR`,
           evidence: [...callEvidence, ...bad.map((c) => quote(model.records, c.at))],
           wrs: [ref(w)],
+          cqes: cqeRefs(bad),
         });
       else if (w.completions.length === 0 && model.deadline(w) !== undefined)
         problems.push({

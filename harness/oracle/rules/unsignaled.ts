@@ -3,7 +3,7 @@
  * successfully produces no completion.
  */
 import { WC_SUCCESS } from "../../protocol/trace.ts";
-import { quote, ref, wrName } from "../model.ts";
+import { cqeRefs, quote, ref, wrName } from "../model.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 
 export const rule6: Rule = {
@@ -22,6 +22,7 @@ export const rule6: Rule = {
           reason: `unsignaled WR ${w.wrId} on ${w.qp} has a SUCCESS completion`,
           evidence: [quote(model.records, w.at), ...success.map((c) => quote(model.records, c.at))],
           wrs: [ref(w)],
+          cqes: cqeRefs(success),
         });
       else if (w.completions.length === 0 && model.deadline(w) !== undefined)
         problems.push({

@@ -1,0 +1,204 @@
+// The command line that reruns one scenario of a run, from what verdicts.json records: a real run
+// (test/fixtures/rundir-fail) gives the exact argv; records with every option (a series, config
+// fragments, a profile file and scenario file relative to the job's base directory, rule sets,
+// repetitions, strict, an external device and its MAC) give each back, absolute; an old record
+// without a job says what it cannot tell; quoting survives a POSIX shell.
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import t from "tap";
+import { commandLine, madeBy, rerunScenario, shellQuote } from "../../harness/report/rerun.ts";
+import { loadRunDir, type RunDir } from "../../harness/rundir/read.ts";
+import { type RunScenario, runRecordSchema } from "../../harness/rundir/schema.ts";
+
+const FAIL_RUN = fileURLToPath(new URL("../fixtures/rundir-fail", import.meta.url));
+const OLD_RUN = fileURLToPath(new URL("../fixtures/rundir", import.meta.url));
+
+function scenario(run: RunDir, name: string): RunScenario {
+  const s = run.record.scenarios?.find((x) => x.name === name);
+  if (!s) throw new Error(`no scenario ${name}`);
+  return s;
+}
+
+t.test("a real run: the exact argv per scenario, and the command that made it", async (t) => {
+  const run = await loadRunDir(FAIL_RUN);
+  const head = ["run", "--kernel", "debian:6.12", "--driver", "erdma", "--executor", "kernel"];
+  const shipped = rerunScenario(run, scenario(run, "fault-duplicate-cqe"));
+  t.same(shipped.argv, [...head, "--device-profile", "erdma-reflush", "--scenario", "fault-duplicate-cqe"]);
+  t.equal(
+    shipped.line,
+    "hil run --kernel debian:6.12 --driver erdma --executor kernel --device-profile erdma-reflush --scenario fault-duplicate-cqe",
+  );
+  t.same(shipped.notes, []);
+  const fromFile = rerunScenario(run, scenario(run, "sq-flush-drops-oldest"));
+  t.same(fromFile.argv, [
+    ...head,
+    "--device-profile",
+    "erdma-reflush",
+    "--scenario",
+    "/work/wt/html-report/fixtures/cases/scenarios/sq-flush-drops-oldest.yaml",
+  ]);
+  const made = madeBy(run);
+  t.same(made?.argv, [
+    "run",
+    "--scenario",
+    "fault-duplicate-cqe,fault-reorder-cqe,/work/wt/html-report/fixtures/cases/scenarios/sq-flush-drops-oldest.yaml",
+    "--run-dir",
+    "runs/report-fail",
+  ]);
+  t.equal(made?.cwd, "/work/wt/html-report");
+});
+
+function record(fields: Record<string, unknown>): RunDir {
+  const record = runRecordSchema.parse({
+    kernel: "k",
+    results: [],
+    scenarios: [
+      {
+        name: "mine#2",
+        scenario: "mine",
+        repetition: 2,
+        file: "scen/mine.yaml",
+        judgements: [
+          { profile: "ib", verdict: "FAIL", rules: [] },
+          { profile: "linux", verdict: "FAIL", rules: [] },
+        ],
+      },
+    ],
+    ...fields,
+  });
+  return { dir: "/runs/x", record, finishedAt: new Date(0) };
+}
+
+t.test("every option the job recorded comes back, its paths absolute", async (t) => {
+  const run = record({
+    repeat: 3,
+    strict: true,
+    device: { profile: "profiles/slow.json", trace: "hw-trace.jsonl", mac: "52:54:00:aa:bb:cc" },
+    job: {
+      baseDir: "/home/me/plans",
+      spec: {
+        kernel: "../linux",
+        series: "fix.mbox",
+        configs: ["smp", "frag/extra.config"],
+        driver: "erdma",
+        executor: "user",
+        deviceProfile: "profiles/slow.json",
+        scenarios: "scen/*.yaml",
+        oracle: ["ib", "linux"],
+      },
+    },
+  });
+  const r = rerunScenario(run, run.record.scenarios?.[0] as RunScenario);
+  t.same(r.argv, [
+    "run",
+    "--kernel",
+    "/home/me/linux",
+    "--series",
+    "/home/me/plans/fix.mbox",
+    "--config",
+    "smp",
+    "--config",
+    "/home/me/plans/frag/extra.config",
+    "--driver",
+    "erdma",
+    "--executor",
+    "user",
+    "--device-profile",
+    "/home/me/plans/profiles/slow.json",
+    "--mac",
+    "52:54:00:aa:bb:cc",
+    "--rules",
+    "ib,linux",
+    "--scenario",
+    "/home/me/plans/scen/mine.yaml",
+    "--repeat",
+    "3",
+    "--strict",
+  ]);
+  t.same(r.notes, []);
+});
+
+t.test("an external device: its socket and MAC, no profile", async (t) => {
+  const run = record({
+    device: { external: "/run/rtl.sock", mac: "52:54:00:12:34:99" },
+    job: {
+      baseDir: "/w",
+      spec: { kernel: "debian:6.1", driver: "erdma", executor: "kernel", scenarios: "mine" },
+    },
+  });
+  const r = rerunScenario(run, run.record.scenarios?.[0] as RunScenario);
+  t.same(r.argv.slice(1, 9), [
+    "--kernel",
+    "debian:6.1",
+    "--driver",
+    "erdma",
+    "--executor",
+    "kernel",
+    "--device-socket",
+    "/run/rtl.sock",
+  ]);
+  t.same(r.argv.slice(9, 11), ["--mac", "52:54:00:12:34:99"]);
+  t.notOk(r.argv.includes("--device-profile"));
+});
+
+t.test("a repro run: the hil run line, and a note that repro judges without known-bug records", async (t) => {
+  const run = record({
+    invocation: { argv: ["repro", "erdma-drain-hang-6.1"], cwd: "/w" },
+    job: {
+      id: "erdma-drain-hang-6.1",
+      baseDir: "/w/fixtures/cases",
+      spec: {
+        kernel: "debian:6.1",
+        driver: "erdma",
+        executor: "kernel",
+        deviceProfile: "erdma-2022",
+        scenarios: "mine",
+      },
+    },
+  });
+  const r = rerunScenario(run, run.record.scenarios?.[0] as RunScenario);
+  t.equal(r.argv[0], "run");
+  t.match(
+    r.notes.join("\n"),
+    /hil repro judges without the scenarios' known-bug records.*hil repro erdma-drain-hang-6.1/,
+  );
+});
+
+t.test("a record from before the job was recorded: what it has, and what it cannot tell", async (t) => {
+  const run = await loadRunDir(OLD_RUN);
+  const r = rerunScenario(run, scenario(run, "drain-sq-idle"));
+  t.same(r.argv, [
+    "run",
+    "--kernel",
+    "debian:6.12",
+    "--driver",
+    "erdma",
+    "--executor",
+    "kernel",
+    "--device-profile",
+    "erdma-reflush",
+    "--scenario",
+    "drain-sq-idle",
+  ]);
+  t.match(r.notes.join("\n"), /did not record the job/);
+  t.equal(madeBy(run), undefined, "no invocation in the record");
+  const relative = record({
+    job: { spec: { kernel: "../linux", driver: "erdma", executor: "kernel", scenarios: "mine" } },
+  });
+  const rr = rerunScenario(relative, relative.record.scenarios?.[0] as RunScenario);
+  t.equal(rr.argv[2], "../linux", "kept as written");
+  t.match(rr.notes.join("\n"), /the kernel \.\.\/linux is relative to the directory hil ran in/);
+});
+
+t.test("quoting: what a POSIX shell reads back is the argv", async (t) => {
+  const argv = ["run", "--scenario", "drain-*,it's", "--kernel", "/a b/$HOME`x`", "--rules", "ib", ""];
+  t.equal(shellQuote("debian:6.12"), "debian:6.12");
+  t.equal(shellQuote("drain-*"), "'drain-*'");
+  t.equal(shellQuote("it's"), `'it'\\''s'`);
+  const { line } = commandLine(argv);
+  const echoed = execFileSync("sh", [
+    "-c",
+    `set -- ${line.replace(/^hil /, "")}; for a in "$@"; do printf '%s\\0' "$a"; done`,
+  ]);
+  t.same(echoed.toString("utf8").split("\0").slice(0, -1), argv);
+});
