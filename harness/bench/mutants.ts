@@ -17,11 +17,12 @@
  * benign series FAILed, 3 a series could not be judged (not built, or a benign run broken),
  * 2 bad input.
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { DEFAULT_PROFILE } from "../../qemu/erdma/profile-file.ts";
 import { HilError, isHilError } from "../../util/errors.ts";
+import { makeDir } from "../../util/make-dir.ts";
 import { progress } from "../../util/progress.ts";
 import { stampedRunDir } from "../cli/repro-command.ts";
 import { readRunRecord } from "../rundir/read.ts";
@@ -147,9 +148,17 @@ async function judgeSeries(
         kernelErrors: "record",
       },
     );
-    runs.push(
-      compareRuns(bases.get(executor) as RunRecord, patched, executor, predicted && new Set(predicted)),
-    );
+    const base = bases.get(executor) as RunRecord;
+    // a narrowed suite (--scenario) is compared on the scenarios it ran, not on the base's others
+    const ran = new Set((patched.scenarios ?? []).map((s) => s.scenario ?? s.name));
+    const scope = predicted ? new Set(predicted) : opts.scenario !== undefined ? ran : undefined;
+    const based = new Set((base.scenarios ?? []).map((s) => s.scenario ?? s.name));
+    for (const name of ran)
+      if (!based.has(name))
+        progress.info(
+          `[mutants] ${entry.name}: the base run has no verdict for ${name}, so the series' is not compared (run the base again: without --base-from)`,
+        );
+    runs.push(compareRuns(base, patched, executor, scope));
   }
   return runs;
 }
@@ -201,7 +210,7 @@ async function main(): Promise<number> {
   const series = selectSeries(manifest, opts.only).filter((s) => executorsOf(s, opts).length > 0);
   if (series.length === 0)
     throw new HilError(`no series of the manifest runs on the ${opts.executor} executor`);
-  await mkdir(opts.runDir, { recursive: true });
+  await makeDir(opts.runDir);
   const started = Date.now();
   const bases = new Map<ExecutorKind, RunRecord>();
   for (const executor of EXECUTORS)
