@@ -11,7 +11,8 @@ import {
   type ExecutorKind,
   type OracleProfile,
 } from "../scenario/schema.ts";
-import { runValidate } from "../workflows/validate.ts";
+import { runValidate, SIDES_AT_ONCE_CPUS } from "../workflows/validate.ts";
+import { baseCacheLine } from "../workflows/validate-base.ts";
 import { diffSummary, renderDiff } from "../workflows/validate-diff.ts";
 import { addDeviceProfileOption, DEVICE_PROFILE_WITHOUT_DEVICE } from "./device-options.ts";
 import { collect, KERNEL_HELP } from "./kernel-options.ts";
@@ -31,6 +32,10 @@ interface ValidateOptionValues {
   runDir?: string;
   json?: boolean;
   changedOnly?: boolean;
+  /** false with --no-base-cache */
+  baseCache: boolean;
+  /** unset: at once when the machine has SIDES_AT_ONCE_CPUS */
+  sidesAtOnce?: boolean;
 }
 
 export function registerValidateCommand(program: Command): void {
@@ -58,6 +63,15 @@ export function registerValidateCommand(program: Command): void {
       "--run-dir <dir>",
       "where both runs go: <dir>/base, <dir>/patched, <dir>/validate.json (default: runs/validate-<timestamp>)",
     )
+    .option(
+      "--no-base-cache",
+      "run the base side even when a run of it is cached (a fresh run with every verdict judged is kept for the next validation)",
+    )
+    .option(
+      "--sides-at-once",
+      `run the base and base+series at once, on two guests (the default on a machine with ${SIDES_AT_ONCE_CPUS} or more CPUs)`,
+    )
+    .option("--no-sides-at-once", "run the base, then base+series")
     .option("--changed-only", "leave the unchanged rows out of the table")
     .option("--json", "print the comparison as JSON")
     .addHelpText(
@@ -69,6 +83,12 @@ export function registerValidateCommand(program: Command): void {
         "both sides run on it, and the suite should agree with itself. Verdicts are compared per scenario and",
         "rule set (and per probe check): NEW FAIL (FAIL with the series only), FIXED (FAIL without it only),",
         "NOT JUDGED (ERROR or MISS with the series only), changed, unchanged; the rules that moved are listed.",
+        "",
+        "The base side's run is cached, keyed by what decides its verdicts (the base kernel, the guest image and",
+        "QEMU, the driver, executor and device profile by content, the scenario files' content, the rule sets,",
+        "hil's own code), and a later validation with the same key copies it instead of running the base: the",
+        "output says so (base: N verdicts reused from <when>, key ...). A base run with an ERROR or MISS is not",
+        "kept; a key whose fresh base runs disagreed is not reused again.",
         "",
         "Exit status: 0 no new FAIL; 1 a regression (a new FAIL); 3 no new FAIL but some verdict could not be",
         "judged with the series; 2 bad input (a series that does not exist, parse or apply, a scenario, a device profile).",
@@ -92,16 +112,19 @@ export function registerValidateCommand(program: Command): void {
       series: opts.series,
       runDir,
       meantOnly: opts.scenario === undefined,
+      freshBase: !opts.baseCache,
+      ...(opts.sidesAtOnce !== undefined ? { sidesAtOnce: opts.sidesAtOnce } : {}),
     });
     const summary = `hil validate: ${diffSummary(result.diff)} (${result.base.kernel} vs ${result.patched.kernel}${result.series.subjects.length === 0 ? ", empty series" : ""}) in ${Math.round(result.wallMs / 1000)}s`;
     if (opts.json) {
       process.stdout.write(
-        `${JSON.stringify({ series: result.series, regression: result.diff.regression, counts: result.diff.counts, deltas: result.diff.deltas, runDir, exitCode: result.exitCode }, null, 2)}\n`,
+        `${JSON.stringify({ series: result.series, baseCache: result.baseCache, regression: result.diff.regression, counts: result.diff.counts, deltas: result.diff.deltas, runDir, exitCode: result.exitCode }, null, 2)}\n`,
       );
+      progress.info(baseCacheLine(result.baseCache));
       progress.info(summary);
     } else {
       process.stdout.write(
-        `${renderDiff(result.diff, { showUnchanged: !opts.changedOnly })}\nrun directory: ${runDir}\n${summary}\n`,
+        `${renderDiff(result.diff, { showUnchanged: !opts.changedOnly })}\nrun directory: ${runDir}\n${baseCacheLine(result.baseCache)}\n${summary}\n`,
       );
     }
     process.exitCode = result.exitCode;

@@ -5,18 +5,19 @@
  * repro runs one, validate two (base, base+series), a matrix one per cell of its plan.
  */
 import { existsSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { DEFAULT_PROFILE, loadProfile } from "../../qemu/erdma/profile-file.ts";
 import { HilError } from "../../util/errors.ts";
+import { invocation } from "../../util/invocation.ts";
 import { packageVersion } from "../../util/package.ts";
 import { progress } from "../../util/progress.ts";
 import { DEFAULT_GUEST_MAC, type PreparedGuest, prepareGuest, withGuest } from "../boot.ts";
 import { bootDevice, type ChosenDevice, recordedDevice, smokeDevice } from "../device.ts";
 import type { KernelRequest } from "../kernel/types.ts";
 import { runSmokeChecks } from "../probe/checks.ts";
+import { claimRunDir } from "../rundir/claim.ts";
 import type { RunRecord } from "../rundir/schema.ts";
-import { writeRunRecord } from "../rundir/write.ts";
+import { runDirFull, writeRunRecord } from "../rundir/write.ts";
 import type { DriverName, ExecutorKind, OracleProfile, Scenario } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
 import { HW_TRACE_FILE } from "../suite/hw-trace.ts";
@@ -41,8 +42,8 @@ export type JobSpec = {
   oracle?: OracleProfile[];
 };
 
-/** A run record of a job: verdicts.json with the job's spec. */
-export type JobRecord = RunRecord & { job: { id?: string; spec: JobSpec } };
+/** A run record of a job: verdicts.json with the job's spec and the directory its paths are relative to. */
+export type JobRecord = RunRecord & { job: { id?: string; spec: JobSpec; baseDir?: string } };
 
 export interface RunJobOptions {
   runDir: string;
@@ -68,6 +69,11 @@ export interface RunJobOptions {
   probeOnly?: boolean;
   /** an XPASS fails the run (recorded in verdicts.json) */
   strict?: boolean;
+  /**
+   * writes the caller's own files into the run directory (repro.json) while the run still holds it,
+   * before verdicts.json: a reader that finds the run whole, or the directory unlocked, finds them too
+   */
+  alsoWrite?: (record: JobRecord) => Promise<void>;
 }
 
 /** The kernel a job boots, its paths made absolute. */
@@ -156,6 +162,16 @@ function jobDevice(spec: JobSpec, opts: RunJobOptions, runDir: string): ChosenDe
   return chosen?.kind === "emulated" ? { ...chosen, traceFile: join(runDir, HW_TRACE_FILE) } : chosen;
 }
 
+/** The emulated device's record with the guest NIC's MAC when it is not the default (a rerun needs it). */
+function recordedMac(
+  recorded: ReturnType<typeof recordedDevice>,
+  device: ChosenDevice | undefined,
+): ReturnType<typeof recordedDevice> {
+  return recorded && device?.kind === "emulated" && device.mac !== DEFAULT_GUEST_MAC
+    ? { ...recorded, mac: device.mac }
+    : recorded;
+}
+
 async function selectJobScenarios(
   spec: JobSpec,
   opts: RunJobOptions,
@@ -202,14 +218,17 @@ async function probeOnly(
     return results;
   } catch (err) {
     step.fail();
-    return [errorResult("guest-boot", "the guest boots and answers over SSH", err)];
+    return [errorResult("guest-boot", "the guest boots and answers over SSH", recordable(runDir, err))];
   }
 }
 
 /**
- * Runs the job and writes its run directory. Bad input (a scenario file, a profile, a series that
- * does not apply) throws HilError before the suite starts; with `kernelErrors: "record"` a kernel
- * that cannot be built is recorded as an ERROR result instead.
+ * Runs the job and writes its run directory, which it holds (claims) meanwhile: a directory another
+ * run is writing, or one that holds a run already, is refused (rundir/claim.ts). Bad input (a
+ * scenario file, a profile, a series that does not apply) throws HilError before the suite starts;
+ * with `kernelErrors: "record"` a kernel that cannot be built is recorded as an ERROR result
+ * instead. A full file system under the run directory throws one HilError (exit 3). Whatever
+ * throws leaves the run directory as it was: what the job wrote is discarded.
  */
 export async function runJob(spec: JobSpec, opts: RunJobOptions): Promise<JobRecord> {
   const baseDir = opts.baseDir ?? process.cwd();
@@ -217,9 +236,36 @@ export async function runJob(spec: JobSpec, opts: RunJobOptions): Promise<JobRec
   const runDir = resolve(opts.runDir);
   const device = jobDevice(spec, opts, runDir);
   const scenarios = opts.probeOnly ? [] : await selectJobScenarios(spec, opts, baseDir, device);
-  await mkdir(runDir, { recursive: true });
+  const claim = await claimRunDir(runDir);
+  try {
+    const record = await runClaimedJob(spec, opts, { baseDir, runDir, device, scenarios });
+    await opts.alsoWrite?.(record);
+    await writeRunRecord(runDir, record);
+    await claim.release();
+    return record;
+  } catch (err) {
+    await claim.discard();
+    throw runDirFull(runDir, err) ?? err;
+  }
+}
+
+/** A failure the job records as an ERROR result, or rethrows: a full disk cannot be recorded. */
+function recordable(runDir: string, err: unknown): unknown {
+  const full = runDirFull(runDir, err);
+  if (full) throw full;
+  return err;
+}
+
+/** The job's run: everything but verdicts.json, which the caller writes last. */
+async function runClaimedJob(
+  spec: JobSpec,
+  opts: RunJobOptions,
+  ctx: { baseDir: string; runDir: string; device: ChosenDevice | undefined; scenarios: Scenario[] },
+): Promise<JobRecord> {
+  const { baseDir, runDir, device, scenarios } = ctx;
   const started = Date.now();
-  const job = { ...(opts.id ? { id: opts.id } : {}), spec };
+  const job = { ...(opts.id ? { id: opts.id } : {}), spec, baseDir: resolve(baseDir) };
+  const made = invocation();
   const mac = opts.mac ?? DEFAULT_GUEST_MAC;
   const kernelRequest = kernelRequestOf(spec, baseDir);
   let guestKernel: PreparedGuest;
@@ -227,7 +273,7 @@ export async function runJob(spec: JobSpec, opts: RunJobOptions): Promise<JobRec
     guestKernel = await preparedGuestFor(kernelRequest);
   } catch (err) {
     if (opts.kernelErrors !== "record") throw err;
-    const record: JobRecord = {
+    return {
       kernel: describeJob(spec),
       driver: spec.driver,
       executor: spec.executor,
@@ -237,9 +283,8 @@ export async function runJob(spec: JobSpec, opts: RunJobOptions): Promise<JobRec
       results: [errorResult("kernel", "the kernel builds", err)],
       job,
       versions: { hil: packageVersion() },
+      ...(made ? { invocation: made } : {}),
     };
-    await writeRunRecord(runDir, record);
-    return record;
   }
   const series = spec.series ? await recordSeries(spec.series, runDir, baseDir) : undefined;
   const head = {
@@ -248,16 +293,15 @@ export async function runJob(spec: JobSpec, opts: RunJobOptions): Promise<JobRec
   };
   const tail = {
     ...(opts.strict ? { strict: true } : {}),
-    device: recordedDevice(device, HW_TRACE_FILE),
+    device: recordedMac(recordedDevice(device, HW_TRACE_FILE), device),
     ...(series ? { series } : {}),
     startedAt: new Date(started).toISOString(),
     versions: runVersions(guestKernel, kernelRequest.base),
+    ...(made ? { invocation: made } : {}),
   };
   if (opts.probeOnly) {
     const results = await probeOnly(guestKernel, device, runDir, mac);
-    const record: JobRecord = { ...head, ...tail, wallMs: Date.now() - started, results, job };
-    await writeRunRecord(runDir, record);
-    return record;
+    return { ...head, ...tail, wallMs: Date.now() - started, results, job };
   }
   const target = {
     driver: spec.driver,
@@ -292,9 +336,9 @@ export async function runJob(spec: JobSpec, opts: RunJobOptions): Promise<JobRec
       boots: 0,
       timings: { bootMs: 0, runMs: 0, judgeMs: 0 },
     };
-    results = [errorResult("suite", "the drain suite runs", err)];
+    results = [errorResult("suite", "the drain suite runs", recordable(runDir, err))];
   }
-  const record: JobRecord = {
+  return {
     ...head,
     ...report,
     ...tail,
@@ -302,6 +346,4 @@ export async function runJob(spec: JobSpec, opts: RunJobOptions): Promise<JobRec
     results,
     job,
   };
-  await writeRunRecord(runDir, record);
-  return record;
 }

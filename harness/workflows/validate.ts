@@ -4,7 +4,7 @@
  * is the base kernel itself: both sides run on it, and they must agree.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { writeFile } from "node:fs/promises";
+import { availableParallelism } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { progress } from "../../util/progress.ts";
 import {
@@ -15,6 +15,7 @@ import {
   messageSubject,
   splitMboxMessages,
 } from "../kernel/series.ts";
+import { writeRunFile } from "../rundir/write.ts";
 import { selectScenarios } from "../scenario/select.ts";
 import {
   checkJobSpec,
@@ -26,6 +27,7 @@ import {
   runJob,
   scenarioPatterns,
 } from "./job.ts";
+import { type BaseCacheOutcome, type BaseSide, planBaseSide } from "./validate-base.ts";
 import { diffVerdicts, type ValidateDiff } from "./validate-diff.ts";
 
 export interface SeriesInfo {
@@ -60,10 +62,31 @@ export interface ValidateOptions {
   runDir: string;
   /** leave out scenarios not meant for the target (no --scenario given) */
   meantOnly?: boolean;
+  /** run the base side even when a run of it is cached (--no-base-cache) */
+  freshBase?: boolean;
+  /** run the two sides at once on two guests (default: when the machine has SIDES_AT_ONCE_CPUS) */
+  sidesAtOnce?: boolean;
+}
+
+/** Two guests at once take two vCPU threads each busy under TCG, and the device servers more. */
+export const SIDES_AT_ONCE_CPUS = 4;
+
+export function sidesAtOnceByDefault(cpus = availableParallelism()): boolean {
+  return cpus >= SIDES_AT_ONCE_CPUS;
+}
+
+/** Both promises' values; when one fails, the other is still waited for (its guest shut down), then the first failure thrown. */
+export async function bothSettled<A, B>(a: Promise<A>, b: Promise<B>): Promise<[A, B]> {
+  const [x, y] = await Promise.allSettled([a, b]);
+  if (x.status === "rejected") throw x.reason;
+  if (y.status === "rejected") throw y.reason;
+  return [x.value, y.value];
 }
 
 export interface ValidateResult {
   base: JobRecord;
+  /** whether the base side was reused from the cache, or ran (and was kept) */
+  baseCache: BaseCacheOutcome;
   patched: JobRecord;
   series: SeriesInfo;
   diff: ValidateDiff;
@@ -80,7 +103,10 @@ export function validateExitCode(diff: ValidateDiff): number {
   return 0;
 }
 
-/** Runs both sides (base first) into <runDir>/base and <runDir>/patched, and compares them. */
+/**
+ * Runs both sides (base first) into <runDir>/base and <runDir>/patched, and compares them; the
+ * base side is the run cached under its key when there is one (validate-base.ts).
+ */
 export async function runValidate(opts: ValidateOptions): Promise<ValidateResult> {
   const started = Date.now();
   const series = inspectSeries(opts.series);
@@ -97,24 +123,42 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
   // bad input first, before anything runs: the scenarios and profile, then both kernels (a series
   // that does not apply is reported before the base side's suite has run for minutes)
   checkJobSpec(baseSpec);
-  await selectScenarios(scenarioPatterns(baseSpec));
-  await preparedGuestFor(kernelRequestOf(baseSpec));
+  const scenarios = await selectScenarios(scenarioPatterns(baseSpec));
+  const basePrepared = await preparedGuestFor(kernelRequestOf(baseSpec));
   if (patchedSpec.series) await preparedGuestFor(kernelRequestOf(patchedSpec));
-  progress.info(`[validate] 1/2 base: ${describeJob(baseSpec)}`);
-  const base = await runJob(baseSpec, {
+  const plan = await planBaseSide({
+    spec: baseSpec,
+    prepared: basePrepared,
+    scenarios,
     runDir: join(runDir, "base"),
-    id: "base",
-    ...(opts.meantOnly ? { meantOnly: true } : {}),
+    meantOnly: opts.meantOnly === true,
+    fresh: opts.freshBase === true,
   });
-  progress.info(`[validate] 2/2 base+series: ${describeJob(patchedSpec)}`);
-  const patched = await runJob(patchedSpec, {
-    runDir: join(runDir, "patched"),
-    id: "patched",
-    ...(opts.meantOnly ? { meantOnly: true } : {}),
-  });
+  const runPatched = () => {
+    progress.info(`[validate] 2/2 base+series: ${describeJob(patchedSpec)}`);
+    return runJob(patchedSpec, {
+      runDir: join(runDir, "patched"),
+      id: "patched",
+      ...(opts.meantOnly ? { meantOnly: true } : {}),
+    });
+  };
+  let baseSide: BaseSide;
+  let patched: JobRecord;
+  if ("reused" in plan) {
+    baseSide = plan.reused;
+    patched = await runPatched();
+  } else if (opts.sidesAtOnce ?? sidesAtOnceByDefault()) {
+    progress.info("[validate] the base and base+series run at once, on two guests");
+    [baseSide, patched] = await bothSettled(plan.run(), runPatched());
+  } else {
+    baseSide = await plan.run();
+    patched = await runPatched();
+  }
+  const { record: base, cache: baseCache } = baseSide;
   const diff = diffVerdicts(base, patched);
   const result: ValidateResult = {
     base,
+    baseCache,
     patched,
     series,
     diff,
@@ -122,11 +166,12 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
     wallMs: Date.now() - started,
     exitCode: validateExitCode(diff),
   };
-  await writeFile(
-    join(runDir, VALIDATE_FILE),
+  await writeRunFile(
+    runDir,
+    VALIDATE_FILE,
     `${JSON.stringify(
       {
-        base: { kernel: base.kernel, runDir: "base", spec: baseSpec },
+        base: { kernel: base.kernel, runDir: "base", spec: baseSpec, cache: baseCache },
         patched: { kernel: patched.kernel, runDir: "patched", spec: patchedSpec },
         series,
         regression: diff.regression,
