@@ -9,8 +9,10 @@ const COMMAND_MODULES = [
   () => import("./report-command.ts"),
   () => import("./repro-command.ts"),
   () => import("./validate-command.ts"),
+  () => import("./diff-command.ts"),
   () => import("./matrix-command.ts"),
   () => import("./merge-command.ts"),
+  () => import("./cache-command.ts"),
   () => import("./scenarios-command.ts"),
   () => import("./version-command.ts"),
 ];

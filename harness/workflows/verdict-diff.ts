@@ -1,0 +1,186 @@
+/**
+ * The comparison of two sides' verdicts that `hil validate` (base vs base+series) and `hil diff`
+ * (last night vs tonight) share: cells (a probe check, a scenario under an oracle profile, a
+ * matrix job's such cell) matched by key, each classified (new FAIL, fixed, not judged, changed,
+ * unchanged), with the rules under it whose verdicts moved and their reasons and evidence.
+ *
+ * The two sides are called `base` (the one compared against: validate's base kernel, diff's
+ * <old>) and `patched` (the one judged: validate's base+series, diff's <new>), the names
+ * validate.json has always used.
+ */
+import { PASSING_VERDICTS, type Verdict } from "../verdict.ts";
+import type { VerdictEntry } from "./verdict-list.ts";
+
+export type Change =
+  /** FAIL on the patched side, not on the base (XFAIL -> FAIL too: a FAIL no known bug accounts for) */
+  | "new-fail"
+  /** FAIL on the base, not on the patched side */
+  | "fixed"
+  /** ERROR or MISS on the patched side (or gone from it) where the base was judged */
+  | "not-judged"
+  /** the same verdict */
+  | "unchanged"
+  /** any other difference (PASS -> SKIP, XFAIL -> XPASS, a cell only the patched side has) */
+  | "changed";
+
+export const CHANGES: readonly Change[] = ["new-fail", "fixed", "not-judged", "changed", "unchanged"];
+
+export interface RuleDelta {
+  rule: string;
+  base?: Verdict;
+  patched?: Verdict;
+  reason: string;
+  /** the lines the rule quotes (events of the traces, console lines) on the side the reason is from */
+  evidence?: string[];
+}
+
+export interface VerdictDelta {
+  /** "<scenario>[<profile>]" or a check's id (a matrix cell's: its target before them) */
+  key: string;
+  scenario?: string;
+  profile?: string;
+  base?: Verdict;
+  patched?: Verdict;
+  change: Change;
+  /** the patched side's reason (the base's when the patched side has none) */
+  reason: string;
+  /** a check's quoted evidence, from the side the reason is from */
+  evidence?: string[];
+  /** the rules whose verdicts differ */
+  rules: RuleDelta[];
+}
+
+/** One side's cell: its verdict entry and the rule verdicts under it, by rule. */
+export interface Cell {
+  entry: VerdictEntry;
+  rules: Map<string, VerdictEntry>;
+}
+
+export interface VerdictComparison {
+  deltas: VerdictDelta[];
+  counts: Record<Change, number>;
+  regression: boolean;
+}
+
+const UNJUDGED: readonly Verdict[] = ["ERROR", "MISS"];
+const PASSING_OR_SKIPPED: readonly Verdict[] = ["PASS", "SKIP"];
+
+export function classify(base: Verdict | undefined, patched: Verdict | undefined): Change {
+  if (base === patched) return "unchanged";
+  if (patched === "FAIL") return "new-fail";
+  if (base === "FAIL" && patched !== undefined && PASSING_VERDICTS.includes(patched)) return "fixed";
+  if (patched !== undefined && UNJUDGED.includes(patched) && base !== undefined && !UNJUDGED.includes(base))
+    return "not-judged";
+  if (patched === undefined && base !== undefined && !UNJUDGED.includes(base) && base !== "SKIP")
+    return "not-judged";
+  return "changed";
+}
+
+function ruleDeltas(a: Map<string, VerdictEntry>, b: Map<string, VerdictEntry>): RuleDelta[] {
+  const out: RuleDelta[] = [];
+  for (const rule of [...a.keys(), ...[...b.keys()].filter((r) => !a.has(r))]) {
+    const x = a.get(rule);
+    const y = b.get(rule);
+    if (x?.verdict === y?.verdict) continue;
+    const from = y ?? x;
+    out.push({
+      rule,
+      ...(x ? { base: x.verdict } : {}),
+      ...(y ? { patched: y.verdict } : {}),
+      reason: from?.reason ?? "",
+      ...(from?.evidence?.length ? { evidence: from.evidence } : {}),
+    });
+  }
+  return out;
+}
+
+/** Compares two sides' cells; keys in the base's order, then those only the patched side has. */
+export function compareCells(base: Map<string, Cell>, patched: Map<string, Cell>): VerdictComparison {
+  const keys = [...base.keys(), ...[...patched.keys()].filter((k) => !base.has(k))];
+  const deltas = keys.map((key): VerdictDelta => {
+    const x = base.get(key)?.entry;
+    const y = patched.get(key)?.entry;
+    const from = y ?? x;
+    return {
+      key,
+      ...(from?.scenario ? { scenario: from.scenario, profile: from.profile } : {}),
+      ...(x ? { base: x.verdict } : {}),
+      ...(y ? { patched: y.verdict } : {}),
+      change: classify(x?.verdict, y?.verdict),
+      reason: from?.reason ?? "",
+      ...(from?.evidence?.length ? { evidence: from.evidence } : {}),
+      rules: ruleDeltas(base.get(key)?.rules ?? new Map(), patched.get(key)?.rules ?? new Map()).filter(
+        // a cell only one side has: the rules that say something, not every rule that held
+        (r) => (x && y) || !PASSING_OR_SKIPPED.includes((r.patched ?? r.base) as Verdict),
+      ),
+    };
+  });
+  const counts = Object.fromEntries(CHANGES.map((c) => [c, 0])) as Record<Change, number>;
+  for (const d of deltas) counts[d.change]++;
+  return { deltas, counts, regression: counts["new-fail"] > 0 };
+}
+
+const WORDS: Record<Change, string> = {
+  "new-fail": "NEW FAIL",
+  fixed: "FIXED",
+  "not-judged": "NOT JUDGED",
+  unchanged: "unchanged",
+  changed: "changed",
+};
+
+export function changeWord(c: Change): string {
+  return WORDS[c];
+}
+
+export interface DiffTableOptions {
+  /** list the unchanged rows too (default) */
+  showUnchanged?: boolean;
+  /** the two verdict columns' headings (default base, patched) */
+  sides?: [string, string];
+  /** the name column: what the row is (default the scenario, else the key) */
+  name?: (d: VerdictDelta) => string;
+  /** a line printed under a row (after its rules), e.g. where only one side has it */
+  note?: (d: VerdictDelta) => string | undefined;
+  /** print this many lines of each moved rule's evidence (default 0: none) */
+  evidenceLines?: number;
+}
+
+function evidenceBlock(lines: readonly string[] | undefined, max: number, indent: string): string[] {
+  if (!lines || max <= 0) return [];
+  const shown = lines.slice(0, max).map((l) => `${indent}${l}`.trimEnd());
+  if (lines.length > max) shown.push(`${indent}... ${lines.length - max} more line(s)`);
+  return shown;
+}
+
+/** The table: changed rows first (new FAILs, fixed, not judged, changed), then the unchanged ones. */
+export function renderComparison(diff: VerdictComparison, opts: DiffTableOptions = {}): string {
+  const rows = CHANGES.flatMap((c) =>
+    diff.deltas.filter((d) => d.change === c && (c !== "unchanged" || opts.showUnchanged !== false)),
+  );
+  if (rows.length === 0) return "no verdicts to compare\n";
+  const [left, right] = opts.sides ?? ["base", "patched"];
+  const name = opts.name ?? ((d: VerdictDelta) => d.scenario ?? d.key);
+  const max = opts.evidenceLines ?? 0;
+  const w = Math.max(8, ...rows.map((d) => name(d).length));
+  const pw = Math.max(7, ...rows.map((d) => (d.profile ?? "").length));
+  const lw = Math.max(5, left.length);
+  const rw = Math.max(7, right.length);
+  const indent = "".padEnd(w + pw + 4);
+  const lines = [
+    `${"scenario".padEnd(w)}  ${"profile".padEnd(pw)}  ${left.padEnd(lw)}  ${right.padEnd(rw)}  ${"change".padEnd(10)}  reason`,
+  ];
+  for (const d of rows) {
+    lines.push(
+      `${name(d).padEnd(w)}  ${(d.profile ?? "").padEnd(pw)}  ${(d.base ?? "-").padEnd(lw)}  ${(d.patched ?? "-").padEnd(rw)}  ${WORDS[d.change].padEnd(10)}  ${d.change === "unchanged" ? "" : d.reason}`.trimEnd(),
+    );
+    if (d.change === "unchanged") continue;
+    if (d.rules.length === 0) lines.push(...evidenceBlock(d.evidence, max, `${indent}  `));
+    for (const r of d.rules) {
+      lines.push(`${indent}rule ${r.rule}: ${r.base ?? "-"} -> ${r.patched ?? "-"}  ${r.reason}`);
+      lines.push(...evidenceBlock(r.evidence, max, `${indent}  `));
+    }
+    const note = opts.note?.(d);
+    if (note) lines.push(`${indent}${note}`);
+  }
+  return `${lines.join("\n")}\n`;
+}
