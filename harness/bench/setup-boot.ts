@@ -1,7 +1,8 @@
 /**
  * Benchmark of the foundation: cold setup (QEMU build, kernel build, image build), warm rebuild
- * (nothing should be rebuilt), and boot-to-first-SSH-command beside a bare `qemu -kernel`
- * boot-to-init in the same run.
+ * (nothing should be rebuilt), boot-to-first-SSH-command beside a bare `qemu -kernel`
+ * boot-to-init in the same run, and the device server's MMIO read round trip (no guest:
+ * mmio-round-trips.ts; the guest's own figure is vfio-user.ts's).
  *
  *   node --import tsx harness/bench/setup-boot.ts [--cold] [--runs N] [--kernel debian:6.12]
  *
@@ -17,6 +18,7 @@ import { startGuest } from "../../qemu/launch/guest.ts";
 import { ensureQemu } from "../../qemu/provision/qemu.ts";
 import { buildInitramfs } from "../image/initramfs.ts";
 import { buildKernel } from "../kernel/build.ts";
+import { measureMmio } from "./mmio-round-trips.ts";
 
 const { values } = parseArgs({
   options: {
@@ -87,6 +89,17 @@ for (let i = 0; i < runs; i++) {
 rows.push([`boot (${accel}): bare qemu -kernel to init, median of ${runs}`, seconds(median(bare))]);
 rows.push([`boot (${accel}): hil guest to first SSH command, median of ${runs}`, seconds(median(ssh))]);
 rows.push(["boot: ratio first-SSH / bare-init", `${(median(ssh) / median(bare)).toFixed(2)}x`]);
+
+const micro = (us: number) => `${us.toFixed(1)} µs`;
+for (const [device, trace] of [
+  ["hil-testdev", false],
+  ["erdma", true],
+] as const) {
+  const m = await measureMmio(device, trace, 10_000, 1000);
+  const what = `${device}${trace ? ", trace on" : ""}`;
+  rows.push([`MMIO read round trip via the device server (${what}), median`, micro(m.read.median)]);
+  if (m.serverCpuUs !== undefined) rows.push([`  server CPU per round trip (${what})`, micro(m.serverCpuUs)]);
+}
 
 const width = Math.max(...rows.map(([k]) => k.length));
 for (const [k, v] of rows) process.stdout.write(`${k.padEnd(width)}  ${v}\n`);

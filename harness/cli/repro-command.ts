@@ -1,8 +1,7 @@
-import { writeFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import { progress } from "../../util/progress.ts";
-import { renderRepro, reproSummary, runRepro } from "../workflows/repro.ts";
+import { renderRepro, reproRecord, reproSummary, runRepro } from "../workflows/repro.ts";
 import { loadCase } from "../workflows/repro-case.ts";
 
 interface ReproOptionValues {
@@ -47,14 +46,7 @@ export function registerReproCommand(program: Command): void {
       const runDir = opts.runDir ? resolve(opts.runDir) : stampedRunDir(`repro-${c.name}`);
       progress.info(`[repro] ${c.name}: ${c.bug}`);
       const run = await runRepro(c, { runDir });
-      const out = {
-        ...run.outcome,
-        runDir,
-        kernel: run.record.kernel,
-        release: run.record.release,
-        wallMs: run.wallMs,
-      };
-      await writeFile(join(runDir, "repro.json"), `${JSON.stringify(out, null, 2)}\n`);
+      const out = reproRecord(run);
       process.stdout.write(opts.json ? `${JSON.stringify(out, null, 2)}\n` : renderRepro(c, run));
       const summary = reproSummary(run);
       if (opts.json) progress.info(summary);

@@ -5,7 +5,6 @@
  * jobs); matrix-shards.ts deals the jobs to the shards.
  */
 import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import { basename, dirname, extname, resolve } from "node:path";
 import { z } from "zod";
 import { DEFAULT_PROFILE, listProfiles } from "../../qemu/erdma/profile-file.ts";
@@ -217,10 +216,22 @@ export function parseShard(text: string): Shard {
   return { index, count };
 }
 
+/** Far more jobs than a night of CI can run; a bound that keeps a mistaken plan from taking the machine. */
+export const MAX_PLAN_JOBS = 2000;
+
 /** Parses and checks a plan: the schema, then the profiles, files and scenario selections it names. */
-export async function parsePlan(text: string, file: string): Promise<MatrixPlan> {
-  const src = YamlSource.parse(text, file);
+export async function parsePlan(text: string | YamlSource, file: string): Promise<MatrixPlan> {
+  const src = typeof text === "string" ? YamlSource.parse(text, file) : text;
   const plan = src.check(planSchema);
+  const axes = [plan.kernels, plan.drivers, plan.device_profiles, plan.executors, plan.scenarios];
+  const most = axes.reduce((n, axis) => n * axis.length, 1);
+  if (most > MAX_PLAN_JOBS)
+    src.reject([
+      src.problem(
+        [],
+        `kernels x drivers x device_profiles x executors x scenarios = ${axes.map((a) => a.length).join(" x ")} = ${most} jobs; a plan may have at most ${MAX_PLAN_JOBS}`,
+      ),
+    ]);
   const baseDir = dirname(resolve(file));
   const problems: YamlProblem[] = [];
   if (plan.oracle) {
@@ -291,11 +302,6 @@ export async function parsePlan(text: string, file: string): Promise<MatrixPlan>
 }
 
 export async function loadPlan(file: string): Promise<MatrixPlan> {
-  let text: string;
-  try {
-    text = await readFile(file, "utf8");
-  } catch (err) {
-    throw new HilError("cannot read the plan file", { where: file, detail: (err as Error).message });
-  }
-  return parsePlan(text, file);
+  const src = YamlSource.read(file, "plan");
+  return parsePlan(src, file);
 }

@@ -4,11 +4,12 @@
  * names the plan (its content hash and every job id), the shard, and each job's outcome. `hil
  * merge` joins the indexes of several shards.
  */
-import { mkdir, rename, writeFile } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
+import { makeDir } from "../../util/make-dir.ts";
 import { packageVersion } from "../../util/package.ts";
 import { progress } from "../../util/progress.ts";
-import { writeRunRecord } from "../rundir/write.ts";
+import { claimRunDir } from "../rundir/claim.ts";
+import { runDirFull, writeRunFile, writeRunRecord } from "../rundir/write.ts";
 import { type CheckResult, exitCodeFor, type Verdict } from "../verdict.ts";
 import { describeJob, type JobRecord, type JobSpec, runJob } from "./job.ts";
 import type { MatrixJob, MatrixPlan, Shard } from "./matrix-plan.ts";
@@ -76,9 +77,7 @@ export function matrixExitCode(jobs: readonly Pick<MatrixJobEntry, "exitCode">[]
 }
 
 export async function writeIndex(dir: string, index: MatrixIndex): Promise<void> {
-  const file = join(dir, MATRIX_FILE);
-  await writeFile(`${file}.tmp`, `${JSON.stringify(index, null, 2)}\n`);
-  await rename(`${file}.tmp`, file);
+  await writeRunFile(dir, MATRIX_FILE, `${JSON.stringify(index, null, 2)}\n`);
 }
 
 export function jobSummary(j: MatrixJobEntry): string {
@@ -92,10 +91,21 @@ export interface MatrixOptions {
   run?: (spec: JobSpec, opts: { runDir: string; baseDir: string; id: string }) => Promise<JobRecord>;
 }
 
-/** Runs the shard's jobs in id order and writes the index after each one. */
+/**
+ * Runs the shard's jobs in id order and writes the index after each one, holding the output
+ * directory meanwhile (refused when another matrix writes it or it holds one: rundir/claim.ts).
+ */
 export async function runMatrix(plan: MatrixPlan, opts: MatrixOptions): Promise<MatrixIndex> {
+  const claim = await claimRunDir(opts.out, "matrix");
+  try {
+    return await runClaimedMatrix(plan, opts, claim.dir);
+  } finally {
+    await claim.release();
+  }
+}
+
+async function runClaimedMatrix(plan: MatrixPlan, opts: MatrixOptions, out: string): Promise<MatrixIndex> {
   const started = Date.now();
-  const out = resolve(opts.out);
   const jobs = shardJobs(plan.jobs, opts.shard);
   const index: MatrixIndex = {
     version: 1,
@@ -106,7 +116,7 @@ export async function runMatrix(plan: MatrixPlan, opts: MatrixOptions): Promise<
     exitCode: 0,
     wallMs: 0,
   };
-  await mkdir(join(out, JOBS_DIR), { recursive: true });
+  await makeDir(join(out, JOBS_DIR));
   await writeIndex(out, index);
   const run =
     opts.run ??
@@ -127,6 +137,8 @@ export async function runMatrix(plan: MatrixPlan, opts: MatrixOptions): Promise<
           id: job.id,
         });
       } catch (err) {
+        // a full disk ends the matrix: nothing more can be recorded
+        if (runDirFull(join(out, JOBS_DIR, job.id), err)) throw err;
         // bad input found only now (a scenario file changed under us): the job is an ERROR, the rest go on
         const result: CheckResult = {
           id: "job",
@@ -140,8 +152,13 @@ export async function runMatrix(plan: MatrixPlan, opts: MatrixOptions): Promise<
           job: { id: job.id, spec: job.spec },
           versions: { hil: packageVersion() },
         };
-        await mkdir(join(out, JOBS_DIR, job.id), { recursive: true });
-        await writeRunRecord(join(out, JOBS_DIR, job.id), record);
+        // recorded only where no run is (a refusal ends the matrix rather than clobber it)
+        const jobDir = await claimRunDir(join(out, JOBS_DIR, job.id));
+        try {
+          await writeRunRecord(jobDir.dir, record);
+        } finally {
+          await jobDir.release();
+        }
       }
       const entry = entryOf(job.id, job.spec, record, Date.now() - t0, plan.strict);
       index.jobs.push(entry);

@@ -5,9 +5,10 @@
  * Jobs no input ran are listed as MISS. The job run directories are copied under <out>/jobs/.
  */
 import { existsSync, readdirSync } from "node:fs";
-import { cp, mkdir, readFile, rm } from "node:fs/promises";
+import { cp, readFile, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { HilError } from "../../util/errors.ts";
+import { makeDir } from "../../util/make-dir.ts";
 import { progress } from "../../util/progress.ts";
 import { readRunRecord } from "../rundir/read.ts";
 import { VERDICTS_FILE } from "../rundir/schema.ts";
@@ -155,7 +156,7 @@ export async function mergeMatrixDirs(dirs: readonly string[], out: string): Pro
   const missing = merged.jobs.filter((j) => j.missing).length;
   const step = progress.step(`[merge] ${inputs.length} matrix dir(s) -> ${target}`);
   try {
-    await mkdir(join(target, JOBS_DIR), { recursive: true });
+    await makeDir(join(target, JOBS_DIR));
     let n = 0;
     for (const j of merged.jobs) {
       step.update(n++, merged.jobs.length, j.id);

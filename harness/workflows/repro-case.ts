@@ -6,7 +6,6 @@
  * `hil run` would say XFAIL.
  */
 import { existsSync, readdirSync, statSync } from "node:fs";
-import { readFile } from "node:fs/promises";
 import { basename, dirname, extname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
@@ -125,8 +124,8 @@ function isKernelBase(kernel: string): boolean {
 }
 
 /** Parses and checks a case: the schema, then the names it refers to (profiles, scenarios, files). */
-export async function parseCase(text: string, file: string): Promise<ReproCase> {
-  const src = YamlSource.parse(text, file);
+export async function parseCase(text: string | YamlSource, file: string): Promise<ReproCase> {
+  const src = typeof text === "string" ? YamlSource.parse(text, file) : text;
   const spec = src.check(caseSchema);
   const baseDir = dirname(resolve(file));
   const problems: YamlProblem[] = [];
@@ -197,11 +196,5 @@ export async function loadCase(nameOrPath: string, dir = CASE_DIR): Promise<Repr
       detail: known.length ? `cases in ${dir}: ${known.join(", ")}` : undefined,
     });
   }
-  let text: string;
-  try {
-    text = await readFile(file, "utf8");
-  } catch (err) {
-    throw new HilError("cannot read the case file", { where: file, detail: (err as Error).message });
-  }
-  return parseCase(text, file);
+  return parseCase(YamlSource.read(file, "case"), file);
 }

@@ -6,6 +6,7 @@
  * oracle's verdicts.
  */
 import type { RunJudgement, RunRecord, RunRule } from "../rundir/schema.ts";
+import { writeRunFile } from "../rundir/write.ts";
 import type { Scenario } from "../scenario/schema.ts";
 import { EXIT_ALL_PASS, EXIT_FAILED, EXIT_NOT_JUDGED, type Verdict } from "../verdict.ts";
 import { describeJob, type JobRecord, runJob } from "./job.ts";
@@ -55,6 +56,8 @@ export interface ReproOutcome {
   checks: ExpectationCheck[];
   exitCode: number;
 }
+
+export const REPRO_FILE = "repro.json";
 
 /** The case's scenarios as repro runs them: without the records that turn FAILs into XFAILs. */
 export function withoutBugRecords(scenarios: readonly Scenario[]): Scenario[] {
@@ -180,16 +183,36 @@ export interface ReproRun {
   wallMs: number;
 }
 
-/** Runs the case's job into `runDir` and evaluates it. */
+/** What repro.json holds (and `hil repro --json` prints): the outcome and the run it comes from. */
+export function reproRecord(run: ReproRun) {
+  return {
+    ...run.outcome,
+    runDir: run.runDir,
+    kernel: run.record.kernel,
+    release: run.record.release,
+    wallMs: run.wallMs,
+  };
+}
+
+/**
+ * Runs the case's job into `runDir` and evaluates it. repro.json is written while the run holds its
+ * directory, before verdicts.json: whoever sees the run whole or unlocked sees the outcome too.
+ */
 export async function runRepro(c: ReproCase, opts: { runDir: string }): Promise<ReproRun> {
   const started = Date.now();
-  const record = await runJob(c.job, {
+  let run: ReproRun | undefined;
+  await runJob(c.job, {
     runDir: opts.runDir,
     baseDir: c.baseDir,
     id: c.name,
     adjustScenarios: withoutBugRecords,
+    alsoWrite: async (record) => {
+      run = { outcome: evaluateCase(c, record), record, runDir: opts.runDir, wallMs: Date.now() - started };
+      await writeRunFile(opts.runDir, REPRO_FILE, `${JSON.stringify(reproRecord(run), null, 2)}\n`);
+    },
   });
-  return { outcome: evaluateCase(c, record), record, runDir: opts.runDir, wallMs: Date.now() - started };
+  if (!run) throw new Error("the repro job ended without its record");
+  return run;
 }
 
 function mark(ok: boolean): string {

@@ -4,10 +4,11 @@
  * report derives patchset_hash and patchset_files from it.
  */
 import { createHash } from "node:crypto";
-import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { makeDir } from "../../util/make-dir.ts";
 import { loadSeries } from "../kernel/series.ts";
 import type { RunSeries } from "../rundir/schema.ts";
+import { runDirFull, writeRunFile } from "../rundir/write.ts";
 
 export const SERIES_DIR = "series";
 
@@ -30,12 +31,13 @@ export async function recordSeries(
   cwd = process.cwd(),
 ): Promise<RunSeries> {
   const series = loadSeries(seriesPath, cwd);
-  const dir = join(runDir, SERIES_DIR);
-  await mkdir(dir, { recursive: true });
+  await makeDir(join(runDir, SERIES_DIR)).catch((err: unknown) => {
+    throw runDirFull(runDir, err) ?? err;
+  });
   const patches = await Promise.all(
     series.patches.map(async (p) => {
       const name = `${String(p.index).padStart(4, "0")}-${patchFileSlug(p.subject)}.patch`;
-      await writeFile(join(dir, name), p.text);
+      await writeRunFile(runDir, join(SERIES_DIR, name), p.text);
       return { name, sha256: createHash("sha256").update(p.text).digest("hex"), subject: p.subject };
     }),
   );

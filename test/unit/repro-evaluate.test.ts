@@ -190,3 +190,49 @@ t.test("repro runs the scenarios without their known-bug and expect_fail records
     "the rest is the same",
   );
 });
+
+t.test("repro.json is written while the run holds its directory, before verdicts.json", async (t) => {
+  const { existsSync, readFileSync } = await import("node:fs");
+  const { join } = await import("node:path");
+  const { claimRunDir, LOCK_FILE } = await import("../../harness/rundir/claim.ts");
+  const dir = join(t.testdir({}), "run");
+  const seen: string[] = [];
+  const runRecord = record([{ scenario: "s", profile: "linux", verdict: "PASS" }]);
+  // runJob as it stands: claims the directory, lets the caller write, then verdicts.json, then releases
+  const { runRepro } = await t.mockImport<typeof import("../../harness/workflows/repro.ts")>(
+    "../../harness/workflows/repro.ts",
+    {
+      "../../harness/workflows/job.ts": {
+        describeJob: () => "job",
+        runJob: async (
+          _spec: unknown,
+          opts: { runDir: string; alsoWrite?: (r: unknown) => Promise<void> },
+        ) => {
+          const claim = await claimRunDir(opts.runDir);
+          await opts.alsoWrite?.(runRecord);
+          seen.push(`lock held: ${existsSync(join(opts.runDir, LOCK_FILE))}`);
+          seen.push(`verdicts.json there: ${existsSync(join(opts.runDir, "verdicts.json"))}`);
+          await claim.release();
+          return runRecord;
+        },
+      },
+    },
+  );
+  const run = await runRepro(
+    {
+      name: "c",
+      bug: "b",
+      reference: "r",
+      expect: [{ scenario: "s", verdict: "PASS" }],
+      job: {} as never,
+      baseDir: dir,
+    } as never,
+    { runDir: dir },
+  );
+  t.same(seen, ["lock held: true", "verdicts.json there: false"]);
+  const written = JSON.parse(readFileSync(join(dir, "repro.json"), "utf8"));
+  t.equal(written.word, "PASSES");
+  t.equal(written.runDir, dir);
+  t.equal(written.wallMs, run.wallMs, "the file and the run say the same");
+  t.notOk(existsSync(join(dir, LOCK_FILE)), "released afterwards");
+});
