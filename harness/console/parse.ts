@@ -122,6 +122,14 @@ function framesOf(trace: readonly string[]): StackFrame[] {
   return trace.map(parseFrame).filter((f): f is StackFrame => f !== undefined);
 }
 
+/** A stack's begin or end in a trace: <IRQ>, </IRQ>, <NMI>, <SOFTIRQ>, <#DF>, <TASK>, ... */
+const STACK_MARK = /^\s*<\/?[A-Z#_]+>\s*$/;
+/**
+ * The lines of a register dump (arch/x86/kernel/process_64.c __show_regs and show_ip), which
+ * ORC's unwinder prints in the middle of a trace where it crosses into an interrupted context.
+ */
+const REGISTER_LINE = /^(RIP|Code|RSP|RAX|RDX|RBP|R10|R13|FS|CS|CR2|DR0|DR3|PKRU):/;
+
 /**
  * The Call Trace after line `from` (0-based), up to </TASK>: its lines, and where the report ends
  * (the trace's end and the trailer lines after it).
@@ -141,9 +149,16 @@ function readTrace(lines: readonly string[], from: number): { trace: string[]; e
       if (classify(lines[j] ?? "") || /^\s*sysrq: /.test(text)) break;
       continue;
     }
-    if (/^\s*<\/?(TASK|IRQ)>/.test(text)) {
+    if (STACK_MARK.test(text)) {
       end = j;
       if (text.includes("</TASK>")) break;
+      continue;
+    }
+    // the registers of a context the trace walks into (an interrupt's, an NMI's): its RIP says
+    // where that context was; the walk goes on below them
+    if (REGISTER_LINE.test(text)) {
+      if (/^RIP: /.test(text)) trace.push(text.trim());
+      end = j;
       continue;
     }
     if (/---\[ end trace/.test(text) || !/^\s+\S/.test(text)) break;

@@ -28,6 +28,10 @@
  *   loaded with what=null (a NULL pointer write in insmod's context: "BUG: kernel NULL pointer
  *   dereference" and the Oops), what=bug (BUG(): "kernel BUG at" and the Oops) or what=timer-null
  *   (the NULL write in a timer callback: the Oops, then "Fatal exception in interrupt").
+ * - nmi-idle, nmi-spin (debian:6.12): the NMI the harness sends a guest that stopped answering
+ *   (harness/suite/freeze.ts), into an idle guest or one whose CPU spins in hil_spin's init
+ *   (guest/testmods/hil_spin): "NMI: Not continuing" with the interrupted context's registers and
+ *   stack below the NMI's own frames.
  *
  * A panic ends the log: the harness boots with panic=-1 and QEMU's -no-reboot, so the kernel
  * reboots at once and QEMU exits, before kernel/panic.c prints its "---[ end Kernel panic" line.
@@ -65,6 +69,8 @@ export const CAPTURE_KINDS = [
   "oops",
   "bug",
   "oops-in-irq",
+  "nmi-idle",
+  "nmi-spin",
 ] as const;
 export type CaptureKind = (typeof CAPTURE_KINDS)[number];
 
@@ -77,6 +83,8 @@ export const DEFAULT_BASE: Record<CaptureKind, string> = {
   oops: "debian:6.12",
   bug: "debian:6.12",
   "oops-in-irq": "debian:6.12",
+  "nmi-idle": "debian:6.12",
+  "nmi-spin": "debian:6.12",
 };
 
 export interface CapturedConsole {
@@ -163,12 +171,15 @@ function pairCommands(opts: { softirqB: boolean; rqA?: number }): string[] {
 
 export const OOPS_MODULE_DIR = fileURLToPath(new URL("./oops-module/", import.meta.url));
 const OOPS_MODULE = "hil_oops";
+const SPIN_MODULE_DIR = fileURLToPath(new URL("../../guest/testmods/hil_spin/", import.meta.url));
+const SPIN_MODULE = "hil_spin";
 
 interface CaptureGuest {
   guest: BootedGuest;
   release: string;
   kverbs: BuiltGuestModule;
   oops: BuiltGuestModule;
+  spin: BuiltGuestModule;
 }
 
 /** A guest of `base` with hil_kverbs and hil_oops in its image, and the device of `profile` (or none). */
@@ -176,14 +187,15 @@ async function bootForCapture(base: string, profile: string | false): Promise<Ca
   const kernel = await buildKernel({ base, configs: [] });
   const kverbs = await buildKverbsModule(kernel);
   const oops = await buildGuestModule(kernel, OOPS_MODULE_DIR, { name: OOPS_MODULE });
-  const layer = await buildGuestModulesLayer([kverbs, oops]);
+  const spin = await buildGuestModule(kernel, SPIN_MODULE_DIR, { name: SPIN_MODULE });
+  const layer = await buildGuestModulesLayer([kverbs, oops, spin]);
   const [qemu, tools] = await Promise.all([ensureQemu(), buildGuestToolsLayer()]);
   const image = await buildInitramfs(kernel, { extraLayers: [tools, layer] });
   const guest = await bootPrepared(
     { qemu, kernel, initrd: image.path },
     { memoryMiB: 512, device: profile === false ? false : { profile } },
   );
-  return { guest, release: kernel.release, kverbs, oops };
+  return { guest, release: kernel.release, kverbs, oops, spin };
 }
 
 /**
@@ -349,6 +361,32 @@ async function captureOops(kind: "oops" | "bug" | "oops-in-irq", base: string): 
   }
 }
 
+/**
+ * The harness's NMI (QMP inject-nmi, as harness/suite/freeze.ts sends it to a silent guest) into
+ * a guest idling, or spinning in hil_spin's init: booted with unknown_nmi_panic=1, the kernel
+ * panics "NMI: Not continuing" with the interrupted CPU's stack, and QEMU ends.
+ */
+async function captureNmi(kind: "nmi-idle" | "nmi-spin", base: string): Promise<CapturedConsole> {
+  const { guest, spin, release } = await bootForCapture(base, false);
+  try {
+    const commands: string[] = [];
+    if (kind === "nmi-spin") {
+      const insmod = `insmod ${guestModulePath(release, spin.name)}`;
+      // the command never returns: the guest's only CPU spins in insmod
+      await fireAndForget(guest, insmod);
+      await waitForConsole(guest, /hil_spin: spinning/, 30_000, "hil_spin's message");
+      commands.push(insmod);
+    }
+    await (await guest.qmp()).execute("inject-nmi");
+    commands.push("QMP inject-nmi");
+    await waitForPanicExit(guest, 60_000);
+    const log = guest.consoleLog();
+    return { kind, base, release, commands, log, excerpt: excerpt(log, /NMI received for unknown reason/) };
+  } finally {
+    await guest.dispose();
+  }
+}
+
 export function capture(kind: CaptureKind, base = DEFAULT_BASE[kind]): Promise<CapturedConsole> {
   switch (kind) {
     case "hung-task":
@@ -359,6 +397,9 @@ export function capture(kind: CaptureKind, base = DEFAULT_BASE[kind]): Promise<C
       return captureDrainWarn(base, true);
     case "sysrq-crash":
       return captureSysrqCrash(base);
+    case "nmi-idle":
+    case "nmi-spin":
+      return captureNmi(kind, base);
     default:
       return captureOops(kind, base);
   }
