@@ -6,8 +6,6 @@
 // KTAP and JUnit it writes are read back by tap's parser and by junitparser.
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { execa } from "execa";
 import t from "tap";
 import type { RunRecord } from "../../harness/rundir/schema.ts";
 import { stabilityOf } from "../../harness/suite/repeat.ts";
@@ -18,10 +16,9 @@ import type { JobSpec } from "../../harness/workflows/job.ts";
 import type { MatrixIndex } from "../../harness/workflows/matrix.ts";
 import { HilError } from "../../util/errors.ts";
 import { hil } from "../support/cli.ts";
+import { junitparserRead } from "../support/junitparser.ts";
 import { type Cell, runRecordOf } from "../support/run-records.ts";
 import { parseTap } from "../support/tap-parse.ts";
-
-const JUNIT_READ = fileURLToPath(new URL("../support/junit-read.py", import.meta.url));
 
 const EVIDENCE = [
   "- post call 5 to qp in ERR returned -22, not 0",
@@ -371,14 +368,7 @@ t.test("--out-dir writes every format; KTAP and JUnit read back", async (t) => {
     /^# rule 1: PASS -> FAIL: rule 1: post call 5 to qp in ERR returned -22, not 0\n# {3}- post call 5 .*\n# {5}#31 \{"ev":"post"/m,
   );
 
-  const junit = await execa("/usr/bin/python3", [JUNIT_READ], {
-    input: readFileSync(join(out, "diff.junit.xml"), "utf8"),
-    reject: false,
-  });
-  t.equal(junit.exitCode, 0, junit.stderr);
-  const read = JSON.parse(junit.stdout) as {
-    suites: Array<{ cases: Array<{ classname: string; name: string; outcome: string; text?: string }> }>;
-  };
+  const read = await junitparserRead(readFileSync(join(out, "diff.junit.xml"), "utf8"));
   const cases = read.suites[0]?.cases ?? [];
   t.equal(cases.length, 4);
   const fail = cases.find((c) => c.outcome === "failure");

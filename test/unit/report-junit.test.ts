@@ -3,18 +3,14 @@
 // and computes the counts from the testcases. A strict little parser here checks the structure.
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import { execa } from "execa";
 import t from "tap";
 import { renderJunit } from "../../harness/report/junit.ts";
 import { loadRunDir, type RunDir } from "../../harness/rundir/read.ts";
-import { ensureHostPackages } from "../../util/apt.ts";
 import { NASTY, syntheticRecord, writeRunDir } from "../fixtures/rundir/synthetic.ts";
+import { type JRSuite, junitparserRead } from "../support/junitparser.ts";
 
 const FIXTURE = fileURLToPath(new URL("../fixtures/rundir", import.meta.url));
 const MUTANT = fileURLToPath(new URL("../fixtures/rundir-mutant", import.meta.url));
-const JUNIT_READ = fileURLToPath(new URL("../support/junit-read.py", import.meta.url));
-/** Debian's python3-junitparser is for Debian's python3 */
-const PYTHON = "/usr/bin/python3";
 
 interface El {
   name: string;
@@ -147,49 +143,6 @@ t.test("every verdict's element, and escaping", async (t) => {
     "SKIP: the scenario that did not apply",
   );
 });
-
-interface JRCase {
-  classname: string;
-  name: string;
-  time: number | null;
-  system_out: string | null;
-  outcome: "passed" | "failure" | "error" | "skipped";
-  message?: string | null;
-  type?: string | null;
-  text?: string | null;
-}
-interface JRCounts {
-  tests: number;
-  failures: number;
-  errors: number;
-  skipped: number;
-  time: number;
-}
-interface JRSuite {
-  name: string;
-  written: JRCounts;
-  computed: JRCounts;
-  timestamp: string;
-  properties: Record<string, string>;
-  system_out: string | null;
-  cases: JRCase[];
-}
-interface JRReport {
-  written: JRCounts;
-  computed: JRCounts;
-  suites: JRSuite[];
-}
-
-let installed: Promise<unknown> | undefined;
-
-/** The report as junitparser reads it (python3-junitparser is installed the first time). */
-async function junitparserRead(xml: string): Promise<JRReport> {
-  installed ??= ensureHostPackages(["python3-junitparser"]);
-  await installed;
-  const r = await execa(PYTHON, [JUNIT_READ], { input: xml, reject: false });
-  if (r.exitCode !== 0) throw new Error(`junitparser could not read the report: ${r.stderr.slice(-2000)}`);
-  return JSON.parse(r.stdout) as JRReport;
-}
 
 /** The real mutant run with the synthetic ERROR, MISS, SKIP and XPASS scenarios added. */
 async function everyVerdictRun(opts: { strict?: boolean } = {}): Promise<RunDir> {
