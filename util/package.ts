@@ -3,7 +3,7 @@
  * location, never from the working directory (hil runs from a kernel tree, under `git bisect run`,
  * through a symlink on PATH or a global install).
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -30,4 +30,18 @@ export function packageVersion(): string {
  */
 export function tsxLoaderUrl(): string {
   return import.meta.resolve("tsx");
+}
+
+/** Where bin/hil.mjs says its bundle is (bin/cli-bundle.mjs: BUNDLE_DIR_ENV), for the processes it starts. */
+const BUNDLE_DIR_ENV = "HIL_BUNDLE_DIR";
+
+/**
+ * How to start one of the package's TypeScript programs that the bundle also holds: `node
+ * <bundle>/<bundled>` when this hil runs from its bundle, else `node --import tsx <source>`.
+ */
+export function nodeArgsFor(source: string, bundled: string): string[] {
+  const dir = process.env[BUNDLE_DIR_ENV];
+  const file = dir ? join(dir, bundled) : undefined;
+  if (file && existsSync(file)) return [file];
+  return ["--import", tsxLoaderUrl(), source];
 }

@@ -314,7 +314,7 @@ function usage(message: string): never {
   process.exit(2);
 }
 
-async function main(): Promise<void> {
+export async function main(): Promise<void> {
   let plan: ServerPlan | undefined;
   let profiles: Map<string, ErdmaProfile>;
   try {
@@ -420,7 +420,7 @@ async function main(): Promise<void> {
   }
 }
 
-/** True when node runs this file (not when a test imports parseServerArgs). */
+/** True when node runs this file (not when a test imports parseServerArgs, nor in hil's bundle: bin/cli-bundle.mjs). */
 function invokedDirectly(): boolean {
   const script = process.argv[1];
   if (script === undefined) return false;

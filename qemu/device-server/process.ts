@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { HilError } from "../../util/errors.ts";
-import { tsxLoaderUrl } from "../../util/package.ts";
+import { nodeArgsFor } from "../../util/package.ts";
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 
@@ -129,8 +129,9 @@ export function startServerProcess(opts: ServerProcessOptions): Promise<ServerPr
 /** Several devices in one server process; resolves once every socket listens. */
 export async function startDevicesProcess(opts: DevicesProcessOptions): Promise<ServerProcess> {
   killAllOnExit();
-  // tsx as this package resolves it: a bare `--import tsx` would be looked up from the working directory
-  const args = ["--import", tsxLoaderUrl(), MAIN, ...serverArgs(opts)];
+  // the bundled server when hil runs from its bundle; else through tsx as this package resolves it
+  // (a bare `--import tsx` would be looked up from the working directory)
+  const args = [...nodeArgsFor(MAIN, "device-server.mjs"), ...serverArgs(opts)];
   const socketPaths = opts.devices.map((d) => d.socketPath);
   const where = socketPaths.join(", ");
   const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });

@@ -1,0 +1,159 @@
+// hil's bundle (bin/cli-bundle.mjs), built for real into a private cache: it is keyed by the
+// sources (an edit builds a new one, nothing else does), the bundled hil behaves as the sources
+// run through tsx (same help, same error naming the package's own fixtures), its device server
+// serves a device, concurrent first starts agree on one bundle, old bundles are pruned, and a
+// cache that cannot be written leaves hil on tsx.
+import { spawnSync } from "node:child_process";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { execa } from "execa";
+import t, { type Test } from "tap";
+import { bundleKey } from "../../bin/cli-bundle.mjs";
+import { startDevicesProcess } from "../../qemu/device-server/process.ts";
+import { VfioUserClient } from "../../qemu/vfio-user/client.ts";
+import { PACKAGE_ROOT } from "../../util/package.ts";
+
+const HIL = fileURLToPath(new URL("../../bin/hil", import.meta.url));
+
+function tempDir(t: Test, prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function hil(args: string[], env: Record<string, string>) {
+  return execa(HIL, args, {
+    env: { ...process.env, HIL_BUNDLE_DIR: "", ...env },
+    reject: false,
+    cwd: tmpdir(),
+  });
+}
+
+const bundlesIn = (cache: string) =>
+  existsSync(join(cache, "cli-bundle"))
+    ? readdirSync(join(cache, "cli-bundle")).filter((n) => /^[0-9a-f]{64}$/.test(n))
+    : [];
+
+t.test("the key follows the sources and nothing else", async (t) => {
+  const root = tempDir(t, "hil-bundle-key-");
+  for (const dir of ["harness/cli", "qemu", "util", "bin", "fixtures"])
+    mkdirSync(join(root, dir), { recursive: true });
+  writeFileSync(join(root, "harness/cli/main.ts"), "export const a = 1;\n");
+  writeFileSync(join(root, "qemu/x.ts"), "export const b = 2;\n");
+  writeFileSync(join(root, "util/y.ts"), "export const c = 3;\n");
+  for (const f of ["package-lock.json", "tsconfig.json", "bin/cli-bundle.mjs"])
+    writeFileSync(join(root, f), "{}\n");
+  const first = bundleKey(root, "0.0.1");
+  t.match(first, /^[0-9a-f]{64}$/);
+  t.equal(bundleKey(root, "0.0.1"), first, "the same sources, the same key");
+  writeFileSync(join(root, "fixtures/s.yaml"), "name: s\n");
+  writeFileSync(join(root, "harness/cli/README.md"), "words\n");
+  t.equal(bundleKey(root, "0.0.1"), first, "data and prose are not built into it");
+  writeFileSync(join(root, "qemu/x.ts"), "export const b = 3;\n");
+  const edited = bundleKey(root, "0.0.1");
+  t.not(edited, first, "an edited source");
+  t.not(bundleKey(root, "0.0.2"), edited, "another esbuild");
+  writeFileSync(join(root, "package-lock.json"), '{"v":2}\n');
+  t.not(bundleKey(root, "0.0.2"), bundleKey(root, "0.0.1"), "still keyed by esbuild");
+  t.not(bundleKey(root, "0.0.1"), edited, "other locked dependencies");
+});
+
+t.test("the bundled hil is the same hil as the sources through tsx", async (t) => {
+  const cache = tempDir(t, "hil-bundle-cache-");
+  const bundled = await hil(["--help"], { HIL_CACHE_DIR: cache });
+  const [key] = bundlesIn(cache);
+  t.ok(key, "the first start built a bundle");
+  t.same(readdirSync(join(cache, "cli-bundle", key ?? "")).sort(), [
+    "device-server.mjs",
+    "device-server.mjs.map",
+    "hil.mjs",
+    "hil.mjs.map",
+  ]);
+  const sources = await hil(["--help"], { HIL_CACHE_DIR: cache, HIL_NO_BUNDLE: "1" });
+  t.equal(bundled.exitCode, 0);
+  t.equal(bundled.stdout, sources.stdout, "the same help");
+
+  // modules find the package's files from their own place, not from the bundle's
+  const missing = await hil(["run", "--scenario", "no-such-scenario"], { HIL_CACHE_DIR: cache });
+  t.equal(missing.exitCode, 2);
+  t.equal(
+    missing.stderr.trim(),
+    `hil: error: ${join(PACKAGE_ROOT, "fixtures", "scenarios")}/: no scenario matches "no-such-scenario"`,
+  );
+  const viaTsx = await hil(["run", "--scenario", "no-such-scenario"], {
+    HIL_CACHE_DIR: cache,
+    HIL_NO_BUNDLE: "1",
+  });
+  t.equal(viaTsx.stderr, missing.stderr, "the same error as through tsx");
+  t.same(bundlesIn(cache), [key], "a second start reuses it");
+
+  // the device server from the bundle, as hil starts it
+  const dir = tempDir(t, "hil-bundle-dev-");
+  const saved = process.env.HIL_BUNDLE_DIR;
+  process.env.HIL_BUNDLE_DIR = join(cache, "cli-bundle", key ?? "");
+  t.teardown(() => {
+    if (saved === undefined) delete process.env.HIL_BUNDLE_DIR;
+    else process.env.HIL_BUNDLE_DIR = saved;
+  });
+  const server = await startDevicesProcess({
+    device: "erdma",
+    devices: [{ socketPath: join(dir, "erdma.sock"), mac: "52:54:00:fa:b0:09" }],
+  });
+  t.teardown(() => server.stop());
+  const cmdline = spawnSync("cat", [`/proc/${server.pid}/cmdline`])
+    .stdout.toString()
+    .split("\0");
+  t.equal(cmdline[1], join(cache, "cli-bundle", key ?? "", "device-server.mjs"), "started from the bundle");
+  const c = VfioUserClient.connect(server.socketPath);
+  await c.negotiate();
+  await c.close();
+  t.same(await server.stop(), { code: 0, signal: null }, "served a session, exit 0 on SIGTERM");
+});
+
+t.test("first starts at once agree on one bundle; old ones are pruned to the newest 8", async (t) => {
+  const cache = tempDir(t, "hil-bundle-race-");
+  const runs = await Promise.all([0, 1, 2].map(() => hil(["--help"], { HIL_CACHE_DIR: cache })));
+  t.same(
+    runs.map((r) => r.exitCode),
+    [0, 0, 0],
+  );
+  const [key] = bundlesIn(cache);
+  t.equal(bundlesIn(cache).length, 1, "one bundle");
+  t.same(
+    readdirSync(join(cache, "cli-bundle")).filter((n) => n.startsWith(".")),
+    [],
+    "no build directory left",
+  );
+  // ten older bundles of other sources, then a new build
+  const old = Date.now() / 1000 - 3600;
+  for (let i = 0; i < 10; i++) {
+    const name = `${i}`.repeat(64);
+    cpSync(join(cache, "cli-bundle", key ?? ""), join(cache, "cli-bundle", name), { recursive: true });
+    utimesSync(join(cache, "cli-bundle", name), old + i, old + i);
+  }
+  rmSync(join(cache, "cli-bundle", key ?? ""), { recursive: true });
+  t.equal((await hil(["--help"], { HIL_CACHE_DIR: cache })).exitCode, 0);
+  const kept = bundlesIn(cache);
+  t.equal(kept.length, 8, "the newest 8 kept");
+  t.ok(kept.includes(key ?? ""), "the one just built among them");
+  t.notOk(kept.includes("0".repeat(64)), "the oldest gone");
+});
+
+t.test("a cache that cannot be written: hil runs from its sources", async (t) => {
+  const file = join(tempDir(t, "hil-bundle-ro-"), "a-file");
+  writeFileSync(file, "");
+  const r = await hil(["--help"], { HIL_CACHE_DIR: join(file, "cache") });
+  t.equal(r.exitCode, 0);
+  t.match(r.stdout, /^Usage: hil /);
+});
