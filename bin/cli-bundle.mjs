@@ -105,8 +105,24 @@ const KEEP_BUNDLES = 8;
 /** The variable that tells the processes hil starts where its bundle is (util/package.ts reads it). */
 export const BUNDLE_DIR_ENV = "HIL_BUNDLE_DIR";
 
-/** Removes all but the newest KEEP_BUNDLES bundles of `dir` (a process that loaded one has it already). */
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err.code === "EPERM";
+  }
+}
+
+/**
+ * Removes all but the newest KEEP_BUNDLES bundles of `dir` (a process that loaded one has it
+ * already), and the build directories of hil processes that died building.
+ */
 function prune(dir) {
+  for (const name of readdirSync(dir)) {
+    const building = /\.tmp-(\d+)$/.exec(name);
+    if (building && !alive(Number(building[1]))) rmSync(join(dir, name), { recursive: true, force: true });
+  }
   const bundles = readdirSync(dir, { withFileTypes: true })
     .filter((e) => e.isDirectory() && /^[0-9a-f]{64}$/.test(e.name))
     .map((e) => ({ name: e.name, at: statSync(join(dir, e.name)).mtimeMs }))
@@ -138,7 +154,8 @@ function entryOptions(outfile) {
  * renamed into place whole: a reader never finds half of one.
  */
 async function build(esbuild, root, dir, key) {
-  const work = join(dir, `.build-${process.pid}`);
+  // named as the cache names a half-built entry (util/cache.ts)
+  const work = join(dir, `${key}.tmp-${process.pid}`);
   mkdirSync(work, { recursive: true });
   try {
     const tsconfig = join(root, "tsconfig.json");

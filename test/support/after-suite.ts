@@ -60,7 +60,13 @@ function suiteStartMs(): number {
   return procStat(process.ppid)?.startMs ?? Date.now();
 }
 
-const PROJECT_PROCESS = [/qemu-system-x86_64/, /qemu\/device-server\/main\.ts/, /\/bin\/hil(\.mjs)?( |$)/];
+const PROJECT_PROCESS = [
+  /qemu-system-x86_64/,
+  /qemu\/device-server\/main\.ts/,
+  /\/bin\/hil(\.mjs)?( |$)/,
+  // the bundle hil starts from (bin/cli-bundle.mjs): its CLI and device server
+  /\/cli-bundle\/[0-9a-f]{64}\/(hil|device-server)\.mjs/,
+];
 
 /** Project processes started during the suite whose parent died: nothing will ever stop them. */
 function orphanedProcesses(since: number): string[] {
