@@ -121,38 +121,41 @@ t.test("the bundled hil is the same hil as the sources through tsx", async (t) =
   t.same(await server.stop(), { code: 0, signal: null }, "served a session, exit 0 on SIGTERM");
 });
 
-t.test("first starts at once agree on one bundle; old ones are pruned to the newest 8, dead builds swept", async (t) => {
-  const cache = tempDir(t, "hil-bundle-race-");
-  const runs = await Promise.all([0, 1, 2].map(() => hil(["--help"], { HIL_CACHE_DIR: cache })));
-  t.same(
-    runs.map((r) => r.exitCode),
-    [0, 0, 0],
-  );
-  const [key] = bundlesIn(cache);
-  t.equal(bundlesIn(cache).length, 1, "one bundle");
-  t.same(
-    readdirSync(join(cache, "cli-bundle")).filter((n) => n.includes(".tmp-")),
-    [],
-    "no build directory left",
-  );
-  // ten older bundles of other sources, then a new build
-  const old = Date.now() / 1000 - 3600;
-  for (let i = 0; i < 10; i++) {
-    const name = `${i}`.repeat(64);
-    cpSync(join(cache, "cli-bundle", key ?? ""), join(cache, "cli-bundle", name), { recursive: true });
-    utimesSync(join(cache, "cli-bundle", name), old + i, old + i);
-  }
-  rmSync(join(cache, "cli-bundle", key ?? ""), { recursive: true });
-  // what a hil killed while it built leaves (pid 2^22 + 1: above pid_max, never alive)
-  const dead = join(cache, "cli-bundle", `${key}.tmp-4194305`);
-  mkdirSync(dead);
-  t.equal((await hil(["--help"], { HIL_CACHE_DIR: cache })).exitCode, 0);
-  t.notOk(existsSync(dead), "a dead builder's directory swept");
-  const kept = bundlesIn(cache);
-  t.equal(kept.length, 8, "the newest 8 kept");
-  t.ok(kept.includes(key ?? ""), "the one just built among them");
-  t.notOk(kept.includes("0".repeat(64)), "the oldest gone");
-});
+t.test(
+  "first starts at once agree on one bundle; old ones are pruned to the newest 8, dead builds swept",
+  async (t) => {
+    const cache = tempDir(t, "hil-bundle-race-");
+    const runs = await Promise.all([0, 1, 2].map(() => hil(["--help"], { HIL_CACHE_DIR: cache })));
+    t.same(
+      runs.map((r) => r.exitCode),
+      [0, 0, 0],
+    );
+    const [key] = bundlesIn(cache);
+    t.equal(bundlesIn(cache).length, 1, "one bundle");
+    t.same(
+      readdirSync(join(cache, "cli-bundle")).filter((n) => n.includes(".tmp-")),
+      [],
+      "no build directory left",
+    );
+    // ten older bundles of other sources, then a new build
+    const old = Date.now() / 1000 - 3600;
+    for (let i = 0; i < 10; i++) {
+      const name = `${i}`.repeat(64);
+      cpSync(join(cache, "cli-bundle", key ?? ""), join(cache, "cli-bundle", name), { recursive: true });
+      utimesSync(join(cache, "cli-bundle", name), old + i, old + i);
+    }
+    rmSync(join(cache, "cli-bundle", key ?? ""), { recursive: true });
+    // what a hil killed while it built leaves (pid 2^22 + 1: above pid_max, never alive)
+    const dead = join(cache, "cli-bundle", `${key}.tmp-4194305`);
+    mkdirSync(dead);
+    t.equal((await hil(["--help"], { HIL_CACHE_DIR: cache })).exitCode, 0);
+    t.notOk(existsSync(dead), "a dead builder's directory swept");
+    const kept = bundlesIn(cache);
+    t.equal(kept.length, 8, "the newest 8 kept");
+    t.ok(kept.includes(key ?? ""), "the one just built among them");
+    t.notOk(kept.includes("0".repeat(64)), "the oldest gone");
+  },
+);
 
 t.test("a cache that cannot be written: hil runs from its sources", async (t) => {
   const file = join(tempDir(t, "hil-bundle-ro-"), "a-file");
