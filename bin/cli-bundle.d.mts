@@ -4,3 +4,5 @@ export function bundleKey(root: string, esbuildVersion: string): string;
 export function cliBundle(root: string): Promise<string | undefined>;
 /** The environment variable naming the bundle's directory for the processes hil starts. */
 export const BUNDLE_DIR_ENV: string;
+/** Where bundles are kept: HIL_BUNDLE_CACHE, else cli-bundle in the user's erdma-hil cache. */
+export function bundleCacheDir(env?: NodeJS.ProcessEnv): string;

@@ -36,12 +36,16 @@ function packageName(specifier) {
   return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
 }
 
-/** Where the cache is: as util/cache.ts's cacheRoot decides it. */
-function cacheRoot(env = process.env) {
-  if (env.HIL_CACHE_DIR) return resolve(env.HIL_CACHE_DIR);
+/**
+ * Where bundles are kept: HIL_BUNDLE_CACHE, else cli-bundle in the user's erdma-hil cache. Not under
+ * HIL_CACHE_DIR: a bundle is hil's own program, not a run's builds, so a private cache (a test's, a
+ * CI shard's) neither rebuilds it nor carries it.
+ */
+export function bundleCacheDir(env = process.env) {
+  if (env.HIL_BUNDLE_CACHE) return resolve(env.HIL_BUNDLE_CACHE);
   const xdg =
     env.XDG_CACHE_HOME && env.XDG_CACHE_HOME.length > 0 ? env.XDG_CACHE_HOME : join(homedir(), ".cache");
-  return join(xdg, "erdma-hil");
+  return join(xdg, "erdma-hil", "cli-bundle");
 }
 
 function addTree(hash, root, dir) {
@@ -194,7 +198,7 @@ async function build(esbuild, root, dir, key) {
 export async function cliBundle(root) {
   try {
     const esbuild = await import("esbuild");
-    const dir = join(cacheRoot(), "cli-bundle");
+    const dir = bundleCacheDir();
     const key = bundleKey(root, esbuild.version);
     if (!existsSync(join(dir, key, "hil.mjs"))) await build(esbuild, root, dir, key);
     return join(dir, key);

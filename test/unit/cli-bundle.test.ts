@@ -15,11 +15,11 @@ import {
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import t, { type Test } from "tap";
-import { bundleKey } from "../../bin/cli-bundle.mjs";
+import { bundleCacheDir, bundleKey } from "../../bin/cli-bundle.mjs";
 import { startDevicesProcess } from "../../qemu/device-server/process.ts";
 import { VfioUserClient } from "../../qemu/vfio-user/client.ts";
 import { PACKAGE_ROOT } from "../../util/package.ts";
@@ -44,6 +44,9 @@ const bundlesIn = (cache: string) =>
   existsSync(join(cache, "cli-bundle"))
     ? readdirSync(join(cache, "cli-bundle")).filter((n) => /^[0-9a-f]{64}$/.test(n))
     : [];
+
+/** A private place for bundles, as a directory `cli-bundle` under `cache`. */
+const inCache = (cache: string) => ({ HIL_BUNDLE_CACHE: join(cache, "cli-bundle") });
 
 t.test("the key follows the sources and nothing else", async (t) => {
   const root = tempDir(t, "hil-bundle-key-");
@@ -71,7 +74,7 @@ t.test("the key follows the sources and nothing else", async (t) => {
 
 t.test("the bundled hil is the same hil as the sources through tsx", async (t) => {
   const cache = tempDir(t, "hil-bundle-cache-");
-  const bundled = await hil(["--help"], { HIL_CACHE_DIR: cache });
+  const bundled = await hil(["--help"], inCache(cache));
   const [key] = bundlesIn(cache);
   t.ok(key, "the first start built a bundle");
   t.same(readdirSync(join(cache, "cli-bundle", key ?? "")).sort(), [
@@ -80,19 +83,19 @@ t.test("the bundled hil is the same hil as the sources through tsx", async (t) =
     "hil.mjs",
     "hil.mjs.map",
   ]);
-  const sources = await hil(["--help"], { HIL_CACHE_DIR: cache, HIL_NO_BUNDLE: "1" });
+  const sources = await hil(["--help"], { ...inCache(cache), HIL_NO_BUNDLE: "1" });
   t.equal(bundled.exitCode, 0);
   t.equal(bundled.stdout, sources.stdout, "the same help");
 
   // modules find the package's files from their own place, not from the bundle's
-  const missing = await hil(["run", "--scenario", "no-such-scenario"], { HIL_CACHE_DIR: cache });
+  const missing = await hil(["run", "--scenario", "no-such-scenario"], inCache(cache));
   t.equal(missing.exitCode, 2);
   t.equal(
     missing.stderr.trim(),
     `hil: error: ${join(PACKAGE_ROOT, "fixtures", "scenarios")}/: no scenario matches "no-such-scenario"`,
   );
   const viaTsx = await hil(["run", "--scenario", "no-such-scenario"], {
-    HIL_CACHE_DIR: cache,
+    ...inCache(cache),
     HIL_NO_BUNDLE: "1",
   });
   t.equal(viaTsx.stderr, missing.stderr, "the same error as through tsx");
@@ -125,7 +128,7 @@ t.test(
   "first starts at once agree on one bundle; old ones are pruned to the newest 8, dead builds swept",
   async (t) => {
     const cache = tempDir(t, "hil-bundle-race-");
-    const runs = await Promise.all([0, 1, 2].map(() => hil(["--help"], { HIL_CACHE_DIR: cache })));
+    const runs = await Promise.all([0, 1, 2].map(() => hil(["--help"], inCache(cache))));
     t.same(
       runs.map((r) => r.exitCode),
       [0, 0, 0],
@@ -148,7 +151,7 @@ t.test(
     // what a hil killed while it built leaves (pid 2^22 + 1: above pid_max, never alive)
     const dead = join(cache, "cli-bundle", `${key}.tmp-4194305`);
     mkdirSync(dead);
-    t.equal((await hil(["--help"], { HIL_CACHE_DIR: cache })).exitCode, 0);
+    t.equal((await hil(["--help"], inCache(cache))).exitCode, 0);
     t.notOk(existsSync(dead), "a dead builder's directory swept");
     const kept = bundlesIn(cache);
     t.equal(kept.length, 8, "the newest 8 kept");
@@ -160,7 +163,19 @@ t.test(
 t.test("a cache that cannot be written: hil runs from its sources", async (t) => {
   const file = join(tempDir(t, "hil-bundle-ro-"), "a-file");
   writeFileSync(file, "");
-  const r = await hil(["--help"], { HIL_CACHE_DIR: join(file, "cache") });
+  const r = await hil(["--help"], { HIL_BUNDLE_CACHE: join(file, "cli-bundle") });
   t.equal(r.exitCode, 0);
   t.match(r.stdout, /^Usage: hil /);
+});
+
+t.test("bundles live in the user's cache, not in HIL_CACHE_DIR", async (t) => {
+  const xdg = tempDir(t, "hil-bundle-xdg-");
+  const runCache = tempDir(t, "hil-bundle-run-cache-");
+  const env = { XDG_CACHE_HOME: xdg, HIL_CACHE_DIR: runCache, HIL_BUNDLE_CACHE: "" };
+  t.equal(bundleCacheDir(env), join(xdg, "erdma-hil", "cli-bundle"));
+  t.equal(bundleCacheDir({ ...env, HIL_BUNDLE_CACHE: "rel/b" }), resolve("rel/b"));
+  const r = await hil(["--help"], env);
+  t.equal(r.exitCode, 0, r.stderr);
+  t.equal(bundlesIn(join(xdg, "erdma-hil")).length, 1, "built in $XDG_CACHE_HOME/erdma-hil/cli-bundle");
+  t.same(readdirSync(runCache), [], "the run cache untouched");
 });
