@@ -62,6 +62,15 @@ t.test("faults through the control channel, debian:6.12", async (t) => {
       fault: { kind: "error-wqe", qpn: qpa, queue: "sq", nth: 2, status: SEND_STAG_INVALID_ERR },
     });
     t.match(armed, { ok: true, id: 1 });
+    // The device flushes what was posted when the error struck (erdma-reflush: up to the SQ's
+    // producer index then; later posts wait for a REFLUSH). The SQ is held at its first doorbell
+    // until all four WRs are posted, so WR 2 fails with 3 and 4 already behind it, however the
+    // host's load spaces the four doorbells.
+    const held = await device.control({
+      op: "fault",
+      fault: { kind: "stall-queue", qpn: qpa, queue: "sq", ms: 2000 },
+    });
+    t.match(held, { ok: true, id: 2 });
     const r = await kv.run(
       [
         commandLine("post_recv", { qp: "b", wr_id: 100, count: 8 }),
@@ -121,7 +130,15 @@ t.test("faults through the control channel, debian:6.12", async (t) => {
   const faults = hw.filter((e) => e.kind === "fault");
   t.same(
     faults.map((e) => `${e.action}:${(e.fault as { kind?: string } | undefined)?.kind ?? ""}`),
-    ["armed:error-wqe", "fired:error-wqe", "armed:drop-cqe", "fired:drop-cqe", "cleared:"],
+    [
+      "armed:error-wqe",
+      "armed:stall-queue",
+      "fired:stall-queue",
+      "fired:error-wqe",
+      "armed:drop-cqe",
+      "fired:drop-cqe",
+      "cleared:",
+    ],
     "every arming, firing and clearing is in the hardware trace",
   );
 });
