@@ -17,7 +17,7 @@ import { qemuShortcomings } from "./requirements.ts";
 import { ensureQemuSourceTarball, QEMU_SOURCE, qemuSourceUrl } from "./source.ts";
 
 /** Bump when the way the entry is built changes in a way the flags and fixups do not show. */
-export const QEMU_RECIPE = "qemu-build-1";
+export const QEMU_RECIPE = "qemu-build-2";
 
 export const QEMU_CONFIGURE_FLAGS = [
   "--target-list=x86_64-softmmu",
@@ -30,14 +30,49 @@ export const QEMU_CONFIGURE_FLAGS = [
   "--disable-install-blobs", // the +ds tarball has no firmware; it comes from Debian packages via -L
   "--disable-debug-info",
   "--disable-download", // offline: no git submodules or Python wheels fetched
+  // only the devices switched on in QEMU_DEVICES (a Kconfig `select` still pulls in what they need)
+  "--without-default-devices",
 ] as const;
 
 /**
+ * The device models built, as Kconfig symbols (QEMU 10.2.2's hw/ Kconfig files; docs/devel/kconfig.rst
+ * on --without-default-devices: everything defaults to n unless selected or switched on in the .mak).
+ */
+export const QEMU_DEVICES = [
+  "Q35", // -machine q35
+  "VIRTIO_PCI", // virtio-net-pci: the SSH NIC and the fabric NIC
+  "VIRTIO_NET",
+  "VFIO_PCI", // vfio-pci, a host device passed through; VFIO_USER depends on it
+  "VFIO_USER", // vfio-user-pci: the devices under test
+  "SERIAL_ISA", // the console
+  "ISA_DEBUG", // isa-debugcon: the firmware's log, should a boot need reading
+] as const;
+
+/** What QEMU builds and installs: the emulator and its trace events, none of the tests. */
+const QEMU_TARGETS = ["qemu-system-x86_64", "trace/trace-events-all"] as const;
+
+/**
  * Edits to the unpacked source. meson.build unpacks edk2 firmware whenever bzip2 exists, but Debian's
- * +ds tarball has had the edk2 blobs removed, so configure fails on the missing .bz2 files.
+ * +ds tarball has had the edk2 blobs removed, so configure fails on the missing .bz2 files. The x86
+ * devices file (x86_64's includes i386's) switches on QEMU_DEVICES; a stub missing from the CXL
+ * stubs is added.
  */
 export const QEMU_SOURCE_FIXUPS = [
   { file: "meson.build", find: "unpack_edk2_blobs = bzip2.found()", replace: "unpack_edk2_blobs = false" },
+  {
+    file: "configs/devices/i386-softmmu/default.mak",
+    find: "# Boards are selected by default",
+    replace: `${QEMU_DEVICES.map((d) => `CONFIG_${d}=y`).join("\n")}\n# Boards are selected by default`,
+  },
+  // q35's ACPI selects ACPI_CXL, whose hw/acpi/cxl.c calls cxl_fmws_get_all_sorted; without CXL the
+  // stubs stand in for hw/cxl, and 10.2.2's lack that one, so the link fails. Only a machine with
+  // CXL enabled reaches the call. (Switching CXL on instead pulls in PXB, CXL_MEM_DEVICE and the
+  // PCIe root ports its devices derive from.)
+  {
+    file: "hw/cxl/cxl-host-stubs.c",
+    find: "void cxl_fmws_update_mmio(void) {};",
+    replace: "void cxl_fmws_update_mmio(void) {};\nGSList *cxl_fmws_get_all_sorted(void) { return NULL; }",
+  },
 ] as const;
 
 /**
@@ -101,7 +136,7 @@ async function buildInto(entryDir: string): Promise<BuiltQemuManifest> {
     run("QEMU configure", join(src, "configure"), configureFlags, { cwd: build }),
   );
   await stage("compiling", (step) =>
-    run("QEMU build", "ninja", ["-C", build], {
+    run("QEMU build", "ninja", ["-C", build, ...QEMU_TARGETS], {
       env: { ...process.env, NINJA_STATUS: "[%f/%t] " },
       onLine: (line) => {
         const p = parseNinjaProgress(line);
@@ -109,7 +144,17 @@ async function buildInto(entryDir: string): Promise<BuiltQemuManifest> {
       },
     }),
   );
-  await stage("installing", () => run("QEMU install", "ninja", ["-C", build, "install"]));
+  // `ninja install` would first build everything, the tests included; meson's own runner (the one
+  // configure put in build/pyvenv) installs what was built
+  await stage("installing", () =>
+    run("QEMU install", join(build, "pyvenv", "bin", "meson"), [
+      "install",
+      "-C",
+      build,
+      "--no-rebuild",
+      "--quiet",
+    ]),
+  );
   await rm(src, { recursive: true, force: true });
 
   const binary = join(entryDir, BINARY_IN_ENTRY);

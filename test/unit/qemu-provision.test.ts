@@ -1,12 +1,12 @@
 import { createHash } from "node:crypto";
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import t, { type Test } from "tap";
 import type { QemuInstall } from "../../qemu/launch/types.ts";
-import { applySourceFixups, qemuBuildKey } from "../../qemu/provision/build.ts";
+import { applySourceFixups, QEMU_DEVICES, qemuBuildKey } from "../../qemu/provision/build.ts";
 import { parseDeviceNames } from "../../qemu/provision/device-help.ts";
 import { downloadVerified } from "../../qemu/provision/download.ts";
 import { type BuiltQemuManifest, readManifest, writeManifest } from "../../qemu/provision/manifest.ts";
@@ -258,8 +258,21 @@ t.test("downloads are verified and leave no partial file", async (t) => {
 t.test("source fixups apply exactly once or fail clearly", async (t) => {
   const dir = tempDir(t, "hil-qemu-fix-");
   writeFileSync(join(dir, "meson.build"), "x\n    unpack_edk2_blobs = bzip2.found()\n    break\n");
+  const devices = join(dir, "configs", "devices", "i386-softmmu", "default.mak");
+  mkdirSync(dirname(devices), { recursive: true });
+  writeFileSync(devices, "#CONFIG_VTD=n\n\n# Boards are selected by default, uncomment to keep out\n");
+  mkdirSync(join(dir, "hw", "cxl"), { recursive: true });
+  writeFileSync(join(dir, "hw", "cxl", "cxl-host-stubs.c"), "void cxl_fmws_update_mmio(void) {};\n");
   await applySourceFixups(dir);
   t.equal(readFileSync(join(dir, "meson.build"), "utf8"), "x\n    unpack_edk2_blobs = false\n    break\n");
+  const mak = readFileSync(devices, "utf8");
+  for (const d of QEMU_DEVICES) t.match(mak, new RegExp(`^CONFIG_${d}=y$`, "m"), `${d} switched on`);
+  t.ok(mak.endsWith("# Boards are selected by default, uncomment to keep out\n"), "the rest kept");
+  t.match(
+    readFileSync(join(dir, "hw", "cxl", "cxl-host-stubs.c"), "utf8"),
+    /^GSList \*cxl_fmws_get_all_sorted\(void\) \{ return NULL; \}$/m,
+    "the missing CXL stub added",
+  );
   await t.rejects(applySourceFixups(dir), { name: "HilError", message: /does not match the build recipe/ });
 });
 
