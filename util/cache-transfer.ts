@@ -89,7 +89,7 @@ export function megabytes(n: number): string {
  * The size of the regular files below `path`, and about what tar makes of them: a 512-byte header
  * per member, each file's data rounded up to 512 bytes (for the progress bar's total).
  */
-async function treeBytes(path: string): Promise<{ bytes: number; tarBytes: number }> {
+export async function treeBytes(path: string): Promise<{ bytes: number; tarBytes: number }> {
   const s = await lstat(path);
   if (!s.isDirectory()) {
     const bytes = s.isFile() ? s.size : 0;
@@ -491,7 +491,8 @@ export async function importEntries(dir: string): Promise<ImportOutcome> {
 }
 
 /** Leftovers of interrupted builds and locks: never entries. */
-const NOT_AN_ENTRY = /\.(tmp|discard|lock|new|stale)(-\d+)?$|\.lock\.(new|stale)-\d+$/;
+/** Leftovers and locks beside the entries, and hidden bookkeeping (cache-use.ts's .last-use). */
+const NOT_AN_ENTRY = /\.(tmp|discard|lock|new|stale)(-\d+)?$|\.lock\.(new|stale)-\d+$|^\./;
 
 async function subdirs(dir: string): Promise<string[]> {
   const names = await readdir(dir, { withFileTypes: true }).catch(() => []);

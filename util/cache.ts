@@ -19,6 +19,7 @@ import {
   rememberChecked,
   writeMarker,
 } from "./cache-manifest.ts";
+import { markUsed } from "./cache-use.ts";
 import { onProcessExit } from "./cleanup.ts";
 import { ENVIRONMENT_EXIT, HilError } from "./errors.ts";
 import { shortKey } from "./hash.ts";
@@ -96,7 +97,7 @@ function noticeDamage(label: string, problem: EntryProblem): void {
 }
 
 /** Moves an entry out of its place in one step (and `successor` into it), then removes it. */
-async function discard(dir: string, successor?: string): Promise<void> {
+export async function discard(dir: string, successor?: string): Promise<void> {
   const aside = `${dir}.discard-${process.pid}`;
   await rm(aside, { recursive: true, force: true });
   await rename(dir, aside);
@@ -134,9 +135,12 @@ export async function ensureEntry(
   const parent = join(cacheRoot(), kind);
   const dir = join(parent, key);
   const label = entryLabel(kind, key, opts);
-  if ((await inspectEntry(dir, { contents: true })).state === "intact") return { dir, built: false };
+  if ((await inspectEntry(dir, { contents: true })).state === "intact") {
+    await markUsed(cacheRoot(), kind, key);
+    return { dir, built: false };
+  }
   await makeCacheDir(parent);
-  return withLock(`${dir}.lock`, `${opts.what} (${shortKey(key)})`, async () => {
+  const result = await withLock(`${dir}.lock`, `${opts.what} (${shortKey(key)})`, async () => {
     // another process may have built, rebuilt or adopted it meanwhile
     const now = await inspectEntry(dir, { contents: true });
     if (now.state === "intact") return { dir, built: false };
@@ -155,6 +159,8 @@ export async function ensureEntry(
     });
     return { dir, built: true };
   });
+  await markUsed(cacheRoot(), kind, key);
+  return result;
 }
 
 /**
@@ -211,6 +217,7 @@ export async function replaceEntry(
       if (existsSync(dir)) await discard(dir, work);
       else await rename(work, dir);
     });
+    await markUsed(cacheRoot(), kind, key);
     return { dir };
   });
 }
@@ -228,9 +235,11 @@ export async function withEntry<T>(
   const parent = join(cacheRoot(), kind);
   const dir = join(parent, key);
   await makeCacheDir(parent);
-  return withLock(`${dir}.lock`, `${what} (${shortKey(key)})`, async () =>
-    use(dir, await inspectEntry(dir, { contents: true })),
-  );
+  return withLock(`${dir}.lock`, `${what} (${shortKey(key)})`, async () => {
+    const state = await inspectEntry(dir, { contents: true });
+    if (state.state === "intact") await markUsed(cacheRoot(), kind, key);
+    return use(dir, state);
+  });
 }
 
 /** Free space under which a failed build is put down to a full file system (a tool's message may not say). */
