@@ -1,5 +1,6 @@
 import { type Command, Option } from "commander";
 import { cacheRoot } from "../../util/cache.ts";
+import { type PruneCandidate, removeEntries, unusedEntries } from "../../util/cache-prune.ts";
 import {
   allEntries,
   type ExportIndex,
@@ -84,11 +85,26 @@ function totalOf(entries: readonly IndexEntry[]): string {
   return megabytes(entries.reduce((s, e) => s + e.size, 0));
 }
 
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** "30d", "12h" or a number of days, as --unused-for takes it, in ms. */
+export function parseUnusedFor(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)([dh]?)$/.exec(text.trim());
+  if (!m) throw new HilError(`--unused-for: expected a duration such as 30d or 12h, got "${text}"`);
+  return Number(m[1]) * (m[2] === "h" ? DAY_MS / 24 : DAY_MS);
+}
+
+function pruneLine(e: PruneCandidate, now: number): string {
+  const days = (now - e.lastUsedMs) / DAY_MS;
+  const ago = days >= 1 ? `${Math.floor(days)} d` : `${Math.floor(days * 24)} h`;
+  return `${entryLine({ ...e, size: e.bytes })}\tlast used ${ago} ago`;
+}
+
 export function register(program: Command): void {
   const cache = program
     .command("cache")
     .description(
-      "carry cache entries between machines (CI jobs): export what a run or plan needs, import it",
+      "carry cache entries between machines (CI jobs): export what a run or plan needs, import it; prune what no run uses",
     );
 
   addSelectionOptions(
@@ -158,6 +174,42 @@ export function register(program: Command): void {
         ...skipped.map((e) => `skipped\t${entryLine(e)}\t(already in the cache)`),
       ];
       process.stdout.write(`${lines.join("\n")}\n${summary}\n`);
+    });
+
+  cache
+    .command("prune")
+    .description("remove the cache entries no run has used for a while (30 days unless told)")
+    .option("--unused-for <duration>", "how long unused: 30d, 12h, or a number of days", "30d")
+    .option("--dry-run", "list what would be removed, remove nothing")
+    .option("--json", "print the entries as JSON")
+    .addHelpText(
+      "after",
+      [
+        "",
+        "Every kind hil builds is pruned (QEMU builds, kernels and their source trees, image layers, modules, cached",
+        "base runs); the apt package lists are kept. A run marks each entry it uses; an entry made before marks were",
+        "kept counts from when it was built. Each entry is removed under its lock, and only if still unused then.",
+        "",
+        "Exit status: 0 done; 2 bad input.",
+        "",
+      ].join("\n"),
+    )
+    .action(async (opts: { unusedFor: string; dryRun?: boolean; json?: boolean }) => {
+      const unusedFor = parseUnusedFor(opts.unusedFor);
+      const root = cacheRoot();
+      const now = Date.now();
+      const candidates = await unusedEntries(root, unusedFor, now);
+      const removed = opts.dryRun ? candidates : await removeEntries(root, candidates, unusedFor);
+      const bytes = removed.reduce((s, e) => s + e.bytes, 0);
+      const verb = opts.dryRun ? "would remove" : "removed";
+      const summary = `hil cache prune: ${verb} ${removed.length} entries unused for ${opts.unusedFor}, ${megabytes(bytes)}, from ${root}`;
+      if (opts.json) {
+        process.stdout.write(`${JSON.stringify({ dryRun: !!opts.dryRun, removed }, null, 2)}\n`);
+        progress.info(summary);
+        return;
+      }
+      const lines = removed.map((e) => `${verb}\t${pruneLine(e, now)}`);
+      process.stdout.write(`${[...lines, summary].join("\n")}\n`);
     });
 
   addSelectionOptions(
