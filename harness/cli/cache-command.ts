@@ -14,7 +14,7 @@ import { HilError } from "../../util/errors.ts";
 import { shortKey } from "../../util/hash.ts";
 import { progress } from "../../util/progress.ts";
 import { EXECUTORS, type ExecutorKind } from "../scenario/schema.ts";
-import { type RunNeeds, selectEntries } from "../workflows/cache-selection.ts";
+import { entriesNeededBy, type RunNeeds, selectEntries } from "../workflows/cache-selection.ts";
 import { kernelRequestOf } from "../workflows/job.ts";
 import { loadPlan, parseShard } from "../workflows/matrix-plan.ts";
 import { shardJobs } from "../workflows/matrix-shards.ts";
@@ -188,7 +188,8 @@ export function register(program: Command): void {
         "",
         "Every kind hil builds is pruned (QEMU builds, kernels and their source trees, image layers, modules, cached",
         "base runs); the apt package lists are kept. A run marks each entry it uses; an entry made before marks were",
-        "kept counts from when it was built. Each entry is removed under its lock, and only if still unused then.",
+        "kept counts from when it was built; a kernel's source tree counts as used when the kernel is. Each entry is",
+        "removed under its lock, and only if still unused then.",
         "",
         "Exit status: 0 done; 2 bad input.",
         "",
@@ -198,8 +199,10 @@ export function register(program: Command): void {
       const unusedFor = parseUnusedFor(opts.unusedFor);
       const root = cacheRoot();
       const now = Date.now();
-      const candidates = await unusedEntries(root, unusedFor, now);
-      const removed = opts.dryRun ? candidates : await removeEntries(root, candidates, unusedFor);
+      const candidates = await unusedEntries(root, unusedFor, now, entriesNeededBy);
+      const removed = opts.dryRun
+        ? candidates
+        : await removeEntries(root, candidates, unusedFor, entriesNeededBy);
       const bytes = removed.reduce((s, e) => s + e.bytes, 0);
       const verb = opts.dryRun ? "would remove" : "removed";
       const summary = `hil cache prune: ${verb} ${removed.length} entries unused for ${opts.unusedFor}, ${megabytes(bytes)}, from ${root}`;

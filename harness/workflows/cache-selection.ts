@@ -9,6 +9,7 @@ import { BUILD_KIND as QEMU_BUILD_KIND, qemuBuildKey } from "../../qemu/provisio
 import { QEMU_SOURCE } from "../../qemu/provision/source.ts";
 import { type AptContext, type AptContextName, cachedAptContext, packageUri } from "../../util/apt.ts";
 import { cachePath, cacheRoot, isComplete } from "../../util/cache.ts";
+import type { DependenciesOf } from "../../util/cache-prune.ts";
 import { APT_KIND, type TransferEntry } from "../../util/cache-transfer.ts";
 import { HilError } from "../../util/errors.ts";
 import { shortKey } from "../../util/hash.ts";
@@ -71,6 +72,10 @@ async function sourceEntryOf(kernelDir: string, what: string): Promise<TransferE
   const cut = entry.lastIndexOf("/");
   return { kind: entry.slice(0, cut), key: entry.slice(cut + 1), what: `kernel source of ${what}` };
 }
+
+/** What an entry needs to be used again, for hil cache prune: a kernel, the source tree its record names. */
+export const entriesNeededBy: DependenciesOf = async (entry, dir) =>
+  entry.kind === KERNEL_CACHE_KIND ? [await sourceEntryOf(dir, entry.what)] : [];
 
 /**
  * The entries `needs` use, by their keys as the builders compute them. An entry that is not in

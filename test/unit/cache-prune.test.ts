@@ -18,7 +18,7 @@ import t, { type Test } from "tap";
 import { parseUnusedFor } from "../../harness/cli/cache-command.ts";
 import { ensureEntry, withEntry } from "../../util/cache.ts";
 import { COMPLETE_MARK } from "../../util/cache-manifest.ts";
-import { removeEntries, unusedEntries } from "../../util/cache-prune.ts";
+import { type DependenciesOf, removeEntries, unusedEntries } from "../../util/cache-prune.ts";
 import { allEntries } from "../../util/cache-transfer.ts";
 import { LAST_USE_DIR, lastUsed, lastUseMark, markUsed } from "../../util/cache-use.ts";
 
@@ -135,6 +135,35 @@ t.test("prune removes what is unused for long enough, under its lock, and nothin
   t.ok(existsSync(join(root, "qemu", "retaken", "artifact")));
   t.ok(existsSync(join(root, "apt", "bookworm", "stamp")), "the package lists kept");
   t.same(await removeEntries(root, listed, 30 * DAY), [], "pruning again removes nothing");
+});
+
+t.test("an entry another needs counts as used when that one is (a kernel's source tree)", async (t) => {
+  const root = withCacheDir(t);
+  await entry("kernel", "k");
+  await entry("kernel-base", "src");
+  await entry("kernel-base", "orphan");
+  for (const key of ["src", "orphan"]) age(root, "kernel-base", key, 60);
+  age(root, "kernel", "k", 2);
+  const needs: DependenciesOf = async (e) =>
+    e.kind === "kernel" ? [{ kind: "kernel-base", key: "src", what: "its source" }] : [];
+  const listed = await unusedEntries(root, 30 * DAY, Date.now(), needs);
+  t.same(
+    listed.map((e) => `${e.kind}/${e.key}`),
+    ["kernel-base/orphan"],
+    "the source of a kernel used 2 days ago stays",
+  );
+  t.same(
+    (await unusedEntries(root, 30 * DAY)).map((e) => `${e.kind}/${e.key}`).sort(),
+    ["kernel-base/orphan", "kernel-base/src"],
+    "without the dependencies both would go",
+  );
+  const all = await unusedEntries(root, 30 * DAY);
+  t.same(
+    (await removeEntries(root, all, 30 * DAY, needs)).map((e) => e.key),
+    ["orphan"],
+    "the removal checks again, with the dependencies",
+  );
+  t.ok(existsSync(join(root, "kernel-base", "src", "artifact")));
 });
 
 t.test("hil cache prune: a dry run, then the prune, then a bad duration", async (t) => {
