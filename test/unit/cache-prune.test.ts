@@ -21,21 +21,12 @@ import { COMPLETE_MARK } from "../../util/cache-manifest.ts";
 import { type DependenciesOf, removeEntries, unusedEntries } from "../../util/cache-prune.ts";
 import { allEntries } from "../../util/cache-transfer.ts";
 import { LAST_USE_DIR, lastUsed, lastUseMark, markUsed } from "../../util/cache-use.ts";
+import { privateCacheDir } from "../support/private-cache.ts";
 
 const HIL = fileURLToPath(new URL("../../bin/hil", import.meta.url));
 const DAY = 24 * 60 * 60 * 1000;
 
-function withCacheDir(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), "hil-prune-test-"));
-  const saved = process.env.HIL_CACHE_DIR;
-  process.env.HIL_CACHE_DIR = dir;
-  t.teardown(() => {
-    if (saved === undefined) delete process.env.HIL_CACHE_DIR;
-    else process.env.HIL_CACHE_DIR = saved;
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return dir;
-}
+const withCacheDir = (t: Test) => privateCacheDir(t, "hil-prune-test-");
 
 async function entry(kind: string, key: string, bytes = 10): Promise<string> {
   const { dir } = await ensureEntry(kind, key, { what: `${kind} thing` }, async (work) => {

@@ -1,7 +1,6 @@
 import {
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
@@ -9,7 +8,6 @@ import {
   writeFileSync,
 } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t, { type Test } from "tap";
 import {
@@ -23,18 +21,9 @@ import {
   withLock,
 } from "../../util/cache.ts";
 import type { EntryManifest } from "../../util/cache-manifest.ts";
+import { privateCacheDir } from "../support/private-cache.ts";
 
-function withCacheDir(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), "hil-cache-test-"));
-  const saved = process.env.HIL_CACHE_DIR;
-  process.env.HIL_CACHE_DIR = dir;
-  t.teardown(() => {
-    if (saved === undefined) delete process.env.HIL_CACHE_DIR;
-    else process.env.HIL_CACHE_DIR = saved;
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return dir;
-}
+const withCacheDir = (t: Test) => privateCacheDir(t, "hil-cache-test-");
 
 t.test("cacheRoot follows HIL_CACHE_DIR, then XDG_CACHE_HOME, then ~/.cache", async (t) => {
   t.equal(cacheRoot({ HIL_CACHE_DIR: "/x/y" }), "/x/y");

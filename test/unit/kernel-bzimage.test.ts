@@ -1,22 +1,12 @@
-import { mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
 import { kernelEntryOptions } from "../../harness/kernel/build.ts";
 import { bzImageProblem } from "../../harness/kernel/bzimage.ts";
 import { ensureEntry } from "../../util/cache.ts";
+import { privateCacheDir } from "../support/private-cache.ts";
 
-function tempDir(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), "hil-bzimage-test-"));
-  const saved = process.env.HIL_CACHE_DIR;
-  process.env.HIL_CACHE_DIR = dir;
-  t.teardown(() => {
-    if (saved === undefined) delete process.env.HIL_CACHE_DIR;
-    else process.env.HIL_CACHE_DIR = saved;
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return dir;
-}
+const tempDir = (t: Test) => privateCacheDir(t, "hil-bzimage-test-");
 
 /** A bzImage as its header describes it: setup_sects 31 (32 sectors with the boot sector), syssize paragraphs. */
 function bzImage(syssize: number): Buffer {
