@@ -196,7 +196,12 @@ t.test("hil run --executor user arms the fault scenarios' faults, debian:6.12", 
   t.equal(fault?.spec?.qpn, qpn, "the fault named the QP the user trace created");
   const hw = readHwTrace(join(dir, err.hwTrace ?? "none"));
   const armed = firstOf(hw, "fault", (e) => e.action === "armed");
-  const fired = firstOf(hw, "fault", (e) => e.action === "fired");
+  // the scenario also holds the SQ (stall-queue) until its SENDs are rung: the error-wqe's firing
+  const fired = firstOf(
+    hw,
+    "fault",
+    (e) => e.action === "fired" && (e.fault as { kind?: string } | undefined)?.kind === "error-wqe",
+  );
   const firstSqWqe = firstOf(hw, "wqe", (e) => e.qpn === qpn && e.queue === "sq");
   t.ok(armed.at >= 0 && firstSqWqe.at > armed.at, "armed before the SENDs reached the device");
   t.equal(fired.e?.context?.index, 3, "fired on the fourth SQE (WR 1003)");
