@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A test module that freezes a guest the way a driver bug can: its init spins with preemption
- * off, so on the harness's single-CPU, non-preemptible guest nothing else runs again (no SSH, no
- * hung-task detector) while QEMU goes on. The harness's freeze handling (harness/suite/freeze.ts)
- * must then take the CPU's stack with an NMI and name hil_spin_forever in it. Never loaded by a
- * scenario: only the integration test of that handling inserts it.
+ * A test module that freezes a guest the way a driver bug can (a spin under a lock taken with
+ * irqsave): its init spins with preemption and interrupts off, so on the harness's single-CPU
+ * guest nothing else runs again (no SSH, no hung-task detector, no timer) while QEMU goes on. The
+ * harness's freeze handling (harness/suite/freeze.ts) must then take the CPU's stack with an NMI
+ * and name hil_spin_forever in it. With interrupts on, the NMI could land in a timer interrupt
+ * taken on top of the spin, and the interrupted context would change from capture to capture.
+ * Never loaded by a scenario: only the integration tests of that handling insert it.
  */
+#include <linux/irqflags.h>
 #include <linux/module.h>
 #include <linux/preempt.h>
 #include <linux/processor.h>
@@ -18,8 +21,9 @@ static noinline void hil_spin_forever(void)
 
 static int __init hil_spin_init(void)
 {
-	pr_info("hil_spin: spinning with preemption off\n");
+	pr_info("hil_spin: spinning with preemption and interrupts off\n");
 	preempt_disable();
+	local_irq_disable();
 	hil_spin_forever();
 	return 0;
 }
