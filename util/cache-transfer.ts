@@ -490,8 +490,7 @@ export async function importEntries(dir: string): Promise<ImportOutcome> {
   return { placed, skipped };
 }
 
-/** Leftovers of interrupted builds and locks: never entries. */
-/** Leftovers and locks beside the entries, and hidden bookkeeping (cache-use.ts's .last-use). */
+/** Never entries: leftovers of interrupted builds, locks, and hidden bookkeeping (cache-use.ts's .last-use). */
 const NOT_AN_ENTRY = /\.(tmp|discard|lock|new|stale)(-\d+)?$|\.lock\.(new|stale)-\d+$|^\./;
 
 async function subdirs(dir: string): Promise<string[]> {

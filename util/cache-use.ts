@@ -26,14 +26,11 @@ export async function markUsed(root: string, kind: string, key: string, now = Da
   try {
     const s = await stat(mark).catch(() => undefined);
     if (s && now - s.mtimeMs < REFRESH_MS) return;
-    if (s) {
-      const t = new Date(now);
-      await utimes(mark, t, t);
-      return;
+    if (!s) {
+      await mkdir(dirname(mark), { recursive: true });
+      await writeFile(mark, "");
     }
-    await mkdir(dirname(mark), { recursive: true });
-    await writeFile(mark, "");
-    if (now !== Date.now()) await utimes(mark, new Date(now), new Date(now));
+    await utimes(mark, new Date(now), new Date(now));
   } catch {
     // see above
   }
