@@ -14,6 +14,15 @@ import { type CommandRunner, runStepwise, type StepwiseHooks, type StuckCommand 
 /** Commands of KverbsDriver that only read (the trace, the status): safe to run again. */
 const READ_ONLY = /^(tail -c \+\d+|cat) \/sys\/kernel\/debug\/hil_kverbs\/(trace|status)$/;
 const RETRIES = 2;
+const SYSRQ_ATTEMPTS = 3;
+const SYSRQ_SEEN = "sysrq-w dumped";
+/** sysrq-w, then proof in the kernel log that it ran: one more "Show Blocked State" than before */
+const SYSRQ_W = [
+  "before=$(dmesg | grep -c 'sysrq: Show Blocked State')",
+  "echo w > /proc/sysrq-trigger",
+  "after=$(dmesg | grep -c 'sysrq: Show Blocked State')",
+  `[ "$after" -gt "$before" ] && echo '${SYSRQ_SEEN}'`,
+].join("; ");
 
 /**
  * The guest shell KverbsDriver uses, with one repair: a read-only command whose SSH channel closed
@@ -89,8 +98,7 @@ export class KernelExecutor implements ScenarioExecutor, CommandRunner {
     const ran = r.statuses.length;
     if (!r.stuck) return { records: r.records, ran };
     this.stuckOnce = true;
-    // the blocked tasks' stacks on the console too, as the hung-task detector would print them
-    await this.guest.exec("echo w > /proc/sysrq-trigger", { timeoutMs: 10_000 }).catch(() => undefined);
+    await this.dumpBlockedTasks();
     const busy = r.stuck.status.busy;
     return {
       records: r.records,
@@ -103,6 +111,24 @@ export class KernelExecutor implements ScenarioExecutor, CommandRunner {
         state: r.stuck.state,
       },
     };
+  }
+
+  /**
+   * The blocked tasks' stacks on the console too, as the hung-task detector would print them
+   * (sysrq-w). Checked in the kernel log, and asked again when the command was lost on the way.
+   */
+  private async dumpBlockedTasks(): Promise<void> {
+    let why = "";
+    for (let attempt = 1; attempt <= SYSRQ_ATTEMPTS; attempt++) {
+      const r = await this.guest
+        .exec(SYSRQ_W, { timeoutMs: 10_000 })
+        .catch((err: Error) => ({ exitCode: -1, stdout: "", stderr: err.message }));
+      if (r.exitCode === 0 && r.stdout.includes(SYSRQ_SEEN)) return;
+      why = `exit ${r.exitCode}${r.stderr ? `, ${r.stderr.trim().slice(0, 200)}` : ""}`;
+    }
+    progress.info(
+      `[kverbs] sysrq-w: no blocked-task dump in the kernel log after ${SYSRQ_ATTEMPTS} tries (${why})`,
+    );
   }
 
   async barrier(id: number): Promise<void> {

@@ -69,10 +69,12 @@ t.test("hil repro erdma-drain-hang-6.1: REPRODUCES, with the stack", async (t) =
     [],
     "no function twice (the drain does not recurse)",
   );
-  const blocked = parseBlockedTasks(readFileSync(join(dir, "console.log"), "utf8")).filter(
-    (b) => b.process.comm === "hil_kverbs",
-  );
-  t.ok(blocked.length > 0, "sysrq-w showed the stuck worker on the console");
+  const consoleText = readFileSync(join(dir, "console.log"), "utf8");
+  const blocked = parseBlockedTasks(consoleText).filter((b) => b.process.comm === "hil_kverbs");
+  t.ok(blocked.length > 0, "sysrq-w showed the stuck worker on the console", {
+    stderr: r.stderr.split("\n").filter((l) => l.includes("[kverbs]")),
+    consoleTail: consoleText.split("\n").slice(-60),
+  });
   // ORC prints the text addresses it finds beside the frames it walked, marked "?": the walked
   // ones carry the drain's chain
   for (const b of blocked)
