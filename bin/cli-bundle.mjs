@@ -9,7 +9,16 @@
 // the package's file URL as the module would resolve it; the npm packages that look for files
 // beside their own stay external, imported by their resolved file URLs.
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+} from "node:fs";
 import { readFile } from "node:fs/promises";
 import { builtinModules } from "node:module";
 import { homedir } from "node:os";
@@ -60,9 +69,15 @@ function addTree(hash, root, dir) {
   }
 }
 
-/** The digest of the CLI's sources as they are now, with the node and esbuild that build them. */
+/**
+ * The digest of the CLI's sources as they are now, with the node and esbuild that build them, and
+ * of where they are: the bundle names the checkout's files and node_modules by their paths, so
+ * another checkout of the same sources (a CI clone, a copy that is gone by now) needs its own.
+ */
 export function bundleKey(root, esbuildVersion) {
-  const hash = createHash("sha256").update(`node ${process.version}\0esbuild ${esbuildVersion}\0`);
+  const hash = createHash("sha256").update(
+    `node ${process.version}\0esbuild ${esbuildVersion}\0root ${resolve(root)}\0`,
+  );
   for (const dir of SOURCE_DIRS) addTree(hash, root, dir);
   for (const file of SOURCE_FILES) hash.update(`${file}\0`).update(readFileSync(join(root, file)));
   return hash.digest("hex");
@@ -135,6 +150,19 @@ function prune(dir) {
     rmSync(join(dir, name), { recursive: true, force: true });
 }
 
+/**
+ * A bundle in use is the newest to prune: a long run starts its device servers from it, and other
+ * checkouts' builds meanwhile must not remove it (once a minute at most).
+ */
+function markUsed(bundle) {
+  const now = Date.now();
+  try {
+    if (now - statSync(bundle).mtimeMs > 60_000) utimesSync(bundle, now / 1000, now / 1000);
+  } catch {
+    // a bundle that cannot be marked is still a bundle
+  }
+}
+
 /** esbuild's options for one entry of the bundle, written to `outfile`. */
 function entryOptions(outfile) {
   return {
@@ -201,6 +229,7 @@ export async function cliBundle(root) {
     const dir = bundleCacheDir();
     const key = bundleKey(root, esbuild.version);
     if (!existsSync(join(dir, key, "hil.mjs"))) await build(esbuild, root, dir, key);
+    else markUsed(join(dir, key));
     return join(dir, key);
   } catch (err) {
     if (process.env.HIL_BUNDLE_DEBUG) process.stderr.write(`hil: no CLI bundle: ${err?.stack ?? err}\n`);

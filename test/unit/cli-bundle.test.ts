@@ -11,6 +11,7 @@ import {
   mkdtempSync,
   readdirSync,
   rmSync,
+  statSync,
   utimesSync,
   writeFileSync,
 } from "node:fs";
@@ -48,7 +49,7 @@ const bundlesIn = (cache: string) =>
 /** A private place for bundles, as a directory `cli-bundle` under `cache`. */
 const inCache = (cache: string) => ({ HIL_BUNDLE_CACHE: join(cache, "cli-bundle") });
 
-t.test("the key follows the sources and nothing else", async (t) => {
+t.test("the key follows the sources and their place, and nothing else", async (t) => {
   const root = tempDir(t, "hil-bundle-key-");
   for (const dir of ["harness/cli", "qemu", "util", "bin", "fixtures"])
     mkdirSync(join(root, dir), { recursive: true });
@@ -70,6 +71,13 @@ t.test("the key follows the sources and nothing else", async (t) => {
   writeFileSync(join(root, "package-lock.json"), '{"v":2}\n');
   t.not(bundleKey(root, "0.0.2"), bundleKey(root, "0.0.1"), "still keyed by esbuild");
   t.not(bundleKey(root, "0.0.1"), edited, "other locked dependencies");
+  const copy = join(tempDir(t, "hil-bundle-copy-"), "checkout");
+  cpSync(root, copy, { recursive: true });
+  t.not(
+    bundleKey(copy, "0.0.1"),
+    bundleKey(root, "0.0.1"),
+    "the same sources in another checkout: its bundle names that checkout's files",
+  );
 });
 
 t.test("the bundled hil is the same hil as the sources through tsx", async (t) => {
@@ -157,6 +165,11 @@ t.test(
     t.equal(kept.length, 8, "the newest 8 kept");
     t.ok(kept.includes(key ?? ""), "the one just built among them");
     t.notOk(kept.includes("0".repeat(64)), "the oldest gone");
+    // a bundle in use is marked as new, so other checkouts' builds prune it last
+    const bundle = join(cache, "cli-bundle", key ?? "");
+    utimesSync(bundle, old - 100, old - 100);
+    t.equal((await hil(["--help"], inCache(cache))).exitCode, 0);
+    t.ok(statSync(bundle).mtimeMs > Date.now() - 60_000, "the bundle just used is the newest");
   },
 );
 
