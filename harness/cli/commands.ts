@@ -9,6 +9,7 @@ const COMMAND_MODULES = [
   () => import("./report-command.ts"),
   () => import("./repro-command.ts"),
   () => import("./validate-command.ts"),
+  () => import("./bisect-command.ts"),
   () => import("./diff-command.ts"),
   () => import("./matrix-command.ts"),
   () => import("./merge-command.ts"),

@@ -1,0 +1,137 @@
+import { resolve } from "node:path";
+import { type Command, Option } from "commander";
+import { DEFAULT_PROFILE } from "../../qemu/erdma/profile-file.ts";
+import { HilError } from "../../util/errors.ts";
+import { DEFAULT_KERNEL } from "../defaults.ts";
+import {
+  DRIVERS,
+  type DriverName,
+  EXECUTORS,
+  type ExecutorKind,
+  type OracleProfile,
+} from "../scenario/schema.ts";
+import { type BisectResult, runBisect } from "../workflows/bisect.ts";
+import { addDeviceProfileOption, DEVICE_PROFILE_WITHOUT_DEVICE } from "./device-options.ts";
+import { collect, KERNEL_HELP } from "./kernel-options.ts";
+import { stampedRunDir } from "./repro-command.ts";
+import { addRulesOption } from "./rules-option.ts";
+
+interface BisectOptionValues {
+  kernel: string;
+  series: string;
+  config: string[];
+  scenario: string;
+  deviceProfile?: string;
+  executor?: ExecutorKind;
+  driver?: DriverName;
+  rules?: OracleProfile[];
+  repeat?: string;
+  runDir?: string;
+  json?: boolean;
+}
+
+function parseRepeat(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 100)
+    throw new HilError(`--repeat ${value}: expected a whole number from 1 to 100`);
+  return n;
+}
+
+function renderBisect(r: BisectResult, runDir: string): string {
+  const total = r.series.patches.length;
+  const lines = [`bisect of ${total} patch(es), scenarios ${r.spec.scenarios}:`];
+  for (const s of r.steps) {
+    const what = s.patches === 0 ? "base" : `first ${s.patches}/${total}`;
+    lines.push(`  ${what.padEnd(14)} ${s.word.padEnd(5)} ${s.counts}  ${s.runDir}`);
+  }
+  if (r.culprit) {
+    const step = r.steps.find((s) => s.runDir === r.culprit?.runDir);
+    lines.push(
+      "",
+      `first bad patch: ${r.culprit.index}/${total} "${r.culprit.subject}" (${r.culprit.source})`,
+    );
+    for (const why of (step?.why ?? []).slice(0, 5)) lines.push(`  ${why}`);
+    lines.push(
+      `  its run: ${runDir}/${r.culprit.runDir} (hil report ${runDir}/${r.culprit.runDir} --format kcidb)`,
+    );
+  } else lines.push("", `no culprit: ${r.inconclusive}`);
+  const secs = Math.round(r.wallMs / 1000);
+  const words = r.culprit ? `patch ${r.culprit.index}/${total} is the first bad one` : "inconclusive";
+  lines.push(
+    "",
+    `run directory: ${runDir}`,
+    `hil bisect: ${words} (${r.searchSteps} step(s) between the ends, ${r.steps.length} run(s) in ${secs}s)`,
+  );
+  return `${lines.join("\n")}\n`;
+}
+
+export function registerBisectCommand(program: Command): void {
+  const cmd = program
+    .command("bisect")
+    .description(
+      "find the first patch of a series that makes a scenario FAIL: the base is the good end, the whole series the bad end, each step the base with the series' first k patches",
+    )
+    .option("--kernel <base>", KERNEL_HELP, DEFAULT_KERNEL)
+    .requiredOption("--series <mbox|dir>", "the patch series (an mbox or a directory of *.patch files)")
+    .option("--config <fragment>", "a Kconfig fragment for every step's kernel (repeatable)", collect, [])
+    .requiredOption(
+      "--scenario <glob>",
+      "the scenarios that tell good from bad: names or globs from fixtures/scenarios, or paths (comma-separated)",
+    );
+  addDeviceProfileOption(cmd)
+    .addOption(new Option("--executor <kind>", "the in-guest executor (default: kernel)").choices(EXECUTORS))
+    .addOption(new Option("--driver <name>", "the RDMA driver under test (default: erdma)").choices(DRIVERS));
+  addRulesOption(cmd, "judge")
+    .option(
+      "--repeat <n>",
+      "run the scenarios n times at each step: one FAIL makes the step bad (for a flaky scenario)",
+    )
+    .option(
+      "--run-dir <dir>",
+      "where the steps go: <dir>/steps/<k>-patches, <dir>/bisect.json (default: runs/bisect-<timestamp>)",
+    )
+    .option("--json", "print bisect.json")
+    .addHelpText(
+      "after",
+      [
+        "",
+        "The whole series is run first and must FAIL a scenario (a FAIL, not an XFAIL of a known bug), then",
+        "the base, which must not; then each step halves the patches between the last good and the first bad",
+        "prefix: ceil(log2(n)) steps for n patches. A step's kernel is the base with the first k patches,",
+        "built from the base's cached build (only what the patches change is rebuilt). A step with an ERROR or",
+        "MISS and no FAIL is skipped (the nearest untested prefix is tried next), as git bisect skip does.",
+        "",
+        "Exit status: 0 the first bad patch was found; 3 inconclusive (the series does not FAIL, the base",
+        "FAILs too, or the steps that would decide could not be judged); 2 bad input (a series that does not",
+        "exist, parse or apply, a scenario, a device profile).",
+        "",
+      ].join("\n"),
+    );
+  cmd.action(async (opts: BisectOptionValues) => {
+    const driver = opts.driver ?? "erdma";
+    if (driver === "siw" && opts.deviceProfile) throw new HilError(DEVICE_PROFILE_WITHOUT_DEVICE);
+    const repeat = parseRepeat(opts.repeat);
+    const runDir = opts.runDir ? resolve(opts.runDir) : stampedRunDir("bisect");
+    const result = await runBisect({
+      spec: {
+        kernel: opts.kernel,
+        configs: opts.config,
+        driver,
+        executor: opts.executor ?? "kernel",
+        ...(driver === "erdma" ? { deviceProfile: opts.deviceProfile ?? DEFAULT_PROFILE } : {}),
+        scenarios: opts.scenario,
+        ...(opts.rules ? { oracle: opts.rules } : {}),
+      },
+      series: opts.series,
+      runDir,
+      ...(repeat ? { repeat } : {}),
+    });
+    process.stdout.write(
+      opts.json ? `${JSON.stringify({ ...result, runDir }, null, 2)}\n` : renderBisect(result, runDir),
+    );
+    process.exitCode = result.exitCode;
+  });
+}
+
+export { registerBisectCommand as register };
