@@ -1,6 +1,5 @@
 import { resolve } from "node:path";
 import { type Command, Option } from "commander";
-import { DEFAULT_PROFILE } from "../../qemu/erdma/profile-file.ts";
 import { HilError } from "../../util/errors.ts";
 import { DEFAULT_KERNEL } from "../defaults.ts";
 import {
@@ -11,10 +10,11 @@ import {
   type OracleProfile,
 } from "../scenario/schema.ts";
 import { type BisectResult, runBisect } from "../workflows/bisect.ts";
-import { addDeviceProfileOption, DEVICE_PROFILE_WITHOUT_DEVICE } from "./device-options.ts";
+import { addDeviceProfileOption } from "./device-options.ts";
 import { collect, KERNEL_HELP } from "./kernel-options.ts";
 import { stampedRunDir } from "./repro-command.ts";
 import { addRulesOption } from "./rules-option.ts";
+import { seriesJobSpec } from "./series-job-spec.ts";
 
 interface BisectOptionValues {
   kernel: string;
@@ -109,20 +109,10 @@ export function registerBisectCommand(program: Command): void {
       ].join("\n"),
     );
   cmd.action(async (opts: BisectOptionValues) => {
-    const driver = opts.driver ?? "erdma";
-    if (driver === "siw" && opts.deviceProfile) throw new HilError(DEVICE_PROFILE_WITHOUT_DEVICE);
     const repeat = parseRepeat(opts.repeat);
     const runDir = opts.runDir ? resolve(opts.runDir) : stampedRunDir("bisect");
     const result = await runBisect({
-      spec: {
-        kernel: opts.kernel,
-        configs: opts.config,
-        driver,
-        executor: opts.executor ?? "kernel",
-        ...(driver === "erdma" ? { deviceProfile: opts.deviceProfile ?? DEFAULT_PROFILE } : {}),
-        scenarios: opts.scenario,
-        ...(opts.rules ? { oracle: opts.rules } : {}),
-      },
+      spec: seriesJobSpec(opts, opts.scenario),
       series: opts.series,
       runDir,
       ...(repeat ? { repeat } : {}),

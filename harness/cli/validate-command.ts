@@ -1,7 +1,5 @@
 import { resolve } from "node:path";
 import { type Command, Option } from "commander";
-import { DEFAULT_PROFILE } from "../../qemu/erdma/profile-file.ts";
-import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
 import { DEFAULT_KERNEL } from "../defaults.ts";
 import {
@@ -14,11 +12,12 @@ import {
 import { runValidate, SIDES_AT_ONCE_CPUS } from "../workflows/validate.ts";
 import { baseCacheLine } from "../workflows/validate-base.ts";
 import { diffSummary, renderDiff } from "../workflows/validate-diff.ts";
-import { addDeviceProfileOption, DEVICE_PROFILE_WITHOUT_DEVICE } from "./device-options.ts";
+import { addDeviceProfileOption } from "./device-options.ts";
 import { collect, KERNEL_HELP } from "./kernel-options.ts";
 import { addOldSpelling } from "./old-spellings.ts";
 import { stampedRunDir } from "./repro-command.ts";
 import { addRulesOption } from "./rules-option.ts";
+import { seriesJobSpec } from "./series-job-spec.ts";
 
 interface ValidateOptionValues {
   kernel: string;
@@ -96,19 +95,9 @@ export function registerValidateCommand(program: Command): void {
       ].join("\n"),
     );
   cmd.action(async (opts: ValidateOptionValues) => {
-    const driver = opts.driver ?? "erdma";
-    if (driver === "siw" && opts.deviceProfile) throw new HilError(DEVICE_PROFILE_WITHOUT_DEVICE);
     const runDir = opts.runDir ? resolve(opts.runDir) : stampedRunDir("validate");
     const result = await runValidate({
-      spec: {
-        kernel: opts.kernel,
-        configs: opts.config,
-        driver,
-        executor: opts.executor ?? "kernel",
-        ...(driver === "erdma" ? { deviceProfile: opts.deviceProfile ?? DEFAULT_PROFILE } : {}),
-        scenarios: opts.scenario ?? "*",
-        ...(opts.rules ? { oracle: opts.rules } : {}),
-      },
+      spec: seriesJobSpec(opts, opts.scenario ?? "*"),
       series: opts.series,
       runDir,
       meantOnly: opts.scenario === undefined,

@@ -1,25 +1,9 @@
-// hil matrix and hil merge end to end on fixtures/plans/tiny.yaml (Linux 6.12, two device
-// profiles, one scenario): the whole plan, then shards 1/2 and 2/2 (as two CI machines run them),
-// merged: the merged verdicts equal the unsharded run's, job for job and rule for rule, and hil
-// report reads the merged directory. Merging a shard with itself is refused (exit 2).
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import type { JobRecord } from "../../harness/workflows/job.ts";
-import { verdictMap } from "../../harness/workflows/verdict-list.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
+import { matrixVerdicts } from "../support/matrix-verdicts.ts";
 
 t.setTimeout(12 * 60 * 1000);
-
-function verdictsOf(dir: string): Record<string, Record<string, string>> {
-  const index = JSON.parse(readFileSync(join(dir, "matrix.json"), "utf8"));
-  const out: Record<string, Record<string, string>> = {};
-  for (const j of index.jobs as { id: string; runDir: string }[]) {
-    const record = JSON.parse(readFileSync(join(dir, j.runDir, "verdicts.json"), "utf8")) as JobRecord;
-    out[j.id] = Object.fromEntries(verdictMap(record));
-  }
-  return out;
-}
 
 t.test("two shards merged equal the unsharded run", async (t) => {
   const iso = isolate();
@@ -45,8 +29,8 @@ t.test("two shards merged equal the unsharded run", async (t) => {
   );
   t.equal(merged.exitCode, 0, `${merged.stdout}${merged.stderr}`);
   t.match(merged.stdout, /^hil merge: tiny \(merged\): 2 job\(s\), 2 passed/m);
-  const a = verdictsOf(join(root, "whole"));
-  const b = verdictsOf(join(root, "merged"));
+  const a = matrixVerdicts(join(root, "whole"));
+  const b = matrixVerdicts(join(root, "merged"));
   t.same(Object.keys(b), Object.keys(a), "the same jobs, in the plan's order");
   t.same(b, a, "the same verdicts, rule for rule");
   const ktap = await hil(["report", join(root, "merged"), "--format", "ktap"], iso.env);

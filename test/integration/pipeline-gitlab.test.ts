@@ -7,25 +7,14 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:f
 import { dirname, join } from "node:path";
 import { execa } from "execa";
 import t from "tap";
-import type { JobRecord } from "../../harness/workflows/job.ts";
-import { verdictMap } from "../../harness/workflows/verdict-list.ts";
 import { hil, isolate, leftovers, REPO_ROOT } from "../support/cli.ts";
 import { junitparserRead } from "../support/junitparser.ts";
+import { matrixVerdicts } from "../support/matrix-verdicts.ts";
 
 t.setTimeout(20 * 60 * 1000);
 
 const GITLAB_CI_LOCAL = join(REPO_ROOT, "node_modules/.bin/gitlab-ci-local");
 const PLAN = "fixtures/plans/tiny.yaml";
-
-function verdictsOf(dir: string): Record<string, Record<string, string>> {
-  const index = JSON.parse(readFileSync(join(dir, "matrix.json"), "utf8"));
-  const out: Record<string, Record<string, string>> = {};
-  for (const j of index.jobs as { id: string; runDir: string }[]) {
-    const record = JSON.parse(readFileSync(join(dir, j.runDir, "verdicts.json"), "utf8")) as JobRecord;
-    out[j.id] = Object.fromEntries(verdictMap(record));
-  }
-  return out;
-}
 
 /** The working tree's files (tracked, and new ones not ignored) copied into a fresh git repository. */
 async function projectCopy(to: string): Promise<void> {
@@ -90,8 +79,8 @@ t.test("the GitLab pipeline: two shards and a merge equal the unsharded run", as
   const merged = join(project, "merged");
   const whole = await hil(["matrix", PLAN, "--out", join(root, "whole")], iso.env);
   t.equal(whole.exitCode, 0, `${whole.stdout}${whole.stderr}`.slice(-3000));
-  const a = verdictsOf(join(root, "whole"));
-  const b = verdictsOf(merged);
+  const a = matrixVerdicts(join(root, "whole"));
+  const b = matrixVerdicts(merged);
   t.same(Object.keys(b), Object.keys(a), "the same jobs, in the plan's order");
   t.same(b, a, "the same verdicts, rule for rule");
 
