@@ -9,7 +9,8 @@ import {
   type ExecutorKind,
   type OracleProfile,
 } from "../scenario/schema.ts";
-import { type BisectResult, runBisect } from "../workflows/bisect.ts";
+import { type BisectResult, type PatchInfo, runBisect } from "../workflows/bisect.ts";
+import { type GitRange, gitRange } from "../workflows/bisect-git.ts";
 import { addDeviceProfileOption } from "./device-options.ts";
 import { collect, KERNEL_HELP } from "./kernel-options.ts";
 import { stampedRunDir } from "./repro-command.ts";
@@ -18,7 +19,10 @@ import { seriesJobSpec } from "./series-job-spec.ts";
 
 interface BisectOptionValues {
   kernel: string;
-  series: string;
+  series?: string;
+  git?: string;
+  good?: string;
+  bad?: string;
   config: string[];
   scenario: string;
   deviceProfile?: string;
@@ -38,6 +42,24 @@ function parseRepeat(value: string | undefined): number | undefined {
   return n;
 }
 
+/** --series, or the git range --git --good --bad: exactly one of them. */
+async function seriesOf(opts: BisectOptionValues): Promise<string | GitRange> {
+  const gitOptions = [opts.git, opts.good, opts.bad].filter((v) => v !== undefined).length;
+  if (opts.series !== undefined) {
+    if (gitOptions > 0) throw new HilError("--series and --git/--good/--bad: give one series, not both");
+    return opts.series;
+  }
+  if (opts.git === undefined || opts.good === undefined || opts.bad === undefined)
+    throw new HilError("give the series: --series <mbox|dir>, or --git <repo> --good <ref> --bad <ref>");
+  return gitRange(opts.git, opts.good, opts.bad);
+}
+
+function culpritLine(c: PatchInfo, total: number): string {
+  return c.commit
+    ? `first bad commit: ${c.commit} "${c.subject}" (${c.index}/${total} of the range)`
+    : `first bad patch: ${c.index}/${total} "${c.subject}" (${c.source})`;
+}
+
 function renderBisect(r: BisectResult, runDir: string): string {
   const total = r.series.patches.length;
   const lines = [`bisect of ${total} patch(es), scenarios ${r.spec.scenarios}:`];
@@ -47,17 +69,18 @@ function renderBisect(r: BisectResult, runDir: string): string {
   }
   if (r.culprit) {
     const step = r.steps.find((s) => s.runDir === r.culprit?.runDir);
-    lines.push(
-      "",
-      `first bad patch: ${r.culprit.index}/${total} "${r.culprit.subject}" (${r.culprit.source})`,
-    );
+    lines.push("", culpritLine(r.culprit, total));
     for (const why of (step?.why ?? []).slice(0, 5)) lines.push(`  ${why}`);
     lines.push(
       `  its run: ${runDir}/${r.culprit.runDir} (hil report ${runDir}/${r.culprit.runDir} --format kcidb)`,
     );
   } else lines.push("", `no culprit: ${r.inconclusive}`);
   const secs = Math.round(r.wallMs / 1000);
-  const words = r.culprit ? `patch ${r.culprit.index}/${total} is the first bad one` : "inconclusive";
+  const words = r.culprit
+    ? r.culprit.commit
+      ? `commit ${r.culprit.commit.slice(0, 12)} (${r.culprit.index}/${total}) is the first bad one`
+      : `patch ${r.culprit.index}/${total} is the first bad one`
+    : "inconclusive";
   lines.push(
     "",
     `run directory: ${runDir}`,
@@ -73,7 +96,13 @@ export function registerBisectCommand(program: Command): void {
       "find the first patch of a series that makes a scenario FAIL: the base is the good end, the whole series the bad end, each step the base with the series' first k patches",
     )
     .option("--kernel <base>", KERNEL_HELP, DEFAULT_KERNEL)
-    .requiredOption("--series <mbox|dir>", "the patch series (an mbox or a directory of *.patch files)")
+    .option("--series <mbox|dir>", "the patch series (an mbox or a directory of *.patch files)")
+    .option(
+      "--git <repo>",
+      "instead of --series: the commits of a git repository between --good and --bad, each a patch on --kernel",
+    )
+    .option("--good <ref>", "with --git: the last good commit (its tree is the --kernel base)")
+    .option("--bad <ref>", "with --git: a bad commit, a descendant of --good (linear history)")
     .option("--config <fragment>", "a Kconfig fragment for every step's kernel (repeatable)", collect, [])
     .requiredOption(
       "--scenario <glob>",
@@ -110,10 +139,11 @@ export function registerBisectCommand(program: Command): void {
     );
   cmd.action(async (opts: BisectOptionValues) => {
     const repeat = parseRepeat(opts.repeat);
+    const series = await seriesOf(opts);
     const runDir = opts.runDir ? resolve(opts.runDir) : stampedRunDir("bisect");
     const result = await runBisect({
       spec: seriesJobSpec(opts, opts.scenario),
-      series: opts.series,
+      series,
       runDir,
       ...(repeat ? { repeat } : {}),
     });

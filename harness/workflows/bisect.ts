@@ -5,12 +5,15 @@
  * change is rebuilt). A step with an ERROR or MISS and no FAIL cannot be judged and is skipped, as
  * `git bisect skip` does: the next step tries the nearest untested prefix.
  */
+import { existsSync, readdirSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
 import { describePatch, loadSeries, type Patch, type Series } from "../kernel/series.ts";
 import { writeRunFile } from "../rundir/write.ts";
 import type { CheckResult } from "../verdict.ts";
+import { type GitRange, writeRangeSeries } from "./bisect-git.ts";
 import {
   checkJobSpec,
   describeJob,
@@ -36,12 +39,25 @@ export interface BisectStep {
   wallMs: number;
 }
 
+export interface PatchInfo {
+  index: number;
+  subject: string;
+  source: string;
+  /** the commit the patch is, when the series is a git range */
+  commit?: string;
+}
+
 export interface BisectResult {
-  series: { path: string; patches: { index: number; subject: string; source: string }[] };
+  series: {
+    path: string;
+    patches: PatchInfo[];
+    /** the git range the series was made of */
+    range?: { repo: string; good: { ref: string; sha: string }; bad: { ref: string; sha: string } };
+  };
   spec: JobSpec;
   steps: BisectStep[];
   /** the first patch whose prefix FAILs, when the bisection found one */
-  culprit?: { index: number; subject: string; source: string; runDir: string };
+  culprit?: PatchInfo & { runDir: string };
   /** why there is no culprit */
   inconclusive?: string;
   /** steps between the two ends (the ends' own runs not counted) */
@@ -53,7 +69,8 @@ export interface BisectResult {
 export interface BisectOptions {
   /** the job without a series: the base kernel, driver, executor, profile and scenarios */
   spec: JobSpec;
-  series: string;
+  /** an mbox or a directory of patches, or a git range (each commit a patch) */
+  series: string | GitRange;
   runDir: string;
   /** each step runs the scenarios this many times (a flaky scenario: one FAIL makes the step bad) */
   repeat?: number;
@@ -115,16 +132,32 @@ async function prefixSeries(dir: string, patches: readonly Patch[], k: number): 
   return dir;
 }
 
-function patchInfo(p: Patch): { index: number; subject: string; source: string } {
-  return { index: p.index, subject: p.subject, source: p.source };
-}
-
 export async function runBisect(opts: BisectOptions): Promise<BisectResult> {
   const started = Date.now();
   const runDir = resolve(opts.runDir);
-  const series: Series = loadSeries(opts.series);
-  const total = series.patches.length;
   checkJobSpec(opts.spec);
+  if (existsSync(runDir) && readdirSync(runDir).length > 0)
+    throw new HilError("the run directory is not empty: give a new --run-dir", { where: runDir });
+  const range = typeof opts.series === "string" ? undefined : opts.series;
+  let series: Series;
+  if (range) {
+    await mkdir(runDir, { recursive: true });
+    const file = join(runDir, "range.mbox");
+    await writeRangeSeries(range, file);
+    series = loadSeries(file);
+    if (series.patches.length !== range.commits.length)
+      throw new HilError(
+        `${range.good.ref}..${range.bad.ref}: ${range.commits.length} commit(s) but ${series.patches.length} patch(es) (an empty commit has none)`,
+        { where: range.repo },
+      );
+  } else series = loadSeries(opts.series as string);
+  const total = series.patches.length;
+  const patchInfo = (p: Patch): PatchInfo => {
+    const commit = range?.commits[p.index - 1];
+    return commit
+      ? { index: p.index, subject: commit.subject, source: p.source, commit: commit.sha }
+      : { index: p.index, subject: p.subject, source: p.source };
+  };
   const steps: BisectStep[] = [];
 
   const runStep = async (k: number, label: string): Promise<BisectStep> => {
@@ -167,7 +200,11 @@ export async function runBisect(opts: BisectOptions): Promise<BisectResult> {
     searchSteps: number,
   ): Promise<BisectResult> => {
     const result: BisectResult = {
-      series: { path: series.path, patches: series.patches.map(patchInfo) },
+      series: {
+        path: series.path,
+        patches: series.patches.map(patchInfo),
+        ...(range ? { range: { repo: range.repo, good: range.good, bad: range.bad } } : {}),
+      },
       spec: opts.spec,
       steps,
       ...end,

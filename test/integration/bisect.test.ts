@@ -3,11 +3,13 @@
 // IB_WC_SUCCESS, and scenario post-send-in-error. The whole series FAILs, the base PASSes, and the
 // third patch is found in two steps (ceil(log2(4))), with the rule that failed as evidence. A
 // series that does not apply is bad input: exit 2 before any guest boots, nothing left behind.
-import { existsSync, readFileSync } from "node:fs";
+import { cpSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { execa } from "execa";
 import t from "tap";
 import type { BisectResult } from "../../harness/workflows/bisect.ts";
 import { hil, isolate, leftovers, REPO_ROOT } from "../support/cli.ts";
+import { unpackedKernelSource } from "../support/kernel-source.ts";
 
 t.setTimeout(20 * 60 * 1000);
 
@@ -65,6 +67,73 @@ t.test("the planted bad patch found in log2(n) steps", async (t) => {
   const kcidb = await hil(["report", join(dir, out.culprit?.runDir ?? ""), "--format", "kcidb"], iso.env);
   t.equal(kcidb.exitCode, 0, kcidb.stderr);
   t.ok(JSON.parse(kcidb.stdout).tests.length > 0, "the culprit's run reports as KCIDB");
+  t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+});
+
+t.test("a git range: the planted bad commit named by its hash", async (t) => {
+  const iso = isolate();
+  const root = t.testdir({});
+  // a repository of debian:6.12's erdma driver, then the four patches as commits (git am)
+  const repo = join(root, "linux");
+  const erdma = "drivers/infiniband/hw/erdma";
+  cpSync(join(await unpackedKernelSource("debian:6.12"), erdma), join(repo, erdma), { recursive: true });
+  const git = async (...args: string[]) =>
+    String(
+      (
+        await execa(
+          "git",
+          [
+            "-c",
+            "user.name=hil-test",
+            "-c",
+            "user.email=hil-test@localhost",
+            "-c",
+            "commit.gpgsign=false",
+            ...args,
+          ],
+          { cwd: repo },
+        )
+      ).stdout,
+    ).trim();
+  await git("init", "-q");
+  await git("add", "-A");
+  await git("commit", "-q", "-m", "debian:6.12's erdma driver");
+  await git("tag", "v6.12-debian");
+  await git("am", "-q", SERIES);
+  const planted = await git("rev-parse", "HEAD~1");
+  const dir = join(root, "run");
+  const r = await hil(
+    [
+      "bisect",
+      "--git",
+      repo,
+      "--good",
+      "v6.12-debian",
+      "--bad",
+      "HEAD",
+      "--scenario",
+      "post-send-in-error",
+      "--run-dir",
+      dir,
+    ],
+    iso.env,
+  );
+  t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-4000));
+  t.match(
+    r.stdout,
+    new RegExp(
+      `^first bad commit: ${planted} "RDMA/erdma: report flushed work requests as successful" \\(3/4 of the range\\)$`,
+      "m",
+    ),
+  );
+  t.match(
+    r.stdout,
+    new RegExp(`^hil bisect: commit ${planted.slice(0, 12)} \\(3/4\\) is the first bad one \\(2 step`, "m"),
+  );
+  const out = JSON.parse(readFileSync(join(dir, "bisect.json"), "utf8")) as BisectResult;
+  t.equal(out.culprit?.commit, planted);
+  t.equal(out.series.range?.good.sha, await git("rev-parse", "v6.12-debian"), "the range's ends recorded");
+  t.equal(out.series.patches.length, 4);
   t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
 });
 
