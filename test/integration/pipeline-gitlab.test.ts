@@ -2,8 +2,10 @@
 // gitlab-ci-local with the shell executor: a copy of this working tree as the project, the tiny
 // plan as HIL_PLAN, two shard jobs (parallel: 2) whose directories reach the merge job only as
 // artifacts (--shell-isolation: every job in its own copy), and the merge job's reports. The
-// merged verdicts must equal an unsharded `hil matrix` of the same plan, rule for rule.
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+// merged verdicts must equal an unsharded `hil matrix` of the same plan, rule for rule. A plan with
+// a FAIL (the planted bug of hil bisect's series) turns the pipeline red in the merge job, after it
+// wrote its reports.
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { execa } from "execa";
 import t from "tap";
@@ -17,7 +19,7 @@ const GITLAB_CI_LOCAL = join(REPO_ROOT, "node_modules/.bin/gitlab-ci-local");
 const PLAN = "fixtures/plans/tiny.yaml";
 
 /** The working tree's files (tracked, and new ones not ignored) copied into a fresh git repository. */
-async function projectCopy(to: string): Promise<void> {
+async function projectCopy(to: string, extraFiles: Record<string, string> = {}): Promise<void> {
   const listed = await execa("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
     cwd: REPO_ROOT,
   });
@@ -27,6 +29,7 @@ async function projectCopy(to: string): Promise<void> {
     mkdirSync(dirname(join(to, file)), { recursive: true });
     cpSync(from, join(to, file));
   }
+  for (const [file, text] of Object.entries(extraFiles)) writeFileSync(join(to, file), text);
   const git = (args: string[]) =>
     execa("git", ["-c", "user.name=hil-test", "-c", "user.email=hil-test@localhost", ...args], { cwd: to });
   await git(["init", "-q"]);
@@ -34,13 +37,16 @@ async function projectCopy(to: string): Promise<void> {
   await git(["commit", "-q", "-m", "the project as tested"]);
 }
 
-t.test("the GitLab pipeline: two shards and a merge equal the unsharded run", async (t) => {
-  const iso = isolate();
-  const root = t.testdir({});
+/** The pipeline run by gitlab-ci-local in a fresh copy of the project, with `plan` as HIL_PLAN. */
+async function runPipeline(
+  root: string,
+  env: NodeJS.ProcessEnv,
+  plan: string,
+  extraFiles: Record<string, string> = {},
+): Promise<{ project: string; bundles: string; exitCode: number | undefined; log: string }> {
   const project = join(root, "project");
-  await projectCopy(project);
+  await projectCopy(project, extraFiles);
   const bundles = join(root, "bundles");
-
   const pipeline = await execa(
     GITLAB_CI_LOCAL,
     [
@@ -51,19 +57,25 @@ t.test("the GitLab pipeline: two shards and a merge equal the unsharded run", as
       "--concurrency",
       "1",
       "--variable",
-      `HIL_PLAN=${PLAN}`,
+      `HIL_PLAN=${plan}`,
     ],
     {
       cwd: project,
       // the jobs' own copies build their own CLI bundles: kept out of the user's cache
-      env: { ...process.env, ...iso.env, HIL_BUNDLE_CACHE: bundles },
+      env: { ...process.env, ...env, HIL_BUNDLE_CACHE: bundles },
       reject: false,
       stdin: "ignore",
       all: true,
     },
   );
-  const log = String(pipeline.all);
-  t.equal(pipeline.exitCode, 0, log.slice(-4000));
+  return { project, bundles, exitCode: pipeline.exitCode, log: String(pipeline.all) };
+}
+
+t.test("the GitLab pipeline: two shards and a merge equal the unsharded run", async (t) => {
+  const iso = isolate();
+  const root = t.testdir({});
+  const { project, bundles, exitCode, log } = await runPipeline(root, iso.env, PLAN);
+  t.equal(exitCode, 0, log.slice(-4000));
   t.match(log, /^ PASS {2}shard: \[1\/2\]$/m, "shard 1/2 passed");
   t.match(log, /^ PASS {2}shard: \[2\/2\]$/m, "shard 2/2 passed");
   t.match(log, /^ PASS {2}merge\s*$/m, "the merge job passed");
@@ -91,5 +103,35 @@ t.test("the GitLab pipeline: two shards and a merge equal the unsharded run", as
   t.ok(Array.isArray(kcidb.tests) && kcidb.tests.length > 0, "the KCIDB report has tests");
   t.ok(existsSync(join(merged, "report.html")), "the HTML report is in the merged directory");
   t.match(readFileSync(join(merged, "results.ktap"), "utf8"), /^KTAP version 1\n/);
+  t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+});
+
+t.test("a FAIL turns the pipeline red after every report is written", async (t) => {
+  const iso = isolate();
+  const root = t.testdir({});
+  // the planted flush-status bug of hil bisect's test series on one kernel, the base on the other
+  const red = [
+    "name: red",
+    "kernels:",
+    "  - { base: debian:6.12, series: ../series/bisect-flush-status-third.mbox }",
+    "  - debian:6.12",
+    "device_profiles: [erdma-reflush]",
+    "executors: [kernel]",
+    "scenarios: [post-send-in-error]",
+    "rules: [linux]",
+    "",
+  ].join("\n");
+  const { project, exitCode, log } = await runPipeline(root, iso.env, "fixtures/plans/red.yaml", {
+    "fixtures/plans/red.yaml": red,
+  });
+  t.not(exitCode, 0, "gitlab-ci-local reports a failed pipeline");
+  t.match(log, /^ PASS {2}shard: \[1\/2\]$/m, "a shard with a FAIL verdict still hands its directory on");
+  t.match(log, /^ PASS {2}shard: \[2\/2\]$/m);
+  t.match(log, /shard \d\/2 exit status 1/, "hil matrix said FAIL in one shard");
+  t.match(log, /^ FAIL {2}merge\s*$/m, "the merge job fails the pipeline");
+  t.match(log, /hil merge: red \(merged\): 2 job\(s\), 1 passed, 1 not passed/);
+  const junit = await junitparserRead(readFileSync(join(project, "junit.xml"), "utf8"));
+  t.ok(junit.computed.failures > 0, "the failed merge job's JUnit report holds the FAIL");
+  t.ok(existsSync(join(project, "merged", "report.html")), "and the HTML report was written");
   t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
 });
