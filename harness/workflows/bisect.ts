@@ -6,9 +6,10 @@
  * `git bisect skip` does: the next step tries the nearest untested prefix.
  */
 import { existsSync, readdirSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { HilError } from "../../util/errors.ts";
+import { makeDir } from "../../util/make-dir.ts";
 import { progress } from "../../util/progress.ts";
 import { describePatch, loadSeries, type Patch, type Series } from "../kernel/series.ts";
 import { writeRunFile } from "../rundir/write.ts";
@@ -126,7 +127,7 @@ export async function searchPrefixes(
 
 /** The series' first k patches as a directory of *.patch files (named so they apply in order). */
 async function prefixSeries(dir: string, patches: readonly Patch[], k: number): Promise<string> {
-  await mkdir(dir, { recursive: true });
+  await makeDir(dir);
   for (const p of patches.slice(0, k))
     await writeFile(join(dir, `${String(p.index).padStart(4, "0")}.patch`), p.text);
   return dir;
@@ -141,7 +142,7 @@ export async function runBisect(opts: BisectOptions): Promise<BisectResult> {
   const range = typeof opts.series === "string" ? undefined : opts.series;
   let series: Series;
   if (range) {
-    await mkdir(runDir, { recursive: true });
+    await makeDir(runDir);
     const file = join(runDir, "range.mbox");
     await writeRangeSeries(range, file);
     series = loadSeries(file);
