@@ -60,7 +60,7 @@ function culpritLine(c: PatchInfo, total: number): string {
     : `first bad patch: ${c.index}/${total} "${c.subject}" (${c.source})`;
 }
 
-function renderBisect(r: BisectResult, runDir: string): string {
+export function renderBisect(r: BisectResult, runDir: string): string {
   const total = r.series.patches.length;
   const lines = [`bisect of ${total} patch(es), scenarios ${r.spec.scenarios}:`];
   for (const s of r.steps) {
