@@ -158,3 +158,30 @@ t.test("a series that does not apply: exit 2 before anything boots", async (t) =
   t.notOk(existsSync(join(dir, "bisect.json")), "no bisect.json");
   t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
 });
+
+t.test("bad options: exit 2, one line naming the option, nothing written", async (t) => {
+  const iso = isolate();
+  const dir = join(t.testdir({}), "run");
+  const cases: [string[], RegExp][] = [
+    [["--scenario", "post-send-in-error"], /^hil: error: give the series: --series <mbox\|dir>, or --git /m],
+    [
+      ["--series", SERIES, "--git", ".", "--good", "HEAD", "--bad", "HEAD", "--scenario", "x"],
+      /^hil: error: --series and --git\/--good\/--bad: give one series, not both$/m,
+    ],
+    [
+      ["--series", SERIES, "--scenario", "x", "--repeat", "0"],
+      /^hil: error: --repeat 0: expected a whole number/m,
+    ],
+    [
+      ["--git", REPO_ROOT, "--good", "no-such-ref", "--bad", "HEAD", "--scenario", "x"],
+      /^hil: error: --good no-such-ref: no such commit in /m,
+    ],
+  ];
+  for (const [args, message] of cases) {
+    const r = await hil(["bisect", ...args, "--run-dir", dir], iso.env);
+    t.equal(r.exitCode, 2, `${args.join(" ")}: ${r.stderr}`);
+    t.match(r.stderr, message);
+    t.notOk(existsSync(dir), "no run directory");
+  }
+  t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+});
