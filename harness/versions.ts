@@ -187,6 +187,7 @@ export function runVersions(prepared: PreparedGuest, kernelSpec: string): RunVer
       spec: kernelSpec,
       release: kernel.release,
       ...(kernel.debianVersion ? { debianVersion: kernel.debianVersion } : {}),
+      ...(kernel.git ? { git: { ...kernel.git } } : {}),
     },
     ...(prepared.rdmaCore ? { rdmaCore: prepared.rdmaCore } : {}),
   };

@@ -11,7 +11,7 @@ import {
 } from "../../util/apt.ts";
 import { ensureEntry } from "../../util/cache.ts";
 import { HilError } from "../../util/errors.ts";
-import { run } from "../../util/exec.ts";
+import { probe, run } from "../../util/exec.ts";
 import { hashFile, hashParts } from "../../util/hash.ts";
 import { makeDir } from "../../util/make-dir.ts";
 import { type BaseSpec, describeBase } from "./base-spec.ts";
@@ -28,11 +28,28 @@ export interface BaseTree {
   srcDir: string;
 }
 
+/** The commit a `<repo>@<ref>` base resolved to when the run planned its kernel. */
+export interface GitCheckout {
+  /** the repository's path */
+  repository: string;
+  /** the ref as given */
+  ref: string;
+  commit: string;
+  /** the commit's tree: what the kernel is built from, and its key */
+  tree: string;
+  /** the branch the ref names (refs/heads/<b>, or refs/remotes/<remote>/<b>) */
+  branch?: string;
+  /** the URL of that branch's remote (a local branch's upstream remote; none when it has none) */
+  remoteUrl?: string;
+}
+
 /** A base's content key and, for a Debian base, the version of the package it names. */
 export interface BaseIdentity {
   key: string;
   /** a debian: base's linux-source package version, e.g. "6.12.95-1~bpo12+1" */
   debianVersion?: string;
+  /** a <repo>@<ref> base's commit */
+  git?: GitCheckout;
 }
 
 /** The content key of a Debian base: the .deb apt names for it, by file name and sha256. */
@@ -44,10 +61,56 @@ export function debianBaseIdentity(uri: PackageUri): BaseIdentity {
   };
 }
 
-/** A base's identity (key, Debian version), computed without fetching or unpacking it. */
+async function gitOut(repo: string, args: string[]): Promise<string | undefined> {
+  const r = await probe("git", ["-C", repo, ...args], { timeoutMs: 60_000 });
+  return r.exitCode === 0 ? r.stdout.trim() : undefined;
+}
+
+/** The key of a commit's tree: two commits with the same tree build the same kernel. */
+function gitTreeKey(tree: string): string {
+  return hashParts(["git-tree", tree]);
+}
+
+/** What `ref` of `repo` names now: its commit and tree, and the branch and remote it follows. */
+export async function resolveGitRef(repo: string, ref: string): Promise<GitCheckout> {
+  const commit = await gitOut(repo, [
+    "rev-parse",
+    "--verify",
+    "--quiet",
+    "--end-of-options",
+    `${ref}^{commit}`,
+  ]);
+  if (!commit)
+    throw new HilError(`${repo}@${ref}: ${ref} names no commit in ${repo}`, {
+      detail: "give a branch, tag or commit of that repository (git rev-parse --verify <ref> finds it)",
+    });
+  const tree = await gitOut(repo, ["rev-parse", "--verify", `${commit}^{tree}`]);
+  if (!tree) throw new HilError(`${repo}@${ref}: commit ${commit} has no readable tree`);
+  // ref cannot be an option here: parseBaseSpec refuses a ref that starts with "-"
+  const full = (await gitOut(repo, ["rev-parse", "--symbolic-full-name", ref])) ?? "";
+  const local = /^refs\/heads\/(.+)$/.exec(full)?.[1];
+  const tracking = /^refs\/remotes\/([^/]+)\/(.+)$/.exec(full);
+  const branch = local ?? tracking?.[2];
+  const remote = local ? await gitOut(repo, ["config", "--get", `branch.${local}.remote`]) : tracking?.[1];
+  const remoteUrl = remote ? await gitOut(repo, ["config", "--get", `remote.${remote}.url`]) : undefined;
+  return {
+    repository: repo,
+    ref,
+    commit,
+    tree,
+    ...(branch ? { branch } : {}),
+    ...(remoteUrl ? { remoteUrl } : {}),
+  };
+}
+
+/** A base's identity (key, Debian version, commit), computed without fetching or unpacking it. */
 export async function baseIdentity(spec: BaseSpec): Promise<BaseIdentity> {
   if (spec.kind === "debian")
     return debianBaseIdentity(await packageUri(await aptContext(spec.suite), spec.package));
+  if (spec.kind === "git-ref") {
+    const git = await resolveGitRef(spec.repo, spec.ref);
+    return { key: gitTreeKey(git.tree), git };
+  }
   return { key: await baseKey(spec) };
 }
 
@@ -61,6 +124,8 @@ export async function baseKey(spec: BaseSpec): Promise<string> {
       const diff = await gitDiffAgainstHead(spec.path);
       return hashParts(["git", head, diff]);
     }
+    case "git-ref":
+      return (await baseIdentity(spec)).key;
     case "dir":
       return hashParts(["dir", await hashTree(spec.path)]);
     case "tarball":
@@ -78,7 +143,7 @@ export async function ensureBaseTree(spec: BaseSpec, key?: string): Promise<Base
   const what = `kernel source ${describeBase(spec)}`;
   // about 86000 files, 1.4 GB: listed by size, not hashed (reading it would cost seconds)
   const { dir } = await ensureEntry(BASE_CACHE_KIND, k, { what, bulk: ["src"] }, async (work) => {
-    await materialize(spec, work);
+    await materialize(spec, work, k);
     if (!looksLikeKernelSource(join(work, "src"))) {
       throw new HilError(
         `${describeBase(spec)} does not contain a kernel source tree (no top-level Makefile and Kconfig)`,
@@ -96,12 +161,14 @@ function looksLikeKernelSource(dir: string): boolean {
   return existsSync(join(dir, "Makefile")) && existsSync(join(dir, "Kconfig"));
 }
 
-async function materialize(spec: BaseSpec, work: string): Promise<void> {
+async function materialize(spec: BaseSpec, work: string, key: string): Promise<void> {
   switch (spec.kind) {
     case "debian":
       return materializeDebian(spec.suite, spec.package, work);
     case "git":
       return materializeGit(spec.path, work);
+    case "git-ref":
+      return materializeGitRef(spec.repo, spec.ref, work, key);
     case "dir":
       return materializeDir(spec.path, work);
     case "tarball":
@@ -182,6 +249,21 @@ async function materializeGit(repo: string, work: string): Promise<void> {
       );
     }
     await rm(diffFile);
+  });
+}
+
+/** The tree of `ref` as it was when the key was made: a ref that moved since is an error, not another kernel. */
+async function materializeGitRef(repo: string, ref: string, work: string, key: string): Promise<void> {
+  const git = await resolveGitRef(repo, ref);
+  if (gitTreeKey(git.tree) !== key)
+    throw new HilError(`${repo}@${ref} moved while hil was running (now commit ${git.commit})`, {
+      detail: "run the command again, or name the commit itself",
+    });
+  const src = join(work, "src");
+  await mkdir(src);
+  await inStep(`[kernel] exporting ${repo}@${ref} (commit ${git.commit.slice(0, 12)})`, async () => {
+    const archive = 'git -C "$1" archive --format=tar "$2" | tar -x -C "$3"';
+    await run("git archive", "bash", ["-o", "pipefail", "-c", archive, "git-archive", repo, git.tree, src]);
   });
 }
 

@@ -15,6 +15,8 @@ export type DebianBaseName = keyof typeof DEBIAN_BASES;
 export type BaseSpec =
   | { kind: "debian"; name: DebianBaseName; package: string; suite: AptContextName }
   | { kind: "git"; path: string }
+  /** a commit of a git repository (a work tree or a bare one), named by a branch, tag or hash */
+  | { kind: "git-ref"; repo: string; ref: string }
   | { kind: "dir"; path: string }
   | { kind: "tarball"; path: string };
 
@@ -23,6 +25,7 @@ const TARBALL_SUFFIXES = [".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tb
 export const ACCEPTED_BASE_FORMS = [
   ...Object.keys(DEBIAN_BASES),
   "a kernel source directory (a git work tree or a plain directory)",
+  "<git repository>@<ref>: the kernel of a branch, tag or commit (the work tree is not used)",
   `a kernel source tarball (${TARBALL_SUFFIXES.join(", ")})`,
 ];
 
@@ -42,6 +45,35 @@ function looksLikeKernelTree(dir: string): boolean {
   );
 }
 
+function isGitRepository(dir: string): boolean {
+  return (
+    existsSync(join(dir, ".git")) ||
+    (existsSync(join(dir, "HEAD")) && existsSync(join(dir, "objects")) && existsSync(join(dir, "refs")))
+  );
+}
+
+/**
+ * `<repo>@<ref>` when some `@` of `base` ends the path of an existing directory: the leftmost such,
+ * so that a ref may hold `@` (`main@{1}`). The ref itself is resolved when the base's key is made.
+ */
+function gitRefSpec(base: string, cwd: string): BaseSpec | undefined {
+  for (let at = base.indexOf("@"); at > 0; at = base.indexOf("@", at + 1)) {
+    const repo = resolve(cwd, base.slice(0, at));
+    if (!existsSync(repo) || !statSync(repo).isDirectory()) continue;
+    const ref = base.slice(at + 1);
+    if (!isGitRepository(repo))
+      throw new HilError(`base ${base}: ${repo} is not a git repository (no .git, and not a bare one)`, {
+        detail: acceptedFormsText(),
+      });
+    if (ref === "" || ref.startsWith("-"))
+      throw new HilError(`base ${base}: "${ref}" is not a ref (give a branch, tag or commit after the @)`, {
+        detail: acceptedFormsText(),
+      });
+    return { kind: "git-ref", repo, ref };
+  }
+  return undefined;
+}
+
 /** Decides what kind of base `base` names; every input that is none of the accepted forms is one error. */
 export function parseBaseSpec(base: string, cwd = process.cwd()): BaseSpec {
   if (base in DEBIAN_BASES) {
@@ -50,6 +82,8 @@ export function parseBaseSpec(base: string, cwd = process.cwd()): BaseSpec {
   }
   const path = resolve(cwd, base);
   const stat = existsSync(path) ? statSync(path) : undefined;
+  const atRef = stat ? undefined : gitRefSpec(base, cwd);
+  if (atRef) return atRef;
   if (stat?.isDirectory()) {
     if (!looksLikeKernelTree(path)) {
       throw new HilError(
@@ -71,6 +105,9 @@ export function parseBaseSpec(base: string, cwd = process.cwd()): BaseSpec {
   throw new HilError(why, { detail: acceptedFormsText() });
 }
 
+/** The base as the run names it: `debian:6.12`, `git <path>`, `dir <path>`, `tarball <path>`, `<repo>@<ref>`. */
 export function describeBase(spec: BaseSpec): string {
-  return spec.kind === "debian" ? spec.name : `${spec.kind} ${spec.path}`;
+  if (spec.kind === "debian") return spec.name;
+  if (spec.kind === "git-ref") return `${spec.repo}@${spec.ref}`;
+  return `${spec.kind} ${spec.path}`;
 }

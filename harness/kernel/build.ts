@@ -74,6 +74,8 @@ interface Plan {
   baseKey: string;
   /** a debian: base's package version */
   debianVersion: string | undefined;
+  /** a <repo>@<ref> base's commit */
+  git: BaseIdentity["git"];
   key: string;
   describe: string;
 }
@@ -107,6 +109,7 @@ function planWith(req: KernelRequest, spec: BaseSpec, base: BaseIdentity): Plan 
     fragments: [baseConfig, ...userFragments],
     baseKey: bKey,
     debianVersion: base.debianVersion,
+    git: base.git,
     key,
     describe,
   };
@@ -117,10 +120,17 @@ export function kernelKeyFor(req: KernelRequest, base: BaseIdentity): string {
   return planWith(req, parseBaseSpec(req.base), base).key;
 }
 
-/** A cached artifact, with what the plan knows that older artifact files may lack. */
+/**
+ * A cached artifact, with what the plan knows that older artifact files may lack, and the commit
+ * this run's ref names (another commit with the same tree may have built the entry).
+ */
 async function readArtifact(dir: string, p: Plan): Promise<KernelArtifact> {
-  const artifact = await readArtifactRecord(dir);
-  return p.debianVersion ? { ...artifact, debianVersion: p.debianVersion } : artifact;
+  const { git: _builtFrom, ...artifact } = await readArtifactRecord(dir);
+  return {
+    ...artifact,
+    ...(p.debianVersion ? { debianVersion: p.debianVersion } : {}),
+    ...(p.git ? { git: p.git, describe: p.describe } : {}),
+  };
 }
 
 /**
@@ -164,7 +174,8 @@ export async function buildKernel(req: KernelRequest): Promise<KernelArtifact> {
   const p = await plan(req);
   const entry = kernelEntryOptions(`kernel ${p.describe}`);
   const { dir, built } = await ensureEntry(KERNEL_CACHE_KIND, p.key, entry, async (work) => {
-    await ensureHostPackages(p.spec.kind === "git" ? [...KERNEL_HOST_PACKAGES, "git"] : KERNEL_HOST_PACKAGES);
+    const usesGit = p.spec.kind === "git" || p.spec.kind === "git-ref";
+    await ensureHostPackages(usesGit ? [...KERNEL_HOST_PACKAGES, "git"] : KERNEL_HOST_PACKAGES);
     let artifact: KernelArtifact;
     if (p.series) artifact = await buildPatched(work, req, p);
     else {

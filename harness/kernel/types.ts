@@ -1,6 +1,8 @@
+import type { GitCheckout } from "./base-source.ts";
+
 /** What the user asks for: a base tree, an optional patch series, and config fragments. */
 export interface KernelRequest {
-  /** debian:6.1 | debian:6.12 | debian:7.2 | a kernel source directory (git or plain) | a tarball */
+  /** debian:6.1 | debian:6.12 | debian:7.2 | a kernel source directory (git or plain) | <repo>@<ref> | a tarball */
   base: string;
   /** an mbox (git format-patch --stdout, b4) or a directory of .patch files */
   series?: string;
@@ -33,6 +35,8 @@ export interface KernelArtifact {
   version?: string;
   /** a debian: base's linux-source package version, e.g. "6.12.95-1~bpo12+1" */
   debianVersion?: string;
+  /** a <repo>@<ref> base's commit as this run resolved it (commits with one tree share a build) */
+  git?: GitCheckout;
   /** subjects of the applied patches, in order */
   patches?: string[];
   /** for base + series: how the build went from the base's build (absent in entries built before) */

@@ -8,6 +8,9 @@
  *   built. The branch is given only when HEAD has not moved since; the URL only when the branch's
  *   remote (else origin) is one KCIDB takes (https://, kcidb-io 32f6864), without credentials. What could
  *   not be said is in misc, with why.
+ * - A git repository at a ref (<repo>@<ref>): the commit, its branch and its remote's URL as the
+ *   run resolved and recorded them (verdicts.json's versions.kernel.git), git_commit_name read
+ *   from the repository when the report is written.
  * - debian:X.Y: Debian's linux-source tarball is no git checkout and does not name the upstream
  *   commit it was cut from: no git fields; misc names the Debian source package, its suite and,
  *   where the run recorded it (verdicts.json's versions.kernel.debianVersion), its version.
@@ -93,6 +96,22 @@ async function gitCheckout(path: string, startedAt: string | undefined): Promise
   return { fields, misc };
 }
 
+type RecordedGit = NonNullable<NonNullable<NonNullable<RunDir["record"]["versions"]>["kernel"]>["git"]>;
+
+async function recordedCheckout(g: RecordedGit): Promise<CheckoutFacts> {
+  const fields: Record<string, string> = { git_commit_hash: g.commit };
+  const misc: Record<string, unknown> = { git_tree: g.repository, git_ref: g.ref };
+  const name = await git(g.repository, ["describe", "--tags", g.commit]);
+  if (name) fields.git_commit_name = name;
+  if (g.branch) fields.git_repository_branch = g.branch;
+  const url = g.remoteUrl === undefined ? undefined : kcidbGitUrl(g.remoteUrl);
+  if (url) fields.git_repository_url = url;
+  else
+    misc.git_remote =
+      g.remoteUrl === undefined ? "the branch has no remote" : "the remote is not an https:// URL";
+  return { fields, misc };
+}
+
 /** The Debian package version of the kernel source, where the run recorded it (versions.kernel). */
 function debianVersionOf(run: RunDir): string | undefined {
   const versions = (run.record as { versions?: { kernel?: { debianVersion?: unknown } } }).versions;
@@ -101,6 +120,8 @@ function debianVersionOf(run: RunDir): string | undefined {
 }
 
 export async function checkoutFacts(run: RunDir): Promise<CheckoutFacts> {
+  const recorded = run.record.versions?.kernel?.git;
+  if (recorded) return recordedCheckout(recorded);
   const base = kernelBase(run);
   const debian = Object.hasOwn(DEBIAN_BASES, base)
     ? DEBIAN_BASES[base as keyof typeof DEBIAN_BASES]

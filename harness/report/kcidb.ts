@@ -173,7 +173,10 @@ function isQuiet(v: Verdict): boolean {
 export async function renderKcidb(run: RunDir, opts: KcidbOptions = {}): Promise<KcidbReport> {
   const r = run.record;
   const patchset = await patchsetOf(run, opts);
-  const checkoutKey = sha256(JSON.stringify([kernelBase(run), patchset?.hash ?? r.kernel]));
+  const commit = r.versions?.kernel?.git?.commit;
+  const checkoutKey = sha256(
+    JSON.stringify([kernelBase(run), patchset?.hash ?? r.kernel, ...(commit ? [commit] : [])]),
+  );
   const checkoutId = `${KCIDB_ORIGIN}:checkout-${checkoutKey.slice(0, 24)}`;
   const buildId = `${KCIDB_ORIGIN}:build-${sha256(JSON.stringify([checkoutKey, r.kernel, r.release ?? ""])).slice(0, 24)}`;
   const runKey = sha256(JSON.stringify(r)).slice(0, 16);

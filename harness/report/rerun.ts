@@ -83,10 +83,18 @@ export function rerunScenario(run: RunDir, s: RunScenario): Rerun {
   const argv = ["run"];
   if (spec) {
     if (!baseDir) notes.push("written by a hil that did not record the directory its paths are relative to");
-    argv.push(
-      "--kernel",
-      spec.kernel.startsWith("debian:") ? spec.kernel : absolute(spec.kernel, baseDir, notes, "kernel"),
-    );
+    const git = r.versions?.kernel?.git;
+    if (git) {
+      argv.push("--kernel", `${git.repository}@${git.commit}`);
+      if (git.ref !== git.commit)
+        notes.push(
+          `the kernel is the commit ${git.ref} named when the run ran; ${git.repository}@${git.ref} may name another now`,
+        );
+    } else
+      argv.push(
+        "--kernel",
+        spec.kernel.startsWith("debian:") ? spec.kernel : absolute(spec.kernel, baseDir, notes, "kernel"),
+      );
     if (spec.series) argv.push("--series", absolute(spec.series, baseDir, notes, "series"));
     for (const c of spec.configs ?? []) argv.push("--config", configArg(c, baseDir, notes));
     argv.push("--driver", spec.driver, "--executor", spec.executor);

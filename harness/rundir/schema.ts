@@ -164,13 +164,28 @@ const job = z.looseObject({
 /**
  * The versions that produced the run (absent in records of hil before they were recorded): hil's,
  * QEMU's, the kernel's (its spec as given, its release as built and booted, a debian: base's
- * package version) and the guest image's rdma-core (Debian's package version).
+ * package version, a <repo>@<ref> base's commit) and the guest image's rdma-core (Debian's package
+ * version).
  */
+const gitCheckout = z.looseObject({
+  repository: z.string(),
+  ref: z.string(),
+  commit: z.string(),
+  tree: z.string(),
+  branch: z.string().optional(),
+  remoteUrl: z.string().optional(),
+});
+
 const versions = z.looseObject({
   hil: z.string(),
   qemu: z.string().optional(),
   kernel: z
-    .looseObject({ spec: z.string(), release: z.string().optional(), debianVersion: z.string().optional() })
+    .looseObject({
+      spec: z.string(),
+      release: z.string().optional(),
+      debianVersion: z.string().optional(),
+      git: gitCheckout.optional(),
+    })
     .optional(),
   rdmaCore: z.string().optional(),
 });

@@ -77,3 +77,39 @@ t.test("a plain directory's key follows its contents", async (t) => {
   mkdirSync(join(tree, "empty"));
   t.not(await hashTree(tree), second, "a new empty directory");
 });
+
+t.test(
+  "<repo>@<ref>: a git repository (work tree or bare) and a ref, the leftmost @ that ends a directory",
+  async (t) => {
+    const dir = t.testdir({
+      repo: { ".git": {} },
+      bare: { HEAD: "ref: refs/heads/main\n", objects: {}, refs: {} },
+      "at@dir": { ".git": {} },
+      notgit: { "a.txt": "" },
+    });
+    t.same(parseBaseSpec("repo@for-next", dir), {
+      kind: "git-ref",
+      repo: join(dir, "repo"),
+      ref: "for-next",
+    });
+    t.same(parseBaseSpec(`${join(dir, "bare")}@v6.12`), {
+      kind: "git-ref",
+      repo: join(dir, "bare"),
+      ref: "v6.12",
+    });
+    t.same(parseBaseSpec("repo@main@{1}", dir), {
+      kind: "git-ref",
+      repo: join(dir, "repo"),
+      ref: "main@{1}",
+    });
+    t.same(parseBaseSpec("at@dir@abc123", dir), {
+      kind: "git-ref",
+      repo: join(dir, "at@dir"),
+      ref: "abc123",
+    });
+    t.throws(() => parseBaseSpec("notgit@main", dir), /notgit is not a git repository/);
+    t.throws(() => parseBaseSpec("repo@", dir), /"" is not a ref/);
+    t.throws(() => parseBaseSpec("repo@--upload-pack=x", dir), /is not a ref/);
+    t.throws(() => parseBaseSpec("nosuch@main", dir), /not a known base, and no such file or directory/);
+  },
+);

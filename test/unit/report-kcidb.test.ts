@@ -285,3 +285,63 @@ t.test("hil report --format kcidb refuses to write a document KCIDB would refuse
     detail: /log_url: must match format "uri"[\s\S]*--url-base not a url/,
   });
 });
+
+t.test(
+  "a <repo>@<ref> base: the commit, branch and URL the run recorded, not the repository's now",
+  async (t) => {
+    const dir = t.testdir({ Makefile: "all:\n", Kconfig: "" });
+    const git = (args: string[]) => execa("git", ["-C", dir, ...args]);
+    await git(["init", "-q", "-b", "main"]);
+    await git(["-c", "user.email=hil@example.org", "-c", "user.name=hil", "add", "."]);
+    await git(["-c", "user.email=hil@example.org", "-c", "user.name=hil", "commit", "-q", "-m", "one"]);
+    await git(["tag", "v7.0-rc1"]);
+    const commit = (await git(["rev-parse", "HEAD"])).stdout.trim();
+    const tree = (await git(["rev-parse", "HEAD^{tree}"])).stdout.trim();
+    const recorded = (ref: string, remoteUrl?: string) => ({
+      kernel: `${dir}@${ref}`,
+      startedAt: "2026-01-01T01:00:00.000Z",
+      versions: {
+        hil: "0.1.0",
+        kernel: {
+          spec: `${dir}@${ref}`,
+          git: {
+            repository: dir,
+            ref,
+            commit,
+            tree,
+            branch: "for-next",
+            ...(remoteUrl ? { remoteUrl } : {}),
+          },
+        },
+      },
+      results: [{ id: "kernel-release", title: "the kernel", verdict: "PASS", reason: "ok" }],
+    });
+    const doc = await kcidbOf(
+      recorded("for-next", "https://u:p@git.kernel.org/pub/scm/linux/kernel/git/rdma/rdma.git"),
+    );
+    t.match(doc.checkouts[0], {
+      tree_name: `${dir}@for-next`,
+      git_commit_hash: commit,
+      git_commit_name: "v7.0-rc1",
+      git_repository_branch: "for-next",
+      git_repository_url: "https://git.kernel.org/pub/scm/linux/kernel/git/rdma/rdma.git",
+      misc: { git_ref: "for-next", git_tree: dir },
+    });
+    t.same(validateKcidb(doc).errors, []);
+    const noRemote = await kcidbOf(recorded("for-next"));
+    t.notOk("git_repository_url" in (noRemote.checkouts[0] ?? {}));
+    t.match(noRemote.checkouts[0]?.misc, { git_remote: "the branch has no remote" });
+
+    const other = await kcidbOf({
+      ...recorded("for-next"),
+      versions: {
+        hil: "0.1.0",
+        kernel: {
+          spec: `${dir}@for-next`,
+          git: { repository: dir, ref: "for-next", commit: "f".repeat(40), tree },
+        },
+      },
+    });
+    t.not(other.checkouts[0]?.id, noRemote.checkouts[0]?.id, "two commits of one branch are two checkouts");
+  },
+);

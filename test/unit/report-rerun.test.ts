@@ -202,3 +202,41 @@ t.test("quoting: what a POSIX shell reads back is the argv", async (t) => {
   ]);
   t.same(echoed.toString("utf8").split("\0").slice(0, -1), argv);
 });
+
+t.test(
+  "a <repo>@<ref> kernel: rerun on the commit the run resolved, with a note that the ref may have moved",
+  async (t) => {
+    const commit = "0123456789abcdef0123456789abcdef01234567";
+    const git = {
+      repository: "/home/me/linux",
+      ref: "for-next",
+      commit,
+      tree: "f".repeat(40),
+      branch: "for-next",
+    };
+    const run = record({
+      versions: { hil: "0.1.0", kernel: { spec: "../linux@for-next", git } },
+      job: {
+        baseDir: "/home/me/plans",
+        spec: { kernel: "../linux@for-next", driver: "erdma", executor: "kernel", scenarios: "mine" },
+      },
+    });
+    const r = rerunScenario(run, run.record.scenarios?.[0] as RunScenario);
+    t.same(r.argv.slice(1, 3), ["--kernel", `/home/me/linux@${commit}`]);
+    t.match(r.notes, [
+      /the commit for-next named when the run ran; \/home\/me\/linux@for-next may name another now/,
+    ]);
+    const byHash = record({
+      versions: { hil: "0.1.0", kernel: { spec: `/home/me/linux@${commit}`, git: { ...git, ref: commit } } },
+      job: {
+        baseDir: "/w",
+        spec: { kernel: `/home/me/linux@${commit}`, driver: "erdma", executor: "kernel", scenarios: "mine" },
+      },
+    });
+    t.same(
+      rerunScenario(byHash, byHash.record.scenarios?.[0] as RunScenario).notes,
+      [],
+      "a hash needs no note",
+    );
+  },
+);
