@@ -24,7 +24,7 @@ export function register(program: Command): void {
     )
     .option(
       "--config <fragment>",
-      "a Kconfig fragment file, or one shipped in guest/kconfig by name (smp: two vCPUs), merged after guest/kconfig/base.config (repeatable, applied in order)",
+      "a Kconfig fragment file, or one shipped in guest/kconfig by name (smp: two vCPUs; debug: KASAN, KFENCE, lockdep, atomic-sleep and list checks), merged after guest/kconfig/base.config (repeatable, applied in order)",
       (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
     )
     .option("--json", "print the kernel artifact as JSON");

@@ -23,7 +23,7 @@ export function addKernelOptions(cmd: Command): Command {
     .option("--series <mbox|dir>", "a patch series applied on the base (mbox or a directory of .patch files)")
     .option(
       "--config <fragment>",
-      "a Kconfig fragment file, or one shipped in guest/kconfig by name (smp: two vCPUs), merged after the base fragment (repeatable)",
+      "a Kconfig fragment file, or one shipped in guest/kconfig by name (smp: two vCPUs; debug: KASAN, KFENCE, lockdep, atomic-sleep and list checks), merged after the base fragment (repeatable)",
       collect,
       [],
     );

@@ -40,12 +40,16 @@ async function errorOf(lines: readonly string[]): Promise<HilError> {
 
 t.test("the shipped plans load", async (t) => {
   const nightly = await loadPlan(join(PLANS, "nightly.yaml"));
-  // 4 kernels (6.12 twice: + smp) x (erdma: 3 profiles + siw) x 2 executors x 3 selections, minus
-  // siw/user/faults (4)
-  t.equal(nightly.jobs.length, 4 * 4 * 2 * 3 - 4);
+  // 5 kernels (6.12 three times: + smp, + debug) x (erdma: 3 profiles + siw) x 2 executors x 3
+  // selections, minus siw/user/faults (5)
+  t.equal(nightly.jobs.length, 5 * 4 * 2 * 3 - 5);
   t.ok(
     nightly.jobs.some((j) => j.id.startsWith("debian-6.12+smp.") && j.spec.configs?.[0] === "smp"),
     "a job on the smp kernel, its fragment named as shipped",
+  );
+  t.ok(
+    nightly.jobs.some((j) => j.id.startsWith("debian-6.12+debug.") && j.spec.configs?.[0] === "debug"),
+    "a job on the debug kernel",
   );
   const tiny = await loadPlan(join(PLANS, "tiny.yaml"));
   t.same(
