@@ -45,11 +45,25 @@ t.test("rping and perftest over the model, debian:6.12", async (t) => {
   for (const tool of ["ib_send_bw", "ib_write_bw", "ib_read_bw"]) {
     await t.test(`${tool} between two processes`, async (t) => {
       const args = "-R -d erdma_0 -n 300 -s 8192";
-      const r = await g.exec(
-        `(${tool} ${args} >/tmp/${tool}.s 2>&1 &); sleep 1; timeout 120 ${tool} ${args} ${IP}; rc=$?; ` +
-          `sleep 1; cat /tmp/${tool}.s >&2; exit $rc`,
-        { timeoutMs: 150_000 },
-      );
+      const once = () =>
+        g.exec(
+          `(${tool} ${args} >/tmp/${tool}.s 2>&1 &); sleep 1; timeout 120 ${tool} ${args} ${IP}; rc=$?; ` +
+            `sleep 1; cat /tmp/${tool}.s >&2; exit $rc`,
+          { timeoutMs: 150_000 },
+        );
+      // perftest times itself with the TSC and first checks its own clock against the guest's
+      // (get_clock.c: a linear fit over short sleeps, refused below r^2 0.9); on a loaded host a
+      // TCG guest's sleeps wander and the tool gives up ("Can't produce a report") before or after
+      // the traffic: a failure of the measuring tool, tried again, never one of the device
+      let r = await once();
+      for (
+        let attempt = 2;
+        attempt <= 3 && /Correlation coefficient r\^2: [\d.e-]+ < 0\.9/.test(r.stderr);
+        attempt++
+      ) {
+        t.comment(`${tool}: perftest could not calibrate its clock (host load); attempt ${attempt}`);
+        r = await once();
+      }
       t.equal(r.exitCode, 0, `${tool} exits 0\n${r.stderr}`);
       const res = perftestResult(r.stdout);
       t.ok(res, "prints a result line");
