@@ -17,6 +17,7 @@ t.setTimeout(30 * 60_000);
 const CHECKERS = [
   "KASAN",
   "KASAN_GENERIC",
+  "KASAN_VMALLOC",
   "KFENCE",
   "PROVE_LOCKING",
   "LOCKDEP",

@@ -15,14 +15,19 @@ export interface CliResult {
 }
 
 /** Runs the real `hil` command as a user would. */
-export async function hil(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+export async function hil(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  opts: { timeoutMs?: number } = {},
+): Promise<CliResult> {
   const r = await execa(HIL_BIN, [...args], {
     reject: false,
     cwd: REPO_ROOT,
     env: { ...process.env, ...env },
     stdin: "ignore",
     stripFinalNewline: false,
-    timeout: 30 * 60_000,
+    // a command that builds a kernel nothing cached: minutes, tens of them on 2 busy cores
+    timeout: opts.timeoutMs ?? 30 * 60_000,
   });
   return { exitCode: r.exitCode ?? -1, stdout: String(r.stdout), stderr: String(r.stderr) };
 }
