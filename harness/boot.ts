@@ -21,6 +21,7 @@ import { ensureQemu } from "../qemu/provision/qemu.ts";
 import { progress } from "../util/progress.ts";
 import { buildGuestToolsLayer } from "./image/guest-tools.ts";
 import { buildInitramfs } from "./image/initramfs.ts";
+import { kernelBootLimits } from "./kernel/boot-args.ts";
 import { buildKernel } from "./kernel/build.ts";
 import type { KernelArtifact, KernelRequest } from "./kernel/types.ts";
 
@@ -123,6 +124,7 @@ export async function bootPrepared(prepared: PreparedGuest, opts: BootOptions = 
       qemu: prepared.qemu,
       kernel: prepared.kernel.bzImage,
       initrd: prepared.initrd,
+      ...slowKernelLimits(prepared.kernel, guestOpts),
       extraQemuArgs: [...(device?.qemuArgs ?? external?.qemuArgs ?? []), ...(guestOpts.extraQemuArgs ?? [])],
     });
   } catch (err) {
@@ -130,6 +132,18 @@ export async function bootPrepared(prepared: PreparedGuest, opts: BootOptions = 
     throw err;
   }
   return withDevice(guest, device, external);
+}
+
+/** The boot limits a slow (KASAN) kernel needs, where the caller set none. */
+function slowKernelLimits(
+  kernel: KernelArtifact,
+  opts: Pick<StartGuestOptions, "bootTimeoutMs" | "stallMs">,
+): Pick<StartGuestOptions, "bootTimeoutMs" | "stallMs"> {
+  const limits = kernelBootLimits(kernel);
+  return {
+    bootTimeoutMs: opts.bootTimeoutMs ?? limits.bootTimeoutMs,
+    stallMs: opts.stallMs ?? limits.stallMs,
+  };
 }
 
 function withDevice(
@@ -281,6 +295,7 @@ export async function bootPair(prepared: PreparedGuest, opts: PairOptions = {}):
         kernel: prepared.kernel.bzImage,
         initrd: prepared.initrd,
         fabric: { mac: device.mac, ipCidr: `${fabricIp}/${FABRIC_PREFIX}`, link: net.links[i] },
+        ...slowKernelLimits(prepared.kernel, guestOpts),
         kernelArgs: [`hil.hostname=hil-guest${i}`, ...(guestOpts.kernelArgs ?? [])],
         keepConsole: keepConsoles?.[i],
         onQemuStarted: onQemuStarted ? (info) => onQemuStarted(i, info) : undefined,

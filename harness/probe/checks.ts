@@ -2,6 +2,7 @@ import { existsSync, statSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { CommandResult } from "../../qemu/launch/types.ts";
 import { parseConsole } from "../console/parse.ts";
+import { slowBootNote, withoutSlowBootWaits } from "../console/slow-boot.ts";
 import { eventsOf, type HwTraceEvent, readHwTrace } from "../protocol/hw-trace.ts";
 import type { CheckResult } from "../verdict.ts";
 import {
@@ -231,8 +232,9 @@ export const SMOKE_CHECKS: readonly SmokeCheck[] = [
     id: "console-clean",
     title: "no WARN, BUG, oops, panic or hung task on the console",
     async run(guest) {
-      const events = parseConsole(await guest.consoleLog());
-      if (events.length === 0) return { verdict: "PASS", reason: "no kernel warnings on the console" };
+      const { events, slowBootWaits } = withoutSlowBootWaits(parseConsole(await guest.consoleLog()));
+      if (events.length === 0)
+        return { verdict: "PASS", reason: `no kernel warnings on the console${slowBootNote(slowBootWaits)}` };
       return {
         verdict: "FAIL",
         reason: `${events.length} kernel warning(s), first: ${events[0]?.text}`,

@@ -7,6 +7,7 @@
  * problems it found (empty: as expected), so a verdict can quote them.
  */
 import { parseConsole } from "../console/parse.ts";
+import { withoutSlowBootWaits } from "../console/slow-boot.ts";
 import { type ErdmaTraceEventOf, eventsOf, type HwTraceEvent } from "../protocol/hw-trace.ts";
 
 /** The subset of a profile the expectations need (ErdmaProfile satisfies it). */
@@ -165,7 +166,7 @@ export function dmesgProblems(dmesg: string): string[] {
     .split("\n")
     .filter((l) => /erdma/i.test(l) && /fail|error|timed? ?out|unable|cannot|invalid|-\d{1,3}\b/i.test(l))
     .map((l) => l.trim());
-  for (const e of parseConsole(dmesg)) problems.push(`${e.kind}: ${e.text}`);
+  for (const e of withoutSlowBootWaits(parseConsole(dmesg)).events) problems.push(`${e.kind}: ${e.text}`);
   return problems;
 }
 
