@@ -13,6 +13,9 @@ export type ConsoleEventKind =
   | "panic"
   | "hung-task"
   | "lockdep"
+  | "kasan"
+  | "kfence"
+  | "sleep-in-atomic"
   | "rcu-stall"
   | "freeze";
 
@@ -53,6 +56,14 @@ export interface ConsoleEvent {
   rip?: string;
   /** a WARN's own message: the lines between "cut here" and "WARNING:" (WARN_ONCE's format) */
   message?: string;
+  /** a KASAN or KFENCE report's other stacks: where the object was allocated and freed */
+  memoryStacks?: MemoryStack[];
+}
+
+/** A titled stack of a memory-safety report: "Allocated by task 97:", "freed by task 97 on cpu 0 at ...:". */
+export interface MemoryStack {
+  title: string;
+  trace: string[];
 }
 
 /** A task in D state listed by sysrq-w ("Show Blocked State"). */
@@ -64,7 +75,16 @@ export interface BlockedTask {
   frames: StackFrame[];
 }
 
+/** The first row that matches a line gives its kind: the checkers' BUG lines before the generic one. */
 const PATTERNS: ReadonlyArray<{ kind: ConsoleEventKind; re: RegExp }> = [
+  // mm/kasan/report.c print_error_description, mm/kfence/report.c kfence_report_error
+  { kind: "kasan", re: /\bBUG: KASAN: / },
+  { kind: "kfence", re: /\bBUG: KFENCE: / },
+  // kernel/sched/core.c __might_resched and __schedule_bug
+  {
+    kind: "sleep-in-atomic",
+    re: /\bBUG: (sleeping function called from invalid context|scheduling while atomic)\b/,
+  },
   { kind: "warn", re: /\bWARNING: CPU: \d+ PID: \d+ at \S+/ },
   { kind: "warn", re: /\bWARNING: .* at [\w.]+\+0x[0-9a-f]+\/0x[0-9a-f]+/ },
   { kind: "bug", re: /\bBUG: / },
@@ -189,6 +209,45 @@ function processOf(
   return undefined;
 }
 
+/** The line of "=" that opens and closes a KASAN or KFENCE report (mm/kasan/report.c, mm/kfence/report.c). */
+const REPORT_RULE = /^={20,}$/;
+const MEMORY_STACK_TITLE =
+  /^((Allocated|Freed|allocated|freed) by task \d+\b.*|(Last|Second to last) potentially related work creation):$/;
+/** KFENCE's line before the access stack, which it prints without a "Call Trace:" (mm/kfence/report.c). */
+const KFENCE_ACCESS = /^(Out-of-bounds|Use-after-free|Invalid) (read|write|free) (at|of) 0x[0-9a-f]+\b.*:$/;
+
+/**
+ * A KASAN or KFENCE report from its BUG line to its closing rule: the access stack (KASAN's Call
+ * Trace, KFENCE's stack after its access line) and the allocation and free stacks.
+ */
+function readMemoryReport(
+  lines: readonly string[],
+  i: number,
+  kind: "kasan" | "kfence",
+): { trace: string[]; stacks: MemoryStack[]; end: number } {
+  const access = kind === "kasan" ? readTrace(lines, i) : { trace: [], end: i };
+  const trace = [...access.trace];
+  const stacks: MemoryStack[] = [];
+  let end = access.end;
+  let block: string[] | undefined;
+  for (let j = access.end + 1; j < lines.length && j < i + 300; j++) {
+    const text = stripTimestamp(lines[j] ?? "");
+    if (REPORT_RULE.test(text.trim())) {
+      end = j;
+      break;
+    }
+    const title = MEMORY_STACK_TITLE.exec(text.trim());
+    if (title) {
+      block = [];
+      stacks.push({ title: text.trim(), trace: block });
+    } else if (kind === "kfence" && trace.length === 0 && KFENCE_ACCESS.test(text.trim())) block = trace;
+    else if (block && /^\s+\S/.test(text) && parseFrame(text)) block.push(text.trim());
+    else block = undefined;
+    end = j;
+  }
+  return { trace, stacks, end };
+}
+
 /** A WARN's message: what WARN()/WARN_ONCE() printed between "cut here" and the WARNING line. */
 function warnMessage(lines: readonly string[], i: number): string | undefined {
   for (let j = i - 1; j >= 0 && j >= i - 12; j--) {
@@ -211,9 +270,11 @@ export function parseConsole(log: string): ConsoleEvent[] {
     const raw = lines[i] ?? "";
     const kind = classify(raw);
     if (!kind) continue;
-    const { trace, end } = readTrace(lines, i);
+    const memory = kind === "kasan" || kind === "kfence" ? readMemoryReport(lines, i, kind) : undefined;
+    const { trace, end } = memory ?? readTrace(lines, i);
     const text = stripTimestamp(raw).trim();
     const event: ConsoleEvent = { kind, line: i + 1, endLine: end + 1, text, trace, frames: framesOf(trace) };
+    if (memory && memory.stacks.length > 0) event.memoryStacks = memory.stacks;
     const process = processOf(kind, lines, i, end);
     if (process) event.process = process;
     const warnAt = WARN_AT.exec(text);

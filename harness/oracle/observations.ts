@@ -2,7 +2,7 @@
  * What the oracle judges: the executor's trace records of one scenario plus what the harness saw
  * itself (a step past its watchdog with the worker's stack, kernel console events).
  */
-import type { ConsoleEventKind } from "../console/parse.ts";
+import type { ConsoleEventKind, MemoryStack } from "../console/parse.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 import type { WrRef } from "./rule.ts";
 import type { SentCommand } from "./run-commands.ts";
@@ -25,6 +25,8 @@ export type ConsoleObservation = {
   kind: ConsoleEventKind;
   text: string;
   trace: string[];
+  /** a KASAN or KFENCE report's allocation and free stacks */
+  memoryStacks?: MemoryStack[];
 };
 
 /** A device fault the suite armed at a step (the erdma model's fault API). */

@@ -550,7 +550,14 @@ async function observeScenario(session: GuestSession, compiled: CompiledScenario
   }
   const consoleTo = await closeConsoleSlice(session, consoleFrom, observations);
   for (const e of parseConsole(session.guest.consoleLog().slice(consoleFrom, consoleTo)))
-    if (!isNmiPanic(e)) observations.push({ ev: "console", kind: e.kind, text: e.text, trace: e.trace });
+    if (!isNmiPanic(e))
+      observations.push({
+        ev: "console",
+        kind: e.kind,
+        text: e.text,
+        trace: e.trace,
+        ...(e.memoryStacks ? { memoryStacks: e.memoryStacks } : {}),
+      });
   if (silent?.kind === "frozen") {
     const e = freezeEvent(silent);
     observations.push({ ev: "console", kind: e.kind, text: e.text, trace: e.trace });

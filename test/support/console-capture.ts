@@ -28,6 +28,13 @@
  *   loaded with what=null (a NULL pointer write in insmod's context: "BUG: kernel NULL pointer
  *   dereference" and the Oops), what=bug (BUG(): "kernel BUG at" and the Oops) or what=timer-null
  *   (the NULL write in a timer callback: the Oops, then "Fatal exception in interrupt").
+ * - kasan-uaf, kfence-uaf, sleep-in-atomic, lockdep (debian:6.12 with guest/kconfig/debug.config):
+ *   hil_oops loaded with what=uaf (KASAN's use-after-free report, with the allocation and free
+ *   stacks), what=kfence-uaf (the same read on an object from KFENCE's pool: KFENCE's report),
+ *   what=atomic-sleep ("BUG: sleeping function called from invalid context") or what=lockdep
+ *   ("WARNING: possible circular locking dependency detected"); the kernel carries on.
+ * - refcount (debian:6.12, its usual config): hil_oops what=refcount, refcount_t's "addition on 0;
+ *   use-after-free." WARN, which needs no debug option.
  * - nmi-idle, nmi-spin (debian:6.12): the NMI the harness sends a guest that stopped answering
  *   (harness/suite/freeze.ts), into an idle guest or one whose CPU spins in hil_spin's init
  *   (guest/testmods/hil_spin): "NMI: Not continuing" with the interrupted context's registers and
@@ -36,8 +43,9 @@
  * A panic ends the log: the harness boots with panic=-1 and QEMU's -no-reboot, so the kernel
  * reboots at once and QEMU exits, before kernel/panic.c prints its "---[ end Kernel panic" line.
  *
- * The kernel config is the harness's (guest/kconfig/base.config): no lockdep, Tiny RCU (no stall
- * detector: RCU_STALL_COMMON is TREE_RCU's), no soft-lockup detector, so those kinds have no capture.
+ * The kernel config is the harness's (guest/kconfig/base.config), plus debug.config for the kinds
+ * that need a checker (CAPTURE_CONFIGS): Tiny RCU (no stall detector: RCU_STALL_COMMON is
+ * TREE_RCU's) and no soft-lockup detector, so those kinds have no capture.
  */
 import { writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -71,6 +79,11 @@ export const CAPTURE_KINDS = [
   "oops-in-irq",
   "nmi-idle",
   "nmi-spin",
+  "kasan-uaf",
+  "kfence-uaf",
+  "sleep-in-atomic",
+  "lockdep",
+  "refcount",
 ] as const;
 export type CaptureKind = (typeof CAPTURE_KINDS)[number];
 
@@ -85,6 +98,19 @@ export const DEFAULT_BASE: Record<CaptureKind, string> = {
   "oops-in-irq": "debian:6.12",
   "nmi-idle": "debian:6.12",
   "nmi-spin": "debian:6.12",
+  "kasan-uaf": "debian:6.12",
+  "kfence-uaf": "debian:6.12",
+  "sleep-in-atomic": "debian:6.12",
+  lockdep: "debian:6.12",
+  refcount: "debian:6.12",
+};
+
+/** The config fragments a kind's kernel is built with (guest/kconfig names): its checker's. */
+export const CAPTURE_CONFIGS: Partial<Record<CaptureKind, readonly string[]>> = {
+  "kasan-uaf": ["debug"],
+  "kfence-uaf": ["debug"],
+  "sleep-in-atomic": ["debug"],
+  lockdep: ["debug"],
 };
 
 export interface CapturedConsole {
@@ -183,8 +209,12 @@ interface CaptureGuest {
 }
 
 /** A guest of `base` with hil_kverbs and hil_oops in its image, and the device of `profile` (or none). */
-async function bootForCapture(base: string, profile: string | false): Promise<CaptureGuest> {
-  const kernel = await buildKernel({ base, configs: [] });
+async function bootForCapture(
+  base: string,
+  profile: string | false,
+  configs: readonly string[] = [],
+): Promise<CaptureGuest> {
+  const kernel = await buildKernel({ base, configs: [...configs] });
   const kverbs = await buildKverbsModule(kernel);
   const oops = await buildGuestModule(kernel, OOPS_MODULE_DIR, { name: OOPS_MODULE });
   const spin = await buildGuestModule(kernel, SPIN_MODULE_DIR, { name: SPIN_MODULE });
@@ -336,6 +366,47 @@ async function captureSysrqCrash(base: string): Promise<CapturedConsole> {
 
 const OOPS_WHAT = { oops: "null", bug: "bug", "oops-in-irq": "timer-null" } as const;
 
+const CHECKER_WHAT = {
+  "kasan-uaf": "uaf",
+  "kfence-uaf": "kfence-uaf",
+  "sleep-in-atomic": "atomic-sleep",
+  lockdep: "lockdep",
+  refcount: "refcount",
+} as const;
+type CheckerKind = keyof typeof CHECKER_WHAT;
+
+/** Where each checker's report starts and ends on the console, and the lines kept before its start. */
+const CHECKER_REPORT: Record<CheckerKind, { from: RegExp; until: RegExp; before: number }> = {
+  // KASAN and KFENCE frame their reports with lines of "=" (mm/kasan/report.c, mm/kfence/report.c)
+  "kasan-uaf": { from: /BUG: KASAN: /, until: /^(\[[\s\d.]+\] )?={20,}$/, before: 1 },
+  "kfence-uaf": { from: /BUG: KFENCE: /, until: /^(\[[\s\d.]+\] )?={20,}$/, before: 1 },
+  "sleep-in-atomic": {
+    from: /BUG: sleeping function called from invalid context/,
+    until: /<\/TASK>/,
+    before: 0,
+  },
+  // lockdep's header: a line of "=", the WARNING, its version line, a line of "-"
+  lockdep: { from: /WARNING: possible circular locking dependency/, until: /<\/TASK>/, before: 1 },
+  refcount: { from: /-+\[ cut here \]-+/, until: /---\[ end trace/, before: 0 },
+};
+
+/** hil_oops with a checker's what=: the report, and the kernel carries on (the module stays loaded). */
+async function captureChecker(kind: CheckerKind, base: string): Promise<CapturedConsole> {
+  const { guest, oops, release } = await bootForCapture(base, false, CAPTURE_CONFIGS[kind]);
+  try {
+    const command = `insmod ${guestModulePath(release, oops.name)} what=${CHECKER_WHAT[kind]}`;
+    const r = await guest.exec(command, { timeoutMs: 120_000 });
+    if (r.exitCode !== 0) throw new HilError(`${command} failed`, { detail: r.stderr });
+    await waitForConsole(guest, new RegExp(`hil_oops: ${CHECKER_WHAT[kind]} done`), 30_000, "hil_oops's end");
+    await sleep(1000);
+    const log = guest.consoleLog();
+    const { from, until, before } = CHECKER_REPORT[kind];
+    return { kind, base, release, commands: [command], log, excerpt: excerpt(log, from, until, before) };
+  } finally {
+    await guest.dispose();
+  }
+}
+
 /** hil_oops loaded with what=null, bug or timer-null: an Oops in process context, or one that panics. */
 async function captureOops(kind: "oops" | "bug" | "oops-in-irq", base: string): Promise<CapturedConsole> {
   const { guest, oops, release } = await bootForCapture(base, false);
@@ -400,6 +471,12 @@ export function capture(kind: CaptureKind, base = DEFAULT_BASE[kind]): Promise<C
     case "nmi-idle":
     case "nmi-spin":
       return captureNmi(kind, base);
+    case "kasan-uaf":
+    case "kfence-uaf":
+    case "sleep-in-atomic":
+    case "lockdep":
+    case "refcount":
+      return captureChecker(kind, base);
     default:
       return captureOops(kind, base);
   }

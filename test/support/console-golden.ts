@@ -48,6 +48,8 @@ export interface GoldenEvent {
   trace: string[];
   /** the frames parsed from them, rendered back (a mis-parsed offset or module shows here) */
   frames: string[];
+  /** a KASAN or KFENCE report's allocation and free stacks */
+  memoryStacks?: Array<{ title: string; trace: string[] }>;
 }
 
 export interface GoldenBlockedTask {
@@ -78,6 +80,7 @@ export function goldenOf(log: string): ConsoleGolden {
       message: e.message,
       trace: e.trace,
       frames: e.frames.map(renderFrame),
+      memoryStacks: e.memoryStacks,
     })),
     blockedTasks: parseBlockedTasks(log).map((b) => ({
       line: b.line,

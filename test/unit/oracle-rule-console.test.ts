@@ -1,12 +1,17 @@
 // The console rule on hand-built observations: a clean slice passes, each kernel warning is a
 // problem with the first lines of its call trace, and a slice whose end is uncertain (no barrier
-// mark) cannot vouch for a clean console: ERROR, unless a warning already failed it.
+// mark) cannot vouch for a clean console: ERROR, unless a warning already failed it. And the real
+// reports of the debug kernel's checkers (test/fixtures/console/, captured from guests): each a FAIL
+// named by its kind, with the stack of the function that broke the rule and, for KASAN, where the
+// object was freed.
 import t from "tap";
+import { parseConsole } from "../../harness/console/parse.ts";
 import type {
   ConsoleCutObservation,
   ConsoleObservation,
   StuckObservation,
 } from "../../harness/oracle/observations.ts";
+import { readGolden } from "../support/console-golden.ts";
 import { pair, verdictOf } from "../support/oracle-trace.ts";
 
 const b = pair().modify("qp", "ERR");
@@ -62,5 +67,83 @@ t.test(
     }
     const failed = verdictOf(b, "console", "ib", [cut, warn]);
     t.same([failed.verdict, failed.problems?.length], ["FAIL", 1], "a warning seen is a FAIL all the same");
+  },
+);
+
+t.test(
+  "real checker reports of a debug kernel fail the rule with their kind, stack and, for a use-after-free, the free",
+  async (t) => {
+    const cases: Array<[string, string, RegExp, string]> = [
+      [
+        "kasan-uaf-6.12-debug",
+        "kasan",
+        /^BUG: KASAN: slab-use-after-free in read_after_free\+/,
+        "read_after_free",
+      ],
+      [
+        "kfence-uaf-6.12-debug",
+        "kfence",
+        /^BUG: KFENCE: use-after-free read in kfence_read_after_free\+/,
+        "kfence_read_after_free",
+      ],
+      [
+        "sleep-in-atomic-6.12-debug",
+        "sleep-in-atomic",
+        /^BUG: sleeping function called from invalid context/,
+        "sleep_in_atomic",
+      ],
+      [
+        "lockdep-6.12-debug",
+        "lockdep",
+        /WARNING: possible circular locking dependency detected/,
+        "inverted_lock_order",
+      ],
+      ["refcount-6.12", "warn", /^WARNING: CPU: \d+ PID: \d+ at lib\/refcount\.c/, "refcount_from_zero"],
+    ];
+    for (const [golden, kind, text, fn] of cases) {
+      const events = parseConsole(readGolden(golden).log);
+      const observations: ConsoleObservation[] = events.map((e) => ({
+        ev: "console",
+        kind: e.kind,
+        text: e.text,
+        trace: e.trace,
+        ...(e.memoryStacks ? { memoryStacks: e.memoryStacks } : {}),
+      }));
+      const v = verdictOf(b, "console", "linux", observations);
+      t.equal(v.verdict, "FAIL", golden);
+      t.equal(v.problems?.length, 1, `${golden}: one report`);
+      t.match(
+        v.problems?.[0]?.reason,
+        new RegExp(`^${kind}: ${text.source.replace(/^\^/, "")}`),
+        `${golden}: its kind and text`,
+      );
+      t.match(
+        v.problems?.[0]?.evidence?.join("\n"),
+        new RegExp(`\\b${fn}\\+`),
+        `${golden}: the stack names ${fn}`,
+      );
+    }
+    const uaf = verdictOf(b, "console", "linux", [
+      ...parseConsole(readGolden("kasan-uaf-6.12-debug").log).map(
+        (e): ConsoleObservation => ({
+          ev: "console",
+          kind: e.kind,
+          text: e.text,
+          trace: e.trace,
+          memoryStacks: e.memoryStacks,
+        }),
+      ),
+    ]);
+    const evidence = uaf.problems?.[0]?.evidence ?? [];
+    t.ok(
+      evidence.some((l) => /^Freed by task \d+:$/.test(l)),
+      "KASAN's free stack is evidence",
+    );
+    t.ok(
+      evidence
+        .slice(evidence.findIndex((l) => l.startsWith("Freed by task")))
+        .some((l) => l.startsWith("kfree+")),
+      "with the kfree that freed the object",
+    );
   },
 );

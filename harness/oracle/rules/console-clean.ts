@@ -1,5 +1,6 @@
 /**
- * No WARN, BUG, oops, panic, hung task, lockdep or RCU stall on the console during the scenario
+ * No WARN, BUG, oops, panic, hung task, lockdep report, KASAN or KFENCE report, sleep in atomic
+ * context or RCU stall on the console during the scenario
  * (its slice ends at the scenario's barrier mark).
  */
 import { fail, pass, type Rule } from "../rule.ts";
@@ -21,7 +22,14 @@ export const consoleRule: Rule = {
       };
     if (events.length === 0) return pass("no kernel warnings on the console", 1);
     return fail(
-      events.map((e) => ({ reason: `${e.kind}: ${e.text}`, evidence: e.trace.slice(0, 10) })),
+      events.map((e) => ({
+        reason: `${e.kind}: ${e.text}`,
+        evidence: [
+          ...e.trace.slice(0, 10),
+          // a use-after-free is told by where the object was freed as much as by where it was read
+          ...(e.memoryStacks ?? []).flatMap((m) => [m.title, ...m.trace.slice(0, 8)]),
+        ],
+      })),
       1,
     );
   },
