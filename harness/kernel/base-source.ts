@@ -82,7 +82,7 @@ export async function resolveGitRef(repo: string, ref: string): Promise<GitCheck
   ]);
   if (!commit)
     throw new HilError(`${repo}@${ref}: ${ref} names no commit in ${repo}`, {
-      detail: "give a branch, tag or commit of that repository (git rev-parse --verify <ref> finds it)",
+      detail: "give a branch, tag or commit of that repository (one that git rev-parse can name there)",
     });
   const tree = await gitOut(repo, ["rev-parse", "--verify", `${commit}^{tree}`]);
   if (!tree) throw new HilError(`${repo}@${ref}: commit ${commit} has no readable tree`);
