@@ -154,11 +154,11 @@ const REGISTER_LINE = /^(RIP|Code|RSP|RAX|RDX|RBP|R10|R13|FS|CS|CR2|DR0|DR3|PKRU
  * The Call Trace after line `from` (0-based), up to </TASK>: its lines, and where the report ends
  * (the trace's end and the trailer lines after it).
  */
-function readTrace(lines: readonly string[], from: number): { trace: string[]; end: number } {
+function readTrace(lines: readonly string[], from: number, window = 80): { trace: string[]; end: number } {
   const trace: string[] = [];
   let inTrace = false;
   let end = from;
-  for (let j = from + 1; j < lines.length && j < from + 80; j++) {
+  for (let j = from + 1; j < lines.length && j < from + window; j++) {
     const text = stripTimestamp(lines[j] ?? "");
     if (/^\s*Call Trace:/.test(text)) {
       inTrace = true;
@@ -271,7 +271,8 @@ export function parseConsole(log: string): ConsoleEvent[] {
     const kind = classify(raw);
     if (!kind) continue;
     const memory = kind === "kasan" || kind === "kfence" ? readMemoryReport(lines, i, kind) : undefined;
-    const { trace, end } = memory ?? readTrace(lines, i);
+    // lockdep describes the dependency chain (a stack per lock) before its "stack backtrace:"
+    const { trace, end } = memory ?? readTrace(lines, i, kind === "lockdep" ? 400 : 80);
     const text = stripTimestamp(raw).trim();
     const event: ConsoleEvent = { kind, line: i + 1, endLine: end + 1, text, trace, frames: framesOf(trace) };
     if (memory && memory.stacks.length > 0) event.memoryStacks = memory.stacks;

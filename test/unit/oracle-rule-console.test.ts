@@ -81,12 +81,6 @@ t.test(
         "read_after_free",
       ],
       [
-        "kfence-uaf-6.12-debug",
-        "kfence",
-        /^BUG: KFENCE: use-after-free read in kfence_read_after_free\+/,
-        "kfence_read_after_free",
-      ],
-      [
         "sleep-in-atomic-6.12-debug",
         "sleep-in-atomic",
         /^BUG: sleeping function called from invalid context/,
