@@ -85,7 +85,7 @@ const TRACE_MARK = "@@hil-kverbs-trace";
  * groups. The trace since `offset` follows the mark. A refused line (its write fails) exits
  * non-zero, after the trace.
  */
-function groupsScript(groups: readonly CommandGroup[], offset: number, opts: GroupsOptions): string {
+export function groupsScript(groups: readonly CommandGroup[], offset: number, opts: GroupsOptions): string {
   const group = (g: CommandGroup) =>
     [
       ...g.lines.map((l) => `echo '${l}' > ctl`),
@@ -109,6 +109,40 @@ function groupsScript(groups: readonly CommandGroup[], offset: number, opts: Gro
     `tail -c +${opts.clear ? 1 : offset + 1} trace`,
     "exit $rc",
   ].join("\n");
+}
+
+/**
+ * The parts of groupsScript's output: the trace read before the clear (with `clear`), the groups'
+ * status lines, and the trace since (undefined when the output stops before a mark).
+ */
+export function splitGroupsOutput(
+  stdout: string,
+  opts: GroupsOptions,
+): { oldTrace?: string; statusText: string; trace?: string } {
+  const mark = `\n${TRACE_MARK}\n`;
+  let out = stdout;
+  let oldTrace: string | undefined;
+  if (opts.clear) {
+    const at = out.indexOf(mark);
+    if (at >= 0) {
+      oldTrace = out.slice(0, at);
+      out = out.slice(at + mark.length);
+    }
+  }
+  const at = out.indexOf(mark);
+  return {
+    ...(oldTrace !== undefined ? { oldTrace } : {}),
+    statusText: at < 0 ? out : out.slice(0, at),
+    ...(at < 0 ? {} : { trace: out.slice(at + mark.length) }),
+  };
+}
+
+/** The wait status lines a batch printed, one per group that ran. */
+export function parseStatuses(text: string): KverbsStatus[] {
+  return text
+    .split("\n")
+    .filter((l) => l.trim())
+    .map((l) => parseStatus(l, "wait"));
 }
 
 function parseStatus(text: string, what: string): KverbsStatus {
@@ -213,19 +247,13 @@ export class KverbsDriver {
     const script = groupsScript(groups, this.offset, opts);
     const budget = groups.reduce((sum, g) => sum + g.timeoutMs, 0);
     const r = await this.guest.exec(script, { timeoutMs: budget + 30_000 });
-    const mark = `\n${TRACE_MARK}\n`;
-    let out = r.stdout;
+    const parts = splitGroupsOutput(r.stdout, opts);
     if (opts.clear) {
-      const at = out.indexOf(mark);
-      if (at >= 0) {
-        this.takeTrace(out.slice(0, at));
-        out = out.slice(at + mark.length);
-      }
+      if (parts.oldTrace !== undefined) this.takeTrace(parts.oldTrace);
       this.offset = 0;
     }
-    const at = out.indexOf(mark);
-    const statusText = at < 0 ? out : out.slice(0, at);
-    const records = at < 0 ? await this.readTrace() : this.takeTrace(out.slice(at + mark.length));
+    const statusText = parts.statusText;
+    const records = parts.trace === undefined ? await this.readTrace() : this.takeTrace(parts.trace);
     if (r.exitCode !== 0) {
       const rejects = recordsOf(records, "reject");
       throw new HilError("hil_kverbs refused a command", {
@@ -234,10 +262,7 @@ export class KverbsDriver {
           : `${r.stdout}${r.stderr}`.trim(),
       });
     }
-    const statuses = statusText
-      .split("\n")
-      .filter((l) => l.trim())
-      .map((l) => parseStatus(l, "wait"));
+    const statuses = parseStatuses(statusText);
     const last = statuses.at(-1);
     if (groups.length === 0 && statuses.length === 0) return { records, statuses };
     if (!last || statuses.length > groups.length)

@@ -16,12 +16,11 @@ import { traceFailureIn } from "../../qemu/device-server/trace-failure.ts";
 import { makeDir } from "../../util/make-dir.ts";
 import { progress } from "../../util/progress.ts";
 import { type BootedGuest, bootPrepared, DEFAULT_GUEST_MAC, type PreparedGuest } from "../boot.ts";
-import { parseConsole } from "../console/parse.ts";
 import type { ExecutorFactory, ExecutorOutcome, ScenarioExecutor } from "../executor/executor.ts";
 import { addSiwLink } from "../executor/kverbs-driver.ts";
 import { executorFactory } from "../executor/registry.ts";
-import { judgeTrace, type ProfileJudgement } from "../oracle/judge.ts";
-import { applyExpectedFailures, applyKnownBugs, type BugTarget, knownBugsFor } from "../oracle/known-bugs.ts";
+import type { ProfileJudgement } from "../oracle/judge.ts";
+import type { BugTarget } from "../oracle/known-bugs.ts";
 import type { FaultObservation, Observation } from "../oracle/observations.ts";
 import { parseHwTrace } from "../protocol/hw-trace.ts";
 import { runDirFull, writeRunFile } from "../rundir/write.ts";
@@ -29,9 +28,10 @@ import { type CompiledScenario, compileScenario } from "../scenario/compile.ts";
 import type { KnownBug, OracleProfile, Scenario } from "../scenario/schema.ts";
 import { type CheckResult, PASSING_VERDICTS, type Verdict } from "../verdict.ts";
 import { armFault, controlOf } from "./faults.ts";
-import { examineSilentGuest, freezeEvent, isNmiPanic } from "./freeze.ts";
+import { examineSilentGuest, freezeEvent } from "./freeze.ts";
 import { harnessDeath, watchHarness } from "./harness-watch.ts";
 import { hwEvidence, hwTraceName, readSlice, settledSize } from "./hw-trace.ts";
+import { consoleObservations, judgeScenarioRun } from "./judge-run.ts";
 import { hangsLast } from "./order.ts";
 import { planScenario, planSteps, type SuiteTarget } from "./plan.ts";
 import {
@@ -267,40 +267,6 @@ export function bugTarget(opts: SuiteOptions): BugTarget {
   };
 }
 
-/**
- * The judgements as verdicts.json keeps them: each problem's reason, its WRs and the completions it
- * judged wrong (its records are in the rule's evidence).
- */
-export function leanJudgements(judgements: readonly ProfileJudgement[]): ProfileJudgement[] {
-  return judgements.map((j) => ({
-    ...j,
-    rules: j.rules.map((r) =>
-      r.problems
-        ? {
-            ...r,
-            problems: r.problems.map((p) => ({
-              reason: p.reason,
-              evidence: [],
-              ...(p.wrs ? { wrs: p.wrs } : {}),
-              ...(p.cqes ? { cqes: p.cqes } : {}),
-            })),
-          }
-        : r,
-    ),
-  }));
-}
-
-/** Adds the hardware events that explain it to each FAIL/XFAIL rule's evidence. */
-export function withHwEvidence(judgements: ProfileJudgement[], hw: readonly string[]): ProfileJudgement[] {
-  if (hw.length === 0) return judgements;
-  return judgements.map((j) => ({
-    ...j,
-    rules: j.rules.map((r) =>
-      r.verdict === "FAIL" || r.verdict === "XFAIL" ? { ...r, evidence: [...(r.evidence ?? []), ...hw] } : r,
-    ),
-  }));
-}
-
 export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
   const repeat = opts.repeat ?? 1;
   const runs = expandRepeats(opts.scenarios, repeat, FIRST_PORT);
@@ -421,34 +387,18 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
         hw = hwEvidence(parseHwTrace(text, { lenient: true }), qpns);
       }
       const t1 = Date.now();
-      const bugs = knownBugsFor(r.scenario.known_bugs, bugTarget(opts));
-      const judged = judgeTrace(
-        { records: outcome.records, observations: outcome.observations, commands: outcome.sent },
-        item.profiles,
-        { covers: r.scenario.covers },
-      );
-      const targets = outcome.observations.flatMap((o) => (o.ev === "fault" && o.wr ? [o.wr] : []));
-      const judgements = withHwEvidence(
-        applyKnownBugs(applyExpectedFailures(judged, r.scenario.expect_fail, targets), bugs),
-        hw,
-      );
+      const judged = judgeScenarioRun(r.scenario, item.profiles, outcome, bugTarget(opts), hw);
       report.timings.judgeMs += Date.now() - t1;
-      // a dead device server or QEMU says nothing of the driver, whatever the rules saw before it
-      const errored =
-        outcome.harnessFault !== undefined ||
-        (outcome.error !== undefined && !judgements.some((j) => j.verdict === "FAIL"));
       report.scenarios.push({
         ...runName(r),
         file: r.scenario.file,
         covers: r.scenario.covers.map(String),
-        judgements: leanJudgements(
-          errored ? judgements.map((j) => ({ ...j, verdict: "ERROR" })) : judgements,
-        ),
-        ...(errored ? { outcome: { verdict: "ERROR" as const, reason: outcome.error ?? "" } } : {}),
+        judgements: judged.judgements,
+        ...(judged.outcome ? { outcome: judged.outcome } : {}),
         trace: traceName,
         ...(hwTrace ? { hwTrace } : {}),
         observations: outcome.observations,
-        ...(bugs.length > 0 ? { knownBugs: bugs } : {}),
+        ...(judged.knownBugs ? { knownBugs: judged.knownBugs } : {}),
         durationMs: outcome.durationMs,
       });
       if (session.executor.wedged || outcome.error !== undefined) {
@@ -549,15 +499,7 @@ async function observeScenario(session: GuestSession, compiled: CompiledScenario
     };
   }
   const consoleTo = await closeConsoleSlice(session, consoleFrom, observations);
-  for (const e of parseConsole(session.guest.consoleLog().slice(consoleFrom, consoleTo)))
-    if (!isNmiPanic(e))
-      observations.push({
-        ev: "console",
-        kind: e.kind,
-        text: e.text,
-        trace: e.trace,
-        ...(e.memoryStacks ? { memoryStacks: e.memoryStacks } : {}),
-      });
+  observations.push(...consoleObservations(session.guest.consoleLog().slice(consoleFrom, consoleTo)));
   if (silent?.kind === "frozen") {
     const e = freezeEvent(silent);
     observations.push({ ev: "console", kind: e.kind, text: e.text, trace: e.trace });

@@ -4,7 +4,7 @@
 import t from "tap";
 import { readRunRecord } from "../../harness/rundir/read.ts";
 import { writeRunRecord } from "../../harness/rundir/write.ts";
-import { leanJudgements } from "../../harness/suite/suite.ts";
+import { leanJudgements } from "../../harness/suite/judge-run.ts";
 import { pair, verdictOf } from "../support/oracle-trace.ts";
 
 t.test("a problem's WRs and completions survive the write and the read", async (t) => {

@@ -1,0 +1,110 @@
+/**
+ * One scenario's run judged into its report fields: the oracle's rules, then its expected failures
+ * and the known driver bugs that apply, the device's evidence beside FAILs, and ERROR when the run
+ * broke without a FAIL to show for it (or the harness itself died). Shared by the suite and by
+ * `hil judge` (traces a lab brought back).
+ */
+import { parseConsole } from "../console/parse.ts";
+import { judgeTrace, type ProfileJudgement } from "../oracle/judge.ts";
+import { applyExpectedFailures, applyKnownBugs, type BugTarget, knownBugsFor } from "../oracle/known-bugs.ts";
+import type { Observation } from "../oracle/observations.ts";
+import type { SentCommand } from "../oracle/run-commands.ts";
+import type { TraceRecord } from "../protocol/trace.ts";
+import type { KnownBug, OracleProfile, Scenario } from "../scenario/schema.ts";
+import type { Verdict } from "../verdict.ts";
+import { isNmiPanic } from "./freeze.ts";
+
+export interface ScenarioRun {
+  records: readonly TraceRecord[];
+  observations: readonly Observation[];
+  sent: readonly SentCommand[];
+  /** why the run broke, if it did */
+  error?: string;
+  /** the device server or QEMU died meanwhile: nothing is said of the driver */
+  harnessFault?: string;
+}
+
+export interface JudgedRun {
+  judgements: ProfileJudgement[];
+  outcome?: { verdict: Verdict; reason: string };
+  knownBugs?: KnownBug[];
+}
+
+export function judgeScenarioRun(
+  scenario: Scenario,
+  profiles: readonly OracleProfile[],
+  run: ScenarioRun,
+  target: BugTarget,
+  hwEvidence: readonly string[] = [],
+): JudgedRun {
+  const bugs = knownBugsFor(scenario.known_bugs, target);
+  const judged = judgeTrace(
+    { records: [...run.records], observations: [...run.observations], commands: [...run.sent] },
+    [...profiles],
+    { covers: scenario.covers },
+  );
+  const targets = run.observations.flatMap((o) => (o.ev === "fault" && o.wr ? [o.wr] : []));
+  const judgements = withHwEvidence(
+    applyKnownBugs(applyExpectedFailures(judged, scenario.expect_fail, targets), bugs),
+    hwEvidence,
+  );
+  const errored =
+    run.harnessFault !== undefined ||
+    (run.error !== undefined && !judgements.some((j) => j.verdict === "FAIL"));
+  return {
+    judgements: leanJudgements(errored ? judgements.map((j) => ({ ...j, verdict: "ERROR" })) : judgements),
+    ...(errored ? { outcome: { verdict: "ERROR" as const, reason: run.error ?? "" } } : {}),
+    ...(bugs.length > 0 ? { knownBugs: bugs } : {}),
+  };
+}
+
+/**
+ * The judgements as verdicts.json keeps them: each problem's reason, its WRs and the completions it
+ * judged wrong (its records are in the rule's evidence).
+ */
+export function leanJudgements(judgements: readonly ProfileJudgement[]): ProfileJudgement[] {
+  return judgements.map((j) => ({
+    ...j,
+    rules: j.rules.map((r) =>
+      r.problems
+        ? {
+            ...r,
+            problems: r.problems.map((p) => ({
+              reason: p.reason,
+              evidence: [],
+              ...(p.wrs ? { wrs: p.wrs } : {}),
+              ...(p.cqes ? { cqes: p.cqes } : {}),
+            })),
+          }
+        : r,
+    ),
+  }));
+}
+
+/** Adds the hardware events that explain it to each FAIL/XFAIL rule's evidence. */
+export function withHwEvidence(judgements: ProfileJudgement[], hw: readonly string[]): ProfileJudgement[] {
+  if (hw.length === 0) return judgements;
+  return judgements.map((j) => ({
+    ...j,
+    rules: j.rules.map((r) =>
+      r.verdict === "FAIL" || r.verdict === "XFAIL" ? { ...r, evidence: [...(r.evidence ?? []), ...hw] } : r,
+    ),
+  }));
+}
+
+/** What the kernel log of a scenario shows, as the console rule reads it (an NMI's own panic left out). */
+export function consoleObservations(text: string): Observation[] {
+  return parseConsole(text).flatMap((e) =>
+    isNmiPanic(e)
+      ? []
+      : [
+          {
+            ev: "console" as const,
+            kind: e.kind,
+            text: e.text,
+            trace: e.trace,
+            ...(e.memoryStacks ? { memoryStacks: e.memoryStacks } : {}),
+          },
+        ],
+  );
+}
