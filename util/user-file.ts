@@ -18,6 +18,9 @@ export const USER_FILE_LIMITS = {
   "config fragment": 1 * MiB,
   /** a whole series (an mbox, or the sum of a directory's patches) */
   series: 64 * MiB,
+  /** hil lava-job's plan (every scenario compiled) and the job's log it judges */
+  "LAVA plan": 16 * MiB,
+  "LAVA log": 256 * MiB,
 } as const;
 export type UserFileKind = keyof typeof USER_FILE_LIMITS;
 

@@ -13,6 +13,7 @@ const COMMAND_MODULES = [
   () => import("./diff-command.ts"),
   () => import("./matrix-command.ts"),
   () => import("./merge-command.ts"),
+  () => import("./lava-command.ts"),
   () => import("./cache-command.ts"),
   () => import("./scenarios-command.ts"),
   () => import("./version-command.ts"),
