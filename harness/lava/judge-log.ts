@@ -7,9 +7,9 @@ import { HilError } from "../../util/errors.ts";
 import { makeDir } from "../../util/make-dir.ts";
 import { packageVersion } from "../../util/package.ts";
 import { readUserText } from "../../util/user-file.ts";
-import { claimRunDir } from "../rundir/claim.ts";
+import { writeClaimedRun } from "../rundir/claim.ts";
 import type { RunRecord } from "../rundir/schema.ts";
-import { runDirFull, writeRunFile, writeRunRecord } from "../rundir/write.ts";
+import { writeRunFile } from "../rundir/write.ts";
 import { suiteResults, TRACE_DIR } from "../suite/suite.ts";
 import { judgeLavaResults } from "./judge.ts";
 import { LAVA_PLAN_FORMAT, type LavaPlan } from "./plan.ts";
@@ -59,8 +59,7 @@ export async function judgeLavaLog(opts: { log: string; plan: string; runDir: st
     );
   const { report, traces } = judgeLavaResults(plan, results);
   const runDir = resolve(opts.runDir);
-  const claim = await claimRunDir(runDir);
-  try {
+  return writeClaimedRun(runDir, async () => {
     await writeRunFile(runDir, LAVA_LOG_COPY, text);
     await makeDir(join(runDir, TRACE_DIR));
     for (const s of report.scenarios) {
@@ -69,7 +68,7 @@ export async function judgeLavaLog(opts: { log: string; plan: string; runDir: st
       s.trace = `${TRACE_DIR}/${s.name}.jsonl`;
       await writeRunFile(runDir, s.trace, records.map((r) => `${JSON.stringify(r)}\n`).join(""));
     }
-    const record: RunRecord = {
+    return {
       kernel: plan.kernel.describe,
       release: plan.kernel.release,
       ...report,
@@ -79,11 +78,5 @@ export async function judgeLavaLog(opts: { log: string; plan: string; runDir: st
       results: suiteResults(report),
       lava: { plan: resolve(opts.plan), log: logPath, digest: plan.digest, complete: results.done },
     };
-    await writeRunRecord(runDir, record);
-    await claim.release();
-    return record;
-  } catch (err) {
-    await claim.discard();
-    throw runDirFull(runDir, err) ?? err;
-  }
+  });
 }

@@ -13,7 +13,8 @@ import { isTempName } from "../../util/atomic-write.ts";
 import { HilError } from "../../util/errors.ts";
 import { makeDir } from "../../util/make-dir.ts";
 import { LOCK_FILE, lockRunDir } from "./lock.ts";
-import { VERDICTS_FILE } from "./schema.ts";
+import { type RunRecord, VERDICTS_FILE } from "./schema.ts";
+import { runDirFull, writeRunRecord } from "./write.ts";
 
 /** What a run writes into its directory (hil run, a matrix's job, repro, validate's sides). */
 const RUN_ENTRIES: readonly RegExp[] = [
@@ -91,3 +92,24 @@ export async function claimRunDir(path: string, kind: RunDirKind = "run"): Promi
 }
 
 export { LOCK_FILE };
+
+/**
+ * A whole run written into a directory it claims: `fill` writes the run's files and returns its
+ * record, verdicts.json is written last, and the claim released. Whatever throws discards what was
+ * written (a full file system as one error naming the directory).
+ */
+export async function writeClaimedRun<R extends RunRecord>(
+  runDir: string,
+  fill: () => Promise<R>,
+): Promise<R> {
+  const claim = await claimRunDir(runDir);
+  try {
+    const record = await fill();
+    await writeRunRecord(runDir, record);
+    await claim.release();
+    return record;
+  } catch (err) {
+    await claim.discard();
+    throw runDirFull(runDir, err) ?? err;
+  }
+}

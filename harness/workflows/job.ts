@@ -15,9 +15,9 @@ import { DEFAULT_GUEST_MAC, type PreparedGuest, prepareGuest, withGuest } from "
 import { bootDevice, type ChosenDevice, recordedDevice, smokeDevice } from "../device.ts";
 import type { KernelRequest } from "../kernel/types.ts";
 import { runSmokeChecks } from "../probe/checks.ts";
-import { claimRunDir } from "../rundir/claim.ts";
+import { writeClaimedRun } from "../rundir/claim.ts";
 import type { RunRecord } from "../rundir/schema.ts";
-import { runDirFull, writeRunRecord } from "../rundir/write.ts";
+import { runDirFull } from "../rundir/write.ts";
 import type { DriverName, ExecutorKind, OracleProfile, Scenario } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
 import { HW_TRACE_FILE } from "../suite/hw-trace.ts";
@@ -236,17 +236,11 @@ export async function runJob(spec: JobSpec, opts: RunJobOptions): Promise<JobRec
   const runDir = resolve(opts.runDir);
   const device = jobDevice(spec, opts, runDir);
   const scenarios = opts.probeOnly ? [] : await selectJobScenarios(spec, opts, baseDir, device);
-  const claim = await claimRunDir(runDir);
-  try {
+  return writeClaimedRun(runDir, async () => {
     const record = await runClaimedJob(spec, opts, { baseDir, runDir, device, scenarios });
     await opts.alsoWrite?.(record);
-    await writeRunRecord(runDir, record);
-    await claim.release();
     return record;
-  } catch (err) {
-    await claim.discard();
-    throw runDirFull(runDir, err) ?? err;
-  }
+  });
 }
 
 /** A failure the job records as an ERROR result, or rethrows: a full disk cannot be recorded. */

@@ -41,6 +41,8 @@ function verdictsOf(runDir: string): Verdicts {
 t.test("a LAVA job's runner on a real guest, judged like hil run", async (t) => {
   const dir = t.testdir({});
   const jobDir = join(dir, "job");
+  const judge = (log: string, runDir: string) =>
+    hil(["judge", log, "--plan", join(jobDir, LAVA_PLAN_FILE), "--run-dir", join(dir, runDir), "--json"]);
   const made = await hil(["lava-job", "--out-dir", jobDir, "--scenario", SCENARIOS.join(",")]);
   t.equal(made.exitCode, 0, `hil lava-job: ${made.stderr.slice(-2000)}`);
   t.match(made.stdout, /5 scenario\(s\) planned, 1 left out/);
@@ -79,14 +81,7 @@ t.test("a LAVA job's runner on a real guest, judged like hil run", async (t) => 
       .join("\n"),
   );
 
-  const judged = await hil([
-    "judge",
-    log,
-    "--plan",
-    join(jobDir, LAVA_PLAN_FILE),
-    "--run-dir",
-    join(dir, "judged"),
-  ]);
+  const judged = await judge(log, "judged");
   t.equal(judged.exitCode, 0, `hil judge: ${judged.stdout}${judged.stderr}`);
   const want = verdictsOf(join(dir, "run"));
   const got = verdictsOf(join(dir, "judged"));
@@ -107,15 +102,7 @@ t.test("a LAVA job's runner on a real guest, judged like hil run", async (t) => 
     t.not(bad, text, "a trace line was changed");
     const file = join(dir, "changed.log");
     writeFileSync(file, bad);
-    const out = await hil([
-      "judge",
-      file,
-      "--plan",
-      join(jobDir, LAVA_PLAN_FILE),
-      "--run-dir",
-      join(dir, "changed"),
-      "--json",
-    ]);
+    const out = await judge(file, "changed");
     t.equal(out.exitCode, 3, out.stderr);
     const misses = [...verdictsOf(join(dir, "changed"))].filter(([, v]) => v === "MISS");
     t.ok(misses.length > 0, "the changed scenario is a MISS");
@@ -126,15 +113,7 @@ t.test("a LAVA job's runner on a real guest, judged like hil run", async (t) => 
     const text = readFileSync(log, "utf8");
     const file = join(dir, "cut.log");
     writeFileSync(file, text.slice(0, text.indexOf("HIL-LAVA begin shared-cq-two-qps") + 40));
-    const out = await hil([
-      "judge",
-      file,
-      "--plan",
-      join(jobDir, LAVA_PLAN_FILE),
-      "--run-dir",
-      join(dir, "cut"),
-      "--json",
-    ]);
+    const out = await judge(file, "cut");
     t.equal(out.exitCode, 3);
     t.equal(verdictsOf(join(dir, "cut")).get("shared-cq-two-qps[ib]"), "MISS");
     t.match(out.stdout, /stops before the runner's end line|holds no output of it/);
@@ -146,26 +125,12 @@ t.test("a LAVA job's runner on a real guest, judged like hil run", async (t) => 
       other,
       readFileSync(log, "utf8").replace(/HIL-LAVA plan [0-9a-f]+/, "HIL-LAVA plan 0123456789abcdef"),
     );
-    const a = await hil([
-      "judge",
-      other,
-      "--plan",
-      join(jobDir, LAVA_PLAN_FILE),
-      "--run-dir",
-      join(dir, "other"),
-    ]);
+    const a = await judge(other, "other");
     t.equal(a.exitCode, 2);
     t.match(a.stderr, /made by another plan/);
     const none = join(dir, "none.log");
     writeFileSync(none, "Linux version 6.12\nlogin:\n");
-    const b = await hil([
-      "judge",
-      none,
-      "--plan",
-      join(jobDir, LAVA_PLAN_FILE),
-      "--run-dir",
-      join(dir, "none"),
-    ]);
+    const b = await judge(none, "none");
     t.equal(b.exitCode, 2);
     t.match(b.stderr, /no output of hil's LAVA runner/);
   });
