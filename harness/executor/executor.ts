@@ -19,6 +19,8 @@ export interface ExecutorOutcome {
   sent: SentCommand[];
   /** the run broke (setup failed, the executor threw): the scenario is an ERROR */
   error?: string;
+  /** asked for a console barrier (StepwiseHooks.barrier): whether its mark was written */
+  barrier?: boolean;
 }
 
 export interface ScenarioExecutor {

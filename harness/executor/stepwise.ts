@@ -8,6 +8,7 @@
 
 import type { StuckObservation } from "../oracle/observations.ts";
 import type { SentCommand } from "../oracle/run-commands.ts";
+import { commandLine } from "../protocol/commands.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
 import type { ExecutorOutcome } from "./executor.ts";
@@ -44,6 +45,11 @@ export interface CommandRunner {
 export interface StepwiseHooks {
   /** arms a fault step on the device (the trace so far names the QPs); throws when it cannot */
   fault?(step: CompiledStep, records: readonly TraceRecord[]): Promise<void>;
+  /**
+   * the console barrier to write after the teardown, in the same round trip (`mark id=<n>`); the
+   * outcome's `barrier` says whether it ran
+   */
+  barrier?: number;
 }
 
 /** Commands run and waited for as one (a step, the setup, the settle, the teardown). */
@@ -58,6 +64,7 @@ interface Group {
 
 const SETTLE_WAIT_MS = 2000;
 const TEARDOWN_TIMEOUT_MS = 30_000;
+const BARRIER_TIMEOUT_MS = 10_000;
 
 function failedCommands(records: readonly TraceRecord[]): string[] {
   return records.flatMap((r) =>
@@ -73,11 +80,13 @@ export async function runStepwise(
   const records: TraceRecord[] = [];
   const stuck: StuckObservation[] = [];
   const sent: SentCommand[] = [];
+  let barrier: boolean | undefined;
   const outcome = (error?: string): ExecutorOutcome => ({
     records,
     stuck,
     sent,
     ...(error ? { error } : {}),
+    ...(barrier !== undefined ? { barrier } : {}),
   });
   /**
    * Runs the groups in order, in one round trip when the runner can; the same records, sent
@@ -159,6 +168,7 @@ export async function runStepwise(
     if (!(await run(pending))) return outcome();
     const end = compiled.steps.length;
     const settle = settleCommands(records, compiled.cqs, SETTLE_WAIT_MS);
+    const mark = hooks.barrier !== undefined ? commandLine("mark", { id: hooks.barrier }) : undefined;
     await run([
       {
         commands: phaseSent(settle, "settle"),
@@ -166,7 +176,15 @@ export async function runStepwise(
         index: end,
       },
       { commands: phaseSent(["reset"], "teardown"), timeoutMs: TEARDOWN_TIMEOUT_MS, index: end },
+      ...(mark
+        ? [{ commands: phaseSent([mark], "barrier"), timeoutMs: BARRIER_TIMEOUT_MS, index: end }]
+        : []),
     ]);
+    if (mark) {
+      const ran = records.find((r) => r.ev === "cmd" && r.line === mark);
+      const done = ran?.ev === "cmd" ? records.find((r) => r.ev === "done" && r.id === ran.id) : undefined;
+      barrier = done?.ev === "done" && done.rc === 0;
+    }
     return outcome();
   } catch (err) {
     return outcome(err instanceof Error ? err.message : String(err));

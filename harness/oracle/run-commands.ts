@@ -99,7 +99,8 @@ export const commandsRule: Rule = {
           );
         return;
       }
-      if (done.rc === 0 || sent.phase === "settle") return;
+      // a settle's poll may come up short; a barrier that fails is the console rule's (console-cut)
+      if (done.rc === 0 || sent.phase === "settle" || sent.phase === "barrier") return;
       if (sent.phase === "step" && sent.kind && JUDGED_BY_RULES.has(sent.kind)) return;
       // completions a poll waited for that a post call refused, or that a QP in ERROR owes and never
       // delivered: rules 1-3 and 5 judge those, the poll's shortfall is their consequence

@@ -228,6 +228,8 @@ interface GuestSession {
   consoleAt: number;
   /** the barriers written so far (each scenario's has the next number) */
   barriers: number;
+  /** where the last scenario's hardware trace slice ended (settled): the next one starts there */
+  hwAt?: number;
 }
 
 /** How long the console may take to show a scenario's barrier mark. */
@@ -356,7 +358,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
         continue;
       }
       const hwFile = session.hwTraceFile;
-      const hwFrom = hwFile ? await settledSize(hwFile, { maxMs: 200 }) : 0;
+      const hwFrom = hwFile ? (session.hwAt ?? (await settledSize(hwFile, { maxMs: 200 }))) : 0;
       const outcome = await observeScenario(session, compiled);
       if (control && !outcome.harnessFault) {
         const cleared = await control
@@ -376,7 +378,9 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
       let hwTrace: string | undefined;
       if (hwFile) {
         hwTrace = `${TRACE_DIR}/${r.name}.hw.jsonl`;
-        const text = await readSlice(hwFile, hwFrom, await settledSize(hwFile));
+        const hwTo = await settledSize(hwFile);
+        session.hwAt = hwTo;
+        const text = await readSlice(hwFile, hwFrom, hwTo);
         checkHwTrace(session.guest);
         await writeRunFile(opts.runDir, hwTrace, text);
         const qpns = new Set(
@@ -446,6 +450,8 @@ async function observeScenario(session: GuestSession, compiled: CompiledScenario
   const control = controlOf(session.guest.device);
   const faults: FaultObservation[] = [];
   const watch = watchHarness(session.guest);
+  // the next console barrier, written by the executor in its last round trip when it can
+  const barrier = session.barriers + 1;
   let outcome: ExecutorOutcome;
   let harnessFault: string | undefined;
   try {
@@ -453,6 +459,7 @@ async function observeScenario(session: GuestSession, compiled: CompiledScenario
       compiled,
       control
         ? {
+            barrier,
             fault: async (step, records) => {
               const armed = await armFault(control, step, compiled, records);
               faults.push({
@@ -464,7 +471,7 @@ async function observeScenario(session: GuestSession, compiled: CompiledScenario
               });
             },
           }
-        : {},
+        : { barrier },
     );
     // settles once the guest is disposed of, after a death; nothing waits for it then
     run.catch(() => {});
@@ -498,7 +505,7 @@ async function observeScenario(session: GuestSession, compiled: CompiledScenario
       harnessFault,
     };
   }
-  const consoleTo = await closeConsoleSlice(session, consoleFrom, observations);
+  const consoleTo = await closeConsoleSlice(session, consoleFrom, observations, outcome.barrier === true);
   observations.push(...consoleObservations(session.guest.consoleLog().slice(consoleFrom, consoleTo)));
   if (silent?.kind === "frozen") {
     const e = freezeEvent(silent);
@@ -511,15 +518,17 @@ async function observeScenario(session: GuestSession, compiled: CompiledScenario
  * The end of the scenario's console slice: the executor writes a numbered mark to the kernel log
  * and the slice ends with the console line that shows it, so a late WARN is the scenario's that
  * caused it, not the next one's. A mark that never shows is a console-cut observation (the console
- * rule cannot vouch for the slice); a stuck executor writes none (the guest is rebooted).
+ * rule cannot vouch for the slice); a stuck executor writes none (the guest is rebooted). `written`:
+ * the executor wrote it with the teardown (StepwiseHooks.barrier).
  */
 async function closeConsoleSlice(
   session: GuestSession,
   from: number,
   observations: Observation[],
+  written: boolean,
 ): Promise<number> {
   const { executor, guest } = session;
-  if (executor.wedged || !executor.barrier) {
+  if (executor.wedged || (!written && !executor.barrier)) {
     session.consoleAt = guest.consoleLog().length;
     return session.consoleAt;
   }
@@ -527,7 +536,7 @@ async function closeConsoleSlice(
   let end: number | undefined;
   let why = `the kernel log did not show barrier mark ${id} within ${BARRIER_WAIT_MS} ms`;
   try {
-    await executor.barrier(id);
+    if (!written) await executor.barrier?.(id);
     end = await barrierEnd(guest, id, from);
   } catch (err) {
     why = `the barrier mark could not be written: ${err instanceof Error ? err.message : String(err)}`;

@@ -7,6 +7,7 @@ import t from "tap";
 import { executorFactory } from "../../harness/executor/registry.ts";
 import { owedCompletions, settleCommands } from "../../harness/executor/settle.ts";
 import { type CommandRunner, runStepwise, type StuckCommand } from "../../harness/executor/stepwise.ts";
+import { judgeTrace } from "../../harness/oracle/judge.ts";
 import { type TraceRecord, traceRecordSchema } from "../../harness/protocol/trace.ts";
 import { renderScenarioTable } from "../../harness/report/scenario-table.ts";
 import { compileScenario } from "../../harness/scenario/compile.ts";
@@ -653,3 +654,82 @@ t.test("a failed step is not a failed setup: the batch goes on and the run is ju
   t.equal(out.error, undefined);
   t.same(runner.rounds[0]?.length, 3, "setup and both steps in the first round trip");
 });
+
+t.test(
+  "the console barrier goes out with the teardown: one round trip fewer, its mark judged as sent",
+  async (t) => {
+    const c = compileScenario(scenario(["steps:", "  - post_recv: { count: 3 }", "  - query: {}"]), OPTS);
+    let markId = 0;
+    const respond =
+      (rc: number): ConstructorParameters<typeof ScriptedRunner>[0] =>
+      (lines, mk) => {
+        const line = lines[0] ?? "";
+        if (line.startsWith("mark")) {
+          markId++;
+          return {
+            records: [
+              mk({ ev: "cmd", id: 90 + markId, line }),
+              mk({ ev: "done", id: 90 + markId, op: "mark", rc, us: 1 }),
+            ],
+          };
+        }
+        return connectAndPostRecv(lines, mk) ?? {};
+      };
+    const batching = new BatchingRunner(respond(0));
+    const out = await runStepwise(batching, c, { barrier: 7 });
+    t.same(
+      batching.rounds.map((r) => r.length),
+      [3, 3],
+      "setup and steps; then settle, teardown and the mark",
+    );
+    t.same(batching.rounds[1]?.[2], ["mark id=7"]);
+    t.equal(out.barrier, true, "the mark was written");
+    t.same(out.sent.at(-1), { line: "mark id=7", phase: "barrier" }, "the mark is a sent command");
+    // the commands rule over a trace that shows each sent command running
+    let seq = 0;
+    const ran = (rcOf: (line: string) => number) =>
+      out.sent.flatMap((s, id) => [
+        traceRecordSchema.parse({ seq: seq++, ns: seq, ev: "cmd", id, line: s.line }),
+        traceRecordSchema.parse({
+          seq: seq++,
+          ns: seq,
+          ev: "done",
+          id,
+          op: s.line.split(" ")[0],
+          rc: rcOf(s.line),
+          us: 1,
+        }),
+      ]);
+    const commandsRule = (records: TraceRecord[], sent = out.sent) =>
+      judgeTrace({ records, observations: [], commands: sent }, ["linux"])[0]?.rules.find(
+        (r) => r.rule === "commands",
+      );
+    t.equal(
+      commandsRule(ran(() => 0))?.verdict,
+      "PASS",
+      "the mark in the trace is one the executor was sent",
+    );
+    t.equal(
+      commandsRule(ran((l) => (l.startsWith("mark") ? -5 : 0)))?.verdict,
+      "PASS",
+      "a failed mark is the console rule's (console-cut), not a failed command",
+    );
+    t.match(
+      commandsRule(
+        ran(() => 0),
+        out.sent.slice(0, -1),
+      )?.reason,
+      /not sent/,
+      "a mark nobody sent would be",
+    );
+
+    const failing = await runStepwise(new BatchingRunner(respond(-5)), c, { barrier: 8 });
+    t.equal(failing.barrier, false, "a mark that failed is not claimed as written");
+    const unasked = await runStepwise(new BatchingRunner(respond(0)), c);
+    t.equal(unasked.barrier, undefined, "no barrier asked, none sent");
+    t.notOk(
+      unasked.sent.some((s) => s.phase === "barrier"),
+      "and nothing of it in the sent commands",
+    );
+  },
+);
