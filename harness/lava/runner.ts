@@ -32,6 +32,10 @@ function batch(groups: readonly PlannedGroup[], clear: boolean): string {
   return `${groupsScript(plain, 0, { clear })}\n`;
 }
 
+/** soft-iWARP on the netdev the device under test reaches its address through (SIW_NETDEV, default eth0) */
+const SIW_LINK = `[ -e /sys/class/infiniband/siw0 ] || { modprobe siw && rdma link add siw0 type siw netdev "\${SIW_NETDEV:-eth0}"; } || say siw-link-failed
+`;
+
 function runScript(plan: LavaPlan): string {
   const T = LAVA_TAG;
   return `#!/bin/sh
@@ -43,7 +47,7 @@ result() { command -v lava-test-case >/dev/null 2>&1 && lava-test-case "$1" --re
 tagged() { sed "s/^/${T} $1 /"; }
 say plan ${plan.digest} ${plan.scenarios.length}
 dmesg -n 1 2>/dev/null
-if [ ! -d ${KVERBS_DEBUGFS} ]; then
+${plan.driver === "siw" ? SIW_LINK : ""}if [ ! -d ${KVERBS_DEBUGFS} ]; then
   for m in ${KVERBS_DEPS.join(" ")}; do modprobe "$m" 2>/dev/null; done
   mod=/lib/modules/$(uname -r)/extra/${KVERBS_MODULE}.ko
   [ -f "$mod" ] || mod="$dir/${KVERBS_MODULE}.ko"

@@ -103,3 +103,15 @@ t.test("the runner's scripts parse in a POSIX shell", async (t) => {
     t.doesNotThrow(() => execFileSync("sh", ["-n", f], { stdio: "pipe" }), `${name} parses`);
   }
 });
+
+t.test("a siw job adds the soft-iWARP link before the scenarios; an erdma job does not", async (t) => {
+  const scenarios = await selectScenarios("drain-qp-idle");
+  const siw = lavaRunnerFiles(buildLavaPlan(scenarios, { hil: "0", kernel: KERNEL, driver: "siw" })).get(
+    "run.sh",
+  );
+  t.match(siw, /rdma link add siw0 type siw netdev "\$\{SIW_NETDEV:-eth0\}"/);
+  const erdma = lavaRunnerFiles(buildLavaPlan(scenarios, { hil: "0", kernel: KERNEL, driver: "erdma" })).get(
+    "run.sh",
+  );
+  t.notMatch(erdma, /rdma link add/);
+});
