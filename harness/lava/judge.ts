@@ -137,7 +137,9 @@ export function judgeLavaResults(
           "MISS",
           why !== undefined
             ? `the job did not run it: ${why}`
-            : "the job's log holds no output of it (the job ended before it, or the log is cut)",
+            : results.done
+              ? "the job's runner finished without running it (a runner of another plan?)"
+              : "the job's log holds no output of it (the job ended before it, or the log is cut)",
         ),
       );
       continue;

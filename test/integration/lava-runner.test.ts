@@ -95,6 +95,12 @@ t.test("a LAVA job's runner on a real guest, judged like hil run", async (t) => 
     [...want.values()].some((v) => v === "PASS"),
     "hil run passed scenarios to compare with",
   );
+  for (const format of ["ktap", "junit", "kcidb", "html"]) {
+    const out = join(dir, `report.${format}`);
+    const rep = await hil(["report", join(dir, "judged"), "--format", format, "--out", out]);
+    t.equal(rep.exitCode, 0, `hil report --format ${format} of the judged run: ${rep.stderr.slice(-1500)}`);
+  }
+  t.match(readFileSync(join(dir, "report.ktap"), "utf8"), /drain-sq-full/, "the report names the scenarios");
 
   t.test("a log line changed on the way: that scenario is a MISS, the others judged", async (t) => {
     const text = readFileSync(log, "utf8");

@@ -85,6 +85,8 @@ t.test("scenarios the log does not hold, or holds damaged, are MISSes saying why
   });
   const missing = judgeLavaResults(p, results({})).report.scenarios.find((s) => s.name === name);
   t.match(missing?.outcome, { verdict: "MISS", reason: /holds no output of it/ });
+  const skipped = judgeLavaResults(p, results({ done: true })).report.scenarios.find((s) => s.name === name);
+  t.match(skipped?.outcome, { verdict: "MISS", reason: /runner finished without running it/ });
   const notRun = judgeLavaResults(
     p,
     results({ notRun: new Map([[name, "scenario x left the executor stuck"]]) }),
