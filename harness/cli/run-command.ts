@@ -12,18 +12,22 @@ import {
   type ExecutorKind,
   type OracleProfile,
 } from "../scenario/schema.ts";
+import { selectScenarios } from "../scenario/select.ts";
 import { HW_TRACE_FILE } from "../suite/hw-trace.ts";
+import { planScenario } from "../suite/plan.ts";
 import { MAX_REPEAT } from "../suite/repeat.ts";
+import { runOnTarget } from "../target/run.ts";
 import { exitCodeFor } from "../verdict.ts";
-import { type JobRecord, type JobSpec, runJob } from "../workflows/job.ts";
+import { type JobRecord, type JobSpec, kernelRequestOf, runJob } from "../workflows/job.ts";
 import { addDeviceOptions, type DeviceOptionValues, deviceOptions } from "./device-options.ts";
 import { addKernelOptions, type KernelOptionValues } from "./kernel-options.ts";
 import { addRulesOption } from "./rules-option.ts";
+import { addTargetOptions, checkTargetOptions, type TargetOptionValues } from "./target-options.ts";
 
 /** The hardware trace of the emulated device, in the run directory (hw-trace-<n>.jsonl after a reboot). */
 export { HW_TRACE_FILE };
 
-interface RunOptionValues extends KernelOptionValues, DeviceOptionValues {
+interface RunOptionValues extends KernelOptionValues, DeviceOptionValues, TargetOptionValues {
   runDir?: string;
   json?: boolean;
   scenario?: string;
@@ -131,7 +135,9 @@ export function register(program: Command): void {
       ].join("\n"),
     );
   addRulesOption(cmd, "judge the drain suite");
-  addDeviceOptions(addKernelOptions(cmd)).action(async (opts: RunOptionValues) => {
+  addTargetOptions(addDeviceOptions(addKernelOptions(cmd))).action(async (opts: RunOptionValues) => {
+    checkTargetOptions(opts);
+    if (opts.target !== undefined) return runTargetCommand(opts, opts.target);
     const probeOnly = smokeOnly(opts);
     if (probeOnly && (opts.repeat ?? 1) > 1)
       throw new HilError(
@@ -167,6 +173,39 @@ export function register(program: Command): void {
     progress.info(`[run] run directory: ${runDir}`);
     process.exitCode = exitCodeFor(record.results, { strict: opts.strict === true });
   });
+}
+
+/** As a run on a guest: without --scenario, only the scenarios meant for the driver (and the kernel executor). */
+async function targetScenarios(glob: string | undefined, driver: DriverName) {
+  const all = await selectScenarios(glob ?? "*");
+  return glob === undefined ? all.filter((s) => planScenario(s, { driver, executor: "kernel" }).run) : all;
+}
+
+/** hil run --target: the suite on the target's device, judged into the run directory. */
+async function runTargetCommand(opts: RunOptionValues, target: string): Promise<void> {
+  const driver = opts.driver ?? "erdma";
+  const runDir = opts.runDir ? resolve(opts.runDir) : defaultRunDir();
+  const record = await runOnTarget({
+    target,
+    ...(opts.identity !== undefined ? { identity: opts.identity } : {}),
+    ...(opts.targetDevice !== undefined ? { device: opts.targetDevice } : {}),
+    kernel: kernelRequestOf({
+      kernel: opts.kernel,
+      ...(opts.series ? { series: opts.series } : {}),
+      configs: opts.config,
+      driver,
+      executor: "kernel",
+      scenarios: "",
+    }),
+    scenarios: await targetScenarios(opts.scenario, driver),
+    driver,
+    ...(opts.rules ? { profiles: opts.rules } : {}),
+    runDir,
+  });
+  if (opts.json) process.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
+  else process.stdout.write(renderScenarioTable(record.results));
+  progress.info(`[run] run directory: ${runDir}`);
+  process.exitCode = exitCodeFor(record.results, { strict: opts.strict === true });
 }
 
 /** The verdict table: per check for the probe stage alone or a broken suite, else per scenario. */

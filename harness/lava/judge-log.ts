@@ -11,9 +11,9 @@ import { writeClaimedRun } from "../rundir/claim.ts";
 import type { RunRecord } from "../rundir/schema.ts";
 import { writeRunFile } from "../rundir/write.ts";
 import { suiteResults, TRACE_DIR } from "../suite/suite.ts";
-import { judgeLavaResults } from "./judge.ts";
+import { type JudgeResultsOptions, judgeLavaResults } from "./judge.ts";
 import { LAVA_PLAN_FORMAT, type LavaPlan } from "./plan.ts";
-import { parseLavaResults } from "./results.ts";
+import { type LavaResults, parseLavaResults } from "./results.ts";
 
 export const LAVA_LOG_COPY = "lava-log.txt";
 
@@ -57,10 +57,36 @@ export async function judgeLavaLog(opts: { log: string; plan: string; runDir: st
         detail: `give the lava-plan.json of the hil lava-job directory the job ran (--plan)`,
       },
     );
-  const { report, traces } = judgeLavaResults(plan, results);
-  const runDir = resolve(opts.runDir);
+  return writeJudgedRun({
+    runDir: opts.runDir,
+    plan,
+    results,
+    started,
+    log: { file: LAVA_LOG_COPY, text },
+    record: { lava: { plan: resolve(opts.plan), log: logPath, digest: plan.digest, complete: results.done } },
+  });
+}
+
+export interface JudgedRunRequest {
+  runDir: string;
+  plan: LavaPlan;
+  results: LavaResults;
+  /** when the run began (epoch ms) */
+  started: number;
+  /** the runner's output as it came, kept in the run directory */
+  log: { file: string; text: string };
+  /** what else verdicts.json records of where the plan ran */
+  record: Partial<RunRecord>;
+  judge?: JudgeResultsOptions;
+}
+
+/** The runner's results judged against their plan, written as a run directory (verdicts.json last). */
+export async function writeJudgedRun(req: JudgedRunRequest): Promise<RunRecord> {
+  const { plan } = req;
+  const { report, traces } = judgeLavaResults(plan, req.results, req.judge);
+  const runDir = resolve(req.runDir);
   return writeClaimedRun(runDir, async () => {
-    await writeRunFile(runDir, LAVA_LOG_COPY, text);
+    await writeRunFile(runDir, req.log.file, req.log.text);
     await makeDir(join(runDir, TRACE_DIR));
     for (const s of report.scenarios) {
       const records = traces.get(s.name);
@@ -72,11 +98,11 @@ export async function judgeLavaLog(opts: { log: string; plan: string; runDir: st
       kernel: plan.kernel.describe,
       release: plan.kernel.release,
       ...report,
-      startedAt: new Date(started).toISOString(),
+      startedAt: new Date(req.started).toISOString(),
       versions: { hil: packageVersion(), kernel: { spec: plan.kernel.base, release: plan.kernel.release } },
-      wallMs: Date.now() - started,
+      wallMs: Date.now() - req.started,
       results: suiteResults(report),
-      lava: { plan: resolve(opts.plan), log: logPath, digest: plan.digest, complete: results.done },
+      ...req.record,
     };
   });
 }

@@ -104,9 +104,18 @@ function stuckAtSetup(observations: readonly Observation[]): boolean {
   return observations.some((o) => o.ev === "stuck" && o.step === -1);
 }
 
+export interface JudgeResultsOptions {
+  /**
+   * the run was cut off (e.g. the SSH connection to a target closed), and why: a scenario whose
+   * output is missing or ends early is an ERROR naming it, not a MISS of the log
+   */
+  interrupted?: string;
+}
+
 export function judgeLavaResults(
   plan: LavaPlan,
   results: LavaResults,
+  opts: JudgeResultsOptions = {},
 ): { report: SuiteReport; traces: Map<string, TraceRecord[]> } {
   const target = {
     driver: plan.driver,
@@ -131,6 +140,10 @@ export function judgeLavaResults(
     const out = results.scenarios.get(planned.name);
     if (!out) {
       const why = results.notRun.get(planned.name);
+      if (why === undefined && opts.interrupted !== undefined) {
+        report.scenarios.push(notRun(who, "ERROR", `not run: ${opts.interrupted}`));
+        continue;
+      }
       report.scenarios.push(
         notRun(
           who,
@@ -145,6 +158,10 @@ export function judgeLavaResults(
       continue;
     }
     if (out.damaged) {
+      if (opts.interrupted !== undefined) {
+        report.scenarios.push(notRun(who, "ERROR", `cut off: ${opts.interrupted} (${out.damaged})`));
+        continue;
+      }
       report.scenarios.push(notRun(who, "MISS", `the job's log cannot be judged for it: ${out.damaged}`));
       continue;
     }

@@ -78,6 +78,8 @@ export interface LavaPlanOptions {
   addr?: string;
   /** judge only under these oracle profiles (default: each scenario's own) */
   profiles?: readonly OracleProfile[];
+  /** why scenarios with device faults are SKIP where the plan runs (default: a LAVA job's reason) */
+  noFaults?: string;
 }
 
 /** The settle of a plan made before the run: each CQ waits for as many completions as WRs are posted. */
@@ -144,7 +146,7 @@ export function buildLavaPlan(scenarios: readonly Scenario[], opts: LavaPlanOpti
     const steps = plan.run ? planSteps(compiled, target) : plan;
     if (profiles.length === 0) skip("SKIP", "no oracle profile selected");
     else if (!plan.run) skip(plan.verdict, plan.reason);
-    else if (compiled.steps.some((x) => x.fault)) skip("SKIP", NO_FAULTS);
+    else if (compiled.steps.some((x) => x.fault)) skip("SKIP", opts.noFaults ?? NO_FAULTS);
     else if (!steps.run) skip(steps.verdict, steps.reason);
     else runnable.push({ compiled, profiles });
   });

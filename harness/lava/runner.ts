@@ -49,8 +49,8 @@ say plan ${plan.digest} ${plan.scenarios.length}
 dmesg -n 1 2>/dev/null
 ${plan.driver === "siw" ? SIW_LINK : ""}if [ ! -d ${KVERBS_DEBUGFS} ]; then
   for m in ${KVERBS_DEPS.join(" ")}; do modprobe "$m" 2>/dev/null; done
-  mod=/lib/modules/$(uname -r)/extra/${KVERBS_MODULE}.ko
-  [ -f "$mod" ] || mod="$dir/${KVERBS_MODULE}.ko"
+  mod="$dir/${KVERBS_MODULE}.ko"
+  [ -f "$mod" ] || mod=/lib/modules/$(uname -r)/extra/${KVERBS_MODULE}.ko
   if ! out=$(insmod "$mod" 2>&1); then
     while read -r id name; do say notrun "$name" "${KVERBS_MODULE} did not load: $out"; done < "$dir/plan.txt"
     result hil-setup fail

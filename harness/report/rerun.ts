@@ -101,9 +101,10 @@ export function rerunScenario(run: RunDir, s: RunScenario): Rerun {
     argv.push(...deviceArgs(run, spec.deviceProfile, baseDir, notes));
     if (spec.oracle) argv.push("--rules", s.judgements.map((j) => j.profile).join(","));
   } else {
-    notes.push(
-      "written by a hil that did not record the job: the kernel, driver and device are the record's",
-    );
+    if (!r.target)
+      notes.push(
+        "written by a hil that did not record the job: the kernel, driver and device are the record's",
+      );
     argv.push("--kernel", kernelBase(run));
     if (r.series?.path) argv.push("--series", r.series.path);
     else if (hasSeries(run))
@@ -111,6 +112,10 @@ export function rerunScenario(run: RunDir, s: RunScenario): Rerun {
     if (r.driver) argv.push("--driver", r.driver);
     if (r.executor) argv.push("--executor", r.executor);
     argv.push(...deviceArgs(run, undefined, undefined, notes));
+    if (r.target) {
+      argv.push("--target", r.target.url);
+      notes.push("add --identity <key> if the run logged in to its target with one");
+    }
   }
   argv.push("--scenario", scenarioArg(s, baseDir, notes));
   if (r.repeat && r.repeat > 1) argv.push("--repeat", String(r.repeat));

@@ -214,6 +214,21 @@ export const runRecordSchema = z.looseObject({
   versions: versions.optional(),
   /** the hil command line that made the run (the arguments after `hil`) and the directory it ran in */
   invocation: z.looseObject({ argv: z.array(z.string()), cwd: z.string() }).optional(),
+  /** hil run --target: the machine the suite ran on (harness/target/run.ts TargetRecord) */
+  target: z
+    .looseObject({
+      url: z.string(),
+      host: z.string(),
+      hostKey: z.string(),
+      release: z.string(),
+      device: z.string(),
+      driver: z.string(),
+      firmware: z.string().optional(),
+      netdev: z.string(),
+      addr: z.string(),
+      left: z.array(z.string()).optional(),
+    })
+    .optional(),
 });
 
 export type RunCheck = z.infer<typeof check>;

@@ -109,3 +109,43 @@ t.test("scenarios the log does not hold, or holds damaged, are MISSes saying why
     p.scenarios[0]?.profiles.map(() => "MISS"),
   );
 });
+
+t.test(
+  "a run cut off (a target's SSH connection lost): what it cut off is an ERROR naming why",
+  async (t) => {
+    const p = await plan();
+    const name = p.scenarios[0]?.name ?? "";
+    const base: LavaResults = { digest: p.digest, scenarios: new Map(), notRun: new Map(), done: false };
+    const why = "the SSH connection to ssh://root@h was lost during the run (read ECONNRESET)";
+    const missing = judgeLavaResults(p, base, { interrupted: why }).report.scenarios[0];
+    t.match(missing?.outcome, { verdict: "ERROR", reason: `not run: ${why}` });
+    t.same(
+      missing?.judgements.map((j) => j.verdict),
+      p.scenarios[0]?.profiles.map(() => "ERROR"),
+    );
+    const cut = judgeLavaResults(
+      p,
+      {
+        ...base,
+        scenarios: new Map([
+          [name, { name, a: "", stack: [], dmesg: "", damaged: "its output stops early" }],
+        ]),
+      },
+      { interrupted: why },
+    ).report.scenarios[0];
+    t.match(cut?.outcome, {
+      verdict: "ERROR",
+      reason: /^cut off: the SSH connection .* \(its output stops early\)$/,
+    });
+    const stuckBefore = judgeLavaResults(
+      p,
+      { ...base, notRun: new Map([[name, "scenario x left the executor stuck before it"]]) },
+      { interrupted: why },
+    ).report.scenarios[0];
+    t.match(
+      stuckBefore?.outcome,
+      { verdict: "MISS", reason: /left the executor stuck/ },
+      "a reason the runner gave stands",
+    );
+  },
+);

@@ -141,6 +141,46 @@ t.test("an external device: its socket and MAC, no profile", async (t) => {
   t.notOk(r.argv.includes("--device-profile"));
 });
 
+t.test("a run on --target: the target again, and a note on the key", async (t) => {
+  const run = record({
+    kernel: "debian:6.12",
+    driver: "erdma",
+    executor: "kernel",
+    versions: { hil: "0.1.0", kernel: { spec: "debian:6.12", release: "6.12.95" } },
+    target: {
+      url: "ssh://root@lab-3:2222",
+      host: "lab-3",
+      hostKey: "SHA256:abc",
+      release: "6.12.95",
+      device: "erdma_0",
+      driver: "erdma",
+      netdev: "eth0",
+      addr: "10.0.0.3",
+    },
+  });
+  const r = rerunScenario(run, run.record.scenarios?.[0] as RunScenario);
+  t.same(r.argv.slice(0, 9), [
+    "run",
+    "--kernel",
+    "debian:6.12",
+    "--driver",
+    "erdma",
+    "--executor",
+    "kernel",
+    "--target",
+    "ssh://root@lab-3:2222",
+  ]);
+  t.notOk(r.argv.includes("--device-profile"), "a target's device has no profile");
+  t.ok(
+    r.notes.some((n) => /--identity/.test(n)),
+    "a note on the key",
+  );
+  t.notOk(
+    r.notes.some((n) => /did not record the job/.test(n)),
+    "a target run has no job spec by design",
+  );
+});
+
 t.test("a repro run: the hil run line, and a note that repro judges without known-bug records", async (t) => {
   const run = record({
     invocation: { argv: ["repro", "erdma-drain-hang-6.1"], cwd: "/w" },
