@@ -2,6 +2,7 @@ import { type Command, InvalidArgumentError } from "commander";
 import { DEFAULT_KERNEL } from "../defaults.ts";
 import { ACCEPTED_BASE_FORMS } from "../kernel/base-spec.ts";
 import type { KernelRequest } from "../kernel/types.ts";
+import { kernelRequestOf } from "../workflows/job.ts";
 
 export interface KernelOptionValues {
   kernel: string;
@@ -27,6 +28,15 @@ export function addKernelOptions(cmd: Command): Command {
       collect,
       [],
     );
+}
+
+/** The kernel the options name, with the paths of --kernel, --series and --config made absolute. */
+export function resolvedKernelRequest(values: KernelOptionValues): KernelRequest {
+  return kernelRequestOf({
+    kernel: values.kernel,
+    ...(values.series ? { series: values.series } : {}),
+    configs: values.config,
+  });
 }
 
 export function kernelRequest(values: KernelOptionValues): KernelRequest {

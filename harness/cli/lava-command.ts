@@ -7,9 +7,8 @@ import { renderScenarioTable } from "../report/scenario-table.ts";
 import { DRIVERS, type DriverName, type OracleProfile } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
 import { exitCodeFor } from "../verdict.ts";
-import { kernelRequestOf } from "../workflows/job.ts";
 import { addDeviceProfileOption } from "./device-options.ts";
-import { addKernelOptions, type KernelOptionValues } from "./kernel-options.ts";
+import { addKernelOptions, type KernelOptionValues, resolvedKernelRequest } from "./kernel-options.ts";
 import { addRulesOption } from "./rules-option.ts";
 
 interface LavaJobOptionValues extends KernelOptionValues {
@@ -73,14 +72,7 @@ function registerLavaJob(program: Command): void {
     const driver = opts.driver ?? "erdma";
     const scenarios = await selectScenarios(opts.scenario ?? "*");
     const { outDir, plan } = await makeLavaJob({
-      kernel: kernelRequestOf({
-        kernel: opts.kernel,
-        ...(opts.series ? { series: opts.series } : {}),
-        configs: opts.config,
-        driver,
-        executor: "kernel",
-        scenarios: "",
-      }),
+      kernel: resolvedKernelRequest(opts),
       scenarios,
       driver,
       ...(opts.deviceProfile ? { deviceProfile: opts.deviceProfile } : {}),

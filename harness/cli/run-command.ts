@@ -18,9 +18,9 @@ import { planScenario } from "../suite/plan.ts";
 import { MAX_REPEAT } from "../suite/repeat.ts";
 import { runOnTarget } from "../target/run.ts";
 import { exitCodeFor } from "../verdict.ts";
-import { type JobRecord, type JobSpec, kernelRequestOf, runJob } from "../workflows/job.ts";
+import { type JobRecord, type JobSpec, runJob } from "../workflows/job.ts";
 import { addDeviceOptions, type DeviceOptionValues, deviceOptions } from "./device-options.ts";
-import { addKernelOptions, type KernelOptionValues } from "./kernel-options.ts";
+import { addKernelOptions, type KernelOptionValues, resolvedKernelRequest } from "./kernel-options.ts";
 import { addRulesOption } from "./rules-option.ts";
 import { addTargetOptions, checkTargetOptions, type TargetOptionValues } from "./target-options.ts";
 
@@ -189,14 +189,7 @@ async function runTargetCommand(opts: RunOptionValues, target: string): Promise<
     target,
     ...(opts.identity !== undefined ? { identity: opts.identity } : {}),
     ...(opts.targetDevice !== undefined ? { device: opts.targetDevice } : {}),
-    kernel: kernelRequestOf({
-      kernel: opts.kernel,
-      ...(opts.series ? { series: opts.series } : {}),
-      configs: opts.config,
-      driver,
-      executor: "kernel",
-      scenarios: "",
-    }),
+    kernel: resolvedKernelRequest(opts),
     scenarios: await targetScenarios(opts.scenario, driver),
     driver,
     ...(opts.rules ? { profiles: opts.rules } : {}),

@@ -21,7 +21,7 @@ import { buildKernel } from "../kernel/build.ts";
 import type { KernelRequest } from "../kernel/types.ts";
 import type { DriverName, OracleProfile, Scenario } from "../scenario/schema.ts";
 import { lavaJobYaml } from "./job.ts";
-import { buildLavaPlan, LAVA_PLAN_FILE, LAVA_SETTLE_WAIT_MS, type LavaPlan } from "./plan.ts";
+import { buildLavaPlan, LAVA_PLAN_FILE, type LavaPlan, planKernelOf, planWatchdogMs } from "./plan.ts";
 import { LAVA_DIR, lavaRunnerFiles } from "./runner.ts";
 
 export const LAVA_JOB_FILE = "job.yaml";
@@ -56,12 +56,7 @@ async function checkOutDir(outDir: string): Promise<void> {
 
 /** The minutes the job's test may take: every watchdog of every scenario, and a margin. */
 function testMinutes(plan: LavaPlan): number {
-  const ms = plan.scenarios.reduce(
-    (sum, s) =>
-      sum + [...s.batches[0], ...s.batches[1]].reduce((n, g) => n + g.timeoutMs, 0) + LAVA_SETTLE_WAIT_MS,
-    0,
-  );
-  return Math.ceil(ms / 60_000) + 5;
+  return Math.ceil(planWatchdogMs(plan) / 60_000) + 5;
 }
 
 async function runnerLayer(plan: LavaPlan, path: string): Promise<void> {
@@ -92,12 +87,7 @@ export async function makeLavaJob(req: LavaJobRequest): Promise<{ outDir: string
   const kernel = await buildKernel(req.kernel);
   const plan = buildLavaPlan(req.scenarios, {
     hil: packageVersion(),
-    kernel: {
-      describe: kernel.describe,
-      release: kernel.release,
-      base: kernel.describe.split(" + ")[0] ?? kernel.describe,
-      ...(kernel.version ? { version: kernel.version } : {}),
-    },
+    kernel: planKernelOf(kernel),
     driver: req.driver,
     ...(req.deviceProfile ? { deviceProfile: req.deviceProfile } : {}),
     ...(req.addr ? { addr: req.addr } : {}),

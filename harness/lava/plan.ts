@@ -13,6 +13,7 @@ import { HilError } from "../../util/errors.ts";
 import { hashParts } from "../../util/hash.ts";
 import type { CommandGroup } from "../executor/kverbs-driver.ts";
 import { phaseSent, setupSent, stepSent } from "../executor/sent.ts";
+import type { KernelArtifact } from "../kernel/types.ts";
 import type { SentCommand } from "../oracle/run-commands.ts";
 import { commandLine } from "../protocol/commands.ts";
 import { type CompiledScenario, compileScenario } from "../scenario/compile.ts";
@@ -68,6 +69,27 @@ export interface LavaPlan {
   addr: string;
   scenarios: PlannedScenario[];
   notPlanned: NotPlanned[];
+}
+
+/** The longest the runner can take: every watchdog of every planned scenario and each settle's wait. */
+export function planWatchdogMs(plan: Pick<LavaPlan, "scenarios">): number {
+  return plan.scenarios.reduce(
+    (sum, s) =>
+      sum + [...s.batches[0], ...s.batches[1]].reduce((n, g) => n + g.timeoutMs, 0) + LAVA_SETTLE_WAIT_MS,
+    0,
+  );
+}
+
+/** The kernel as a plan names it, from the kernel built for it. */
+export function planKernelOf(
+  kernel: Pick<KernelArtifact, "describe" | "release" | "version">,
+): LavaPlan["kernel"] {
+  return {
+    describe: kernel.describe,
+    release: kernel.release,
+    base: kernel.describe.split(" + ")[0] ?? kernel.describe,
+    ...(kernel.version ? { version: kernel.version } : {}),
+  };
 }
 
 export interface LavaPlanOptions {

@@ -17,7 +17,7 @@ import { buildKverbsModule } from "../image/kverbs-module.ts";
 import { buildKernel } from "../kernel/build.ts";
 import type { KernelRequest } from "../kernel/types.ts";
 import { writeJudgedRun } from "../lava/judge-log.ts";
-import { buildLavaPlan, LAVA_SETTLE_WAIT_MS, type LavaPlan } from "../lava/plan.ts";
+import { buildLavaPlan, type LavaPlan, planKernelOf, planWatchdogMs } from "../lava/plan.ts";
 import { parseLavaResults } from "../lava/results.ts";
 import { LAVA_TAG, lavaRunnerFiles } from "../lava/runner.ts";
 import { claimRunDir } from "../rundir/claim.ts";
@@ -77,11 +77,7 @@ export type TargetRecord = {
 
 /** Every watchdog of every planned scenario, and a margin: the runner is stopped after that. */
 function runnerBudgetMs(plan: LavaPlan): number {
-  return plan.scenarios.reduce(
-    (sum, s) =>
-      sum + [...s.batches[0], ...s.batches[1]].reduce((n, g) => n + g.timeoutMs, 0) + LAVA_SETTLE_WAIT_MS,
-    MARGIN_MS,
-  );
+  return planWatchdogMs(plan) + MARGIN_MS;
 }
 
 async function checkRunDirFree(runDir: string): Promise<void> {
@@ -188,12 +184,7 @@ export async function runOnTarget(req: TargetRunRequest): Promise<RunRecord & { 
     );
     const plan = buildLavaPlan(req.scenarios, {
       hil: packageVersion(),
-      kernel: {
-        describe: kernel.describe,
-        release: kernel.release,
-        base: kernel.describe.split(" + ")[0] ?? kernel.describe,
-        ...(kernel.version ? { version: kernel.version } : {}),
-      },
+      kernel: planKernelOf(kernel),
       driver: req.driver,
       addr: device.addr,
       noFaults: NO_FAULTS,

@@ -77,7 +77,10 @@ export interface RunJobOptions {
 }
 
 /** The kernel a job boots, its paths made absolute. */
-export function kernelRequestOf(spec: JobSpec, baseDir = process.cwd()): KernelRequest {
+export function kernelRequestOf(
+  spec: Pick<JobSpec, "kernel" | "series" | "configs">,
+  baseDir = process.cwd(),
+): KernelRequest {
   const isPath = (b: string) => !b.startsWith("debian:");
   return {
     base: isPath(spec.kernel) ? resolve(baseDir, spec.kernel) : spec.kernel,

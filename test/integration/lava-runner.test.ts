@@ -14,29 +14,13 @@ import { LAVA_JOB_FILE, LAVA_RAMDISK_FILE } from "../../harness/lava/make-job.ts
 import { LAVA_PLAN_FILE } from "../../harness/lava/plan.ts";
 import { ensureQemu } from "../../qemu/provision/qemu.ts";
 import { hil } from "../support/cli.ts";
+import { cellVerdicts, RUNNER_FAULTY, RUNNER_SCENARIOS } from "../support/verdicts.ts";
 
 t.setTimeout(60 * 60 * 1000);
 
-const SCENARIOS = [
-  "drain-qp-idle",
-  "drain-sq-full",
-  "drain-rq-outstanding",
-  "shared-cq-two-qps",
-  "unsignaled-in-error",
-  "fault-drop-flush-cqe",
-];
-const FAULTY = "fault-drop-flush-cqe";
-
-type Verdicts = Map<string, string>;
-
-function verdictsOf(runDir: string): Verdicts {
-  const v = JSON.parse(readFileSync(join(runDir, "verdicts.json"), "utf8")) as {
-    scenarios: { name: string; judgements: { profile: string; verdict: string }[] }[];
-  };
-  return new Map(
-    v.scenarios.flatMap((s) => s.judgements.map((j) => [`${s.name}[${j.profile}]`, j.verdict] as const)),
-  );
-}
+const SCENARIOS = RUNNER_SCENARIOS;
+const FAULTY = RUNNER_FAULTY;
+const verdictsOf = cellVerdicts;
 
 t.test("a LAVA job's runner on a real guest, judged like hil run", async (t) => {
   const dir = t.testdir({});

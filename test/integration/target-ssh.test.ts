@@ -4,49 +4,19 @@
 // the target, and the target is left as it was found. Then the connection is dropped mid-run (the
 // SSH server's session process killed on the target): the scenarios it cut off are ERRORs that say
 // so, and nothing of the run is left on either side.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
 import { type BootedGuest, bootPrepared, prepareGuest } from "../../harness/boot.ts";
 import { generateSshKeyPair } from "../../qemu/launch/ssh.ts";
 import { hil } from "../support/cli.ts";
+import { cellVerdicts, loadVerdicts, RUNNER_FAULTY, RUNNER_SCENARIOS } from "../support/verdicts.ts";
 
 t.setTimeout(60 * 60 * 1000);
 
-const SCENARIOS = [
-  "drain-qp-idle",
-  "drain-sq-full",
-  "drain-rq-outstanding",
-  "shared-cq-two-qps",
-  "unsignaled-in-error",
-  "fault-drop-flush-cqe",
-];
-const FAULTY = "fault-drop-flush-cqe";
-
-interface Record {
-  scenarios: {
-    name: string;
-    judgements: { profile: string; verdict: string }[];
-    outcome?: { reason: string };
-  }[];
-  target?: {
-    url: string;
-    release: string;
-    device: string;
-    driver: string;
-    addr: string;
-    hostKey: string;
-    left?: string[];
-  };
-}
-
-const read = (runDir: string) => JSON.parse(readFileSync(join(runDir, "verdicts.json"), "utf8")) as Record;
-
-function cells(r: Record): Map<string, string> {
-  return new Map(
-    r.scenarios.flatMap((s) => s.judgements.map((j) => [`${s.name}[${j.profile}]`, j.verdict] as const)),
-  );
-}
+const SCENARIOS = RUNNER_SCENARIOS;
+const FAULTY = RUNNER_FAULTY;
+const read = loadVerdicts;
 
 /** What a run on the target could leave there: its directory, the module, its processes, the siw link. */
 const LEFTOVERS = [
@@ -93,9 +63,9 @@ async function compareWithLocal(
   ]);
   t.equal(remote.exitCode, 0, `hil run --target: ${remote.stderr.slice(-3000)}`);
   t.match(remote.stderr, /\[target\] drain-qp-idle \(\d\/5\)/, "progress names each scenario as it starts");
-  const want = cells(read(join(opts.dir, "local")));
+  const want = cellVerdicts(join(opts.dir, "local"));
   const record = read(join(opts.dir, "remote"));
-  const got = cells(record);
+  const got = cellVerdicts(join(opts.dir, "remote"));
   t.equal(got.size, want.size, "the same cells");
   for (const [cell, verdict] of want) {
     if (cell.startsWith(FAULTY))
@@ -163,8 +133,8 @@ t.test("hil run --target on a guest with the emulated erdma, and a connection dr
     t.ok(errors.length >= 1, "the scenarios the drop cut off are ERRORs");
     for (const s of errors)
       t.match(s.outcome?.reason, /SSH connection to ssh:\/\/root@127\.0\.0\.1:\d+ was lost/, s.name);
-    const local = cells(read(join(dir, "local")));
-    for (const [cell, verdict] of cells(record))
+    const local = cellVerdicts(join(dir, "local"));
+    for (const [cell, verdict] of cellVerdicts(join(dir, "dropped")))
       if (verdict !== "ERROR" && !cell.startsWith(FAULTY))
         t.equal(verdict, local.get(cell), `${cell}: judged as locally`);
     t.notOk(record.target?.left, "the cleanup left nothing");

@@ -27,3 +27,27 @@ export const verdictsOf = (s: ScenarioVerdict) => s.judgements.map((j) => `${j.p
 
 export const ruleOf = (s: ScenarioVerdict, profile: string, rule: string) =>
   s.judgements.find((j) => j.profile === profile)?.rules.find((r) => r.rule === rule);
+
+/** Every cell of a run, "<scenario>[<profile>]" → its verdict. */
+export function cellVerdicts(dir: string): Map<string, string> {
+  return new Map(
+    loadVerdicts(dir).scenarios.flatMap((s) =>
+      s.judgements.map((j) => [`${s.name}[${j.profile}]`, j.verdict] as const),
+    ),
+  );
+}
+
+/**
+ * The scenarios the runner tests (LAVA, --target) compare with hil run: drains of idle, full and
+ * outstanding queues, a shared CQ, unsignaled WRs in ERROR, and one fault scenario (`RUNNER_FAULTY`),
+ * which a runner without a control channel reports as SKIP.
+ */
+export const RUNNER_SCENARIOS = [
+  "drain-qp-idle",
+  "drain-sq-full",
+  "drain-rq-outstanding",
+  "shared-cq-two-qps",
+  "unsignaled-in-error",
+  "fault-drop-flush-cqe",
+] as const;
+export const RUNNER_FAULTY = "fault-drop-flush-cqe";
