@@ -17,6 +17,7 @@ import {
 import { type Guest, type StartGuestOptions, startGuest } from "../qemu/launch/guest.ts";
 import type { ExecOptions } from "../qemu/launch/ssh.ts";
 import type { QemuInstall } from "../qemu/launch/types.ts";
+import { bindVfioPci, type HostPci, type PassthroughBinding, realHostPci } from "../qemu/launch/vfio-pci.ts";
 import { ensureQemu } from "../qemu/provision/qemu.ts";
 import { progress } from "../util/progress.ts";
 import { buildGuestToolsLayer } from "./image/guest-tools.ts";
@@ -71,9 +72,21 @@ export interface ExternalDeviceOptions {
   external: string;
 }
 
+/**
+ * A host PCI function to pass through with vfio-pci instead of the emulated device (a real erdma
+ * function): bound to vfio-pci for the boot, given back to its driver when the guest is disposed
+ * of (or fails to boot, or hil exits). It must report the guest NIC's MAC (BootOptions.mac).
+ */
+export interface PciDeviceOptions {
+  /** its PCI address, normalised (qemu/launch/vfio-pci.ts parseBdf) */
+  pci: string;
+  /** where it is bound (default: this machine's sysfs; tests hand a fake one) */
+  host?: HostPci;
+}
+
 export type BootOptions = Omit<StartGuestOptions, "qemu" | "kernel" | "initrd"> & {
-  /** the erdma device to attach (default: one with the default profile); an external one; false: none */
-  device?: DeviceOptions | ExternalDeviceOptions | false;
+  /** the erdma device to attach (default: one with the default profile); an external one; a host PCI function; false: none */
+  device?: DeviceOptions | ExternalDeviceOptions | PciDeviceOptions | false;
 };
 
 /** A running guest and the device server attached to it (if any). */
@@ -82,20 +95,36 @@ export interface BootedGuest extends Guest {
   readonly device: AttachedErdma | undefined;
   /** the external device server attached instead (not ours: dispose() leaves it running) */
   readonly externalDevice?: ExternalErdma;
+  /** the host PCI function passed through instead (dispose() gives it back to its driver) */
+  readonly passthrough?: PassthroughBinding;
 }
 
 /**
  * Boots a guest with the emulated erdma device attached (unless `device: false`): the device
  * server starts first with the guest's MAC, QEMU connects to it, and dispose() stops both and
  * removes their temp dirs. A failed boot stops the server before the error propagates. With
- * `device: { external }` QEMU connects to that server instead, and nothing stops it.
+ * `device: { external }` QEMU connects to that server instead, and nothing stops it. With
+ * `device: { pci }` the host function is bound to vfio-pci first and given back after QEMU is gone.
  */
 export async function bootPrepared(prepared: PreparedGuest, opts: BootOptions = {}): Promise<BootedGuest> {
   const { device: deviceOpts, ...guestOpts } = opts;
   const mac = guestOpts.mac ?? DEFAULT_GUEST_MAC;
   let device: AttachedErdma | undefined;
   let external: ExternalErdma | undefined;
-  if (deviceOpts && "external" in deviceOpts) {
+  let passthrough: PassthroughBinding | undefined;
+  if (deviceOpts && "pci" in deviceOpts) {
+    const step = progress.step(`[device] host PCI function ${deviceOpts.pci} to vfio-pci`);
+    try {
+      // checked again and bound now: the function may have changed while the kernel was built
+      passthrough = await bindVfioPci(deviceOpts.host ?? realHostPci(), deviceOpts.pci);
+      step.succeed(
+        `IOMMU group ${passthrough.group}${passthrough.originalDriver ? `, from ${passthrough.originalDriver}` : ""}`,
+      );
+    } catch (err) {
+      step.fail();
+      throw err;
+    }
+  } else if (deviceOpts && "external" in deviceOpts) {
     // checked again now: the server may have gone while the kernel and the image were built
     external = externalErdma(deviceOpts.external);
     progress.info(
@@ -125,13 +154,30 @@ export async function bootPrepared(prepared: PreparedGuest, opts: BootOptions = 
       kernel: prepared.kernel.bzImage,
       initrd: prepared.initrd,
       ...slowKernelLimits(prepared.kernel, guestOpts),
-      extraQemuArgs: [...(device?.qemuArgs ?? external?.qemuArgs ?? []), ...(guestOpts.extraQemuArgs ?? [])],
+      extraQemuArgs: [
+        ...(device?.qemuArgs ?? external?.qemuArgs ?? passthrough?.qemuArgs ?? []),
+        ...(guestOpts.extraQemuArgs ?? []),
+      ],
+      onQemuStarted: (info) => {
+        // the exit hook giving the function back runs after the one killing this QEMU
+        passthrough?.reorderExitHook();
+        guestOpts.onQemuStarted?.(info);
+      },
     });
   } catch (err) {
     await device?.stop();
+    if (passthrough) reportRelease(passthrough);
     throw err;
   }
-  return withDevice(guest, device, external);
+  return withDevice(guest, device, external, passthrough);
+}
+
+/** Gives a passed-through function back, saying what could not be restored. */
+function reportRelease(binding: PassthroughBinding): void {
+  for (const problem of binding.release())
+    progress.info(
+      `[device] giving ${binding.bdf} back to ${binding.originalDriver ?? "no driver"}: ${problem}`,
+    );
 }
 
 /** The boot limits a slow (KASAN) kernel needs, where the caller set none. */
@@ -150,9 +196,16 @@ function withDevice(
   guest: Guest,
   device: AttachedErdma | undefined,
   external: ExternalErdma | undefined,
+  passthrough: PassthroughBinding | undefined,
 ): BootedGuest {
-  return extendGuest(guest, { device, ...(external ? { externalDevice: external } : {}) }, () =>
-    device ? device.stop() : Promise.resolve(),
+  return extendGuest(
+    guest,
+    { device, ...(external ? { externalDevice: external } : {}), ...(passthrough ? { passthrough } : {}) },
+    async () => {
+      // after the guest: QEMU has let go of /dev/vfio/<group>
+      if (passthrough) reportRelease(passthrough);
+      if (device) await device.stop();
+    },
   );
 }
 

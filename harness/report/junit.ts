@@ -224,7 +224,9 @@ export function junitSuites(run: RunDir): JSuite[] {
     ? []
     : device.kind === "external"
       ? [["device.external", device.socket]]
-      : [["device.profile", device.profile]];
+      : device.kind === "pci"
+        ? [["device.pci", device.bdf]]
+        : [["device.profile", device.profile]];
   const common: Array<[string, string]> = [
     ["kernel", r.kernel],
     ["kernel.base", kernelBase(run)],

@@ -187,7 +187,9 @@ export async function renderKcidb(run: RunDir, opts: KcidbOptions = {}): Promise
     ? ""
     : device.kind === "external"
       ? `, external vfio-user device (${device.socket})`
-      : `, emulated erdma device (profile ${device.profile})`;
+      : device.kind === "pci"
+        ? `, host PCI function ${device.bdf} (vfio-pci)`
+        : `, emulated erdma device (profile ${device.profile})`;
   const environment = {
     comment: `QEMU guest, ${r.driver ?? "erdma"} driver${deviceText}, ${r.executor ?? "kernel"} executor`,
     misc: {
@@ -195,6 +197,7 @@ export async function renderKcidb(run: RunDir, opts: KcidbOptions = {}): Promise
       ...(r.executor ? { executor: r.executor } : {}),
       ...(device?.kind === "emulated" ? { device_profile: device.profile } : {}),
       ...(device?.kind === "external" ? { device_external: device.socket } : {}),
+      ...(device?.kind === "pci" ? { device_pci: device.bdf } : {}),
     },
   };
   const facts = await checkoutFacts(run);

@@ -68,6 +68,7 @@ function deviceArgs(run: RunDir, profile: string | undefined, baseDir: string | 
   const mac = run.record.device?.mac;
   const macArgs = mac ? ["--mac", mac] : [];
   if (d?.kind === "external") return ["--device-socket", d.socket, ...macArgs];
+  if (d?.kind === "pci") return ["--device-pci", d.bdf, ...macArgs];
   const name = profile ?? d?.profile;
   if (name === undefined) return macArgs;
   const file = name.includes("/") || name.endsWith(".json");

@@ -81,18 +81,23 @@ export async function loadHwTrace(run: RunDir, s: RunScenario): Promise<HwTraceE
 }
 
 /** The erdma device of a run: the emulated one with its profile, or an external device server. */
-export type RunDevice = { kind: "emulated"; profile: string } | { kind: "external"; socket: string };
+export type RunDevice =
+  | { kind: "emulated"; profile: string }
+  | { kind: "external"; socket: string }
+  | { kind: "pci"; bdf: string };
 
 /** The run's device, or undefined when it had none (--no-device, siw, or an old record without it). */
 export function deviceOf(run: RunDir): RunDevice | undefined {
   const r = run.record;
   if (r.device?.external !== undefined) return { kind: "external", socket: r.device.external };
+  if (r.device?.pci !== undefined) return { kind: "pci", bdf: r.device.pci };
   const profile = r.deviceProfile ?? r.device?.profile;
   return profile === undefined ? undefined : { kind: "emulated", profile };
 }
 
 /** The device in a few words, as the reports' headers say it. */
 export function describeDevice(d: RunDevice): string {
+  if (d.kind === "pci") return `host PCI function ${d.bdf}`;
   return d.kind === "external" ? `external device ${d.socket}` : `device profile ${d.profile}`;
 }
 

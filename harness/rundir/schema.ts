@@ -127,17 +127,19 @@ const series = z.looseObject({
 });
 
 /**
- * The emulated device (its profile, its trace file, the guest NIC's MAC when not the default) or an
- * external vfio-user server (its socket and the MAC).
+ * The emulated device (its profile, its trace file, the guest NIC's MAC when not the default), an
+ * external vfio-user server (its socket and the MAC) or a host PCI function passed through (its
+ * address and the MAC).
  */
 const device = z
   .looseObject({
     profile: z.string().optional(),
     external: z.string().optional(),
+    pci: z.string().optional(),
     mac: z.string().optional(),
   })
-  .refine((d) => d.profile !== undefined || d.external !== undefined, {
-    message: "a device has a profile (the emulated one) or an external socket",
+  .refine((d) => d.profile !== undefined || d.external !== undefined || d.pci !== undefined, {
+    message: "a device has a profile (the emulated one), an external socket or a host PCI address",
   });
 
 /**

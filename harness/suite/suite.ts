@@ -6,10 +6,10 @@
  * booted after a hang). A scenario that leaves the executor stuck costs a reboot, never the rest
  * of the suite. Fault steps are armed on the device's control channel and cleared after each
  * scenario; known driver bugs recorded in the scenario turn their rules' FAILs into XFAILs. On an
- * external device (deviceSocket) scenarios with fault steps are SKIPs (no control channel) and
- * there is no hardware trace. With `repeat` n > 1 each scenario runs n times in a row, each run
- * (<scenario>#<k>) judged and traced on its own, and the report says per scenario and oracle
- * profile whether the repetitions agree (suite/repeat.ts).
+ * external device (deviceSocket) or a host PCI function passed through (devicePci) scenarios with
+ * fault steps are SKIPs (no control channel) and there is no hardware trace. With `repeat` n > 1
+ * each scenario runs n times in a row, each run (<scenario>#<k>) judged and traced on its own, and
+ * the report says per scenario and oracle profile whether the repetitions agree (suite/repeat.ts).
  */
 import { basename, dirname, join } from "node:path";
 import { traceFailureIn } from "../../qemu/device-server/trace-failure.ts";
@@ -64,6 +64,11 @@ export interface SuiteOptions extends SuiteTarget {
    * the emulated device (no profile, no faults, no hardware trace; never stopped by the suite)
    */
   deviceSocket?: string;
+  /**
+   * driver erdma: pass this host PCI function (a real erdma device) through with vfio-pci instead
+   * of starting the emulated device (no profile, no faults, no hardware trace)
+   */
+  devicePci?: string;
   /** the guest NIC's MAC, which the device reports (default DEFAULT_GUEST_MAC) */
   mac?: string;
   /**
@@ -138,6 +143,11 @@ function notRun(r: Repetition, profiles: OracleProfile[], verdict: Verdict, reas
 /** Why a scenario with fault steps cannot run on the external device at `socket`. */
 export function externalFaultReason(socket: string): string {
   return `the external device at ${socket} has no fault control (no control channel to arm faults on)`;
+}
+
+/** Why a scenario with fault steps is a SKIP on a host PCI function passed through (--device-pci). */
+export function passthroughFaultReason(bdf: string): string {
+  return `no control channel: the device is real (host PCI function ${bdf}), faults cannot be armed on it`;
 }
 
 /**
@@ -286,6 +296,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
   });
   const factory = opts.executorFactory ?? executorFactory(opts.executor);
   const external = opts.driver === "erdma" ? opts.deviceSocket : undefined;
+  const pci = opts.driver === "erdma" ? opts.devicePci : undefined;
   const todo: Array<{ r: Repetition; profiles: OracleProfile[]; compiled: CompiledScenario }> = [];
   for (const r of runs) {
     const s = r.scenario;
@@ -304,6 +315,8 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
     // as a fault on siw: not meant for a device without fault control, so a SKIP, not a MISS
     else if (external && compiled.steps.some((x) => x.fault))
       report.scenarios.push(notRun(r, profiles, "SKIP", externalFaultReason(external)));
+    else if (pci && compiled.steps.some((x) => x.fault))
+      report.scenarios.push(notRun(r, profiles, "SKIP", passthroughFaultReason(pci)));
     else if (!steps.run) report.scenarios.push(notRun(r, profiles, steps.verdict, steps.reason));
     else todo.push({ r, profiles, compiled });
   }
@@ -568,8 +581,10 @@ async function startSession(
   boot: number,
 ): Promise<{ session?: GuestSession; probe?: CheckResult[] }> {
   const external = opts.driver === "erdma" ? opts.deviceSocket : undefined;
-  // an external device keeps no trace of ours
-  const hwTraceFile = opts.hwTraceFile && !external ? hwTraceFileFor(opts.hwTraceFile, boot) : undefined;
+  const pci = opts.driver === "erdma" ? opts.devicePci : undefined;
+  // an external or a real device keeps no trace of ours
+  const hwTraceFile =
+    opts.hwTraceFile && !external && !pci ? hwTraceFileFor(opts.hwTraceFile, boot) : undefined;
   const guest = await (opts.boot ?? bootPrepared)(opts.prepared, {
     mac: opts.mac ?? DEFAULT_GUEST_MAC,
     keepConsole: join(opts.runDir, boot === 1 ? "console.log" : `console-${boot}.log`),
@@ -577,9 +592,11 @@ async function startSession(
     device:
       opts.driver === "siw"
         ? false
-        : external
-          ? { external }
-          : { profile: opts.deviceProfile, ...(hwTraceFile ? { traceFile: hwTraceFile } : {}) },
+        : pci
+          ? { pci }
+          : external
+            ? { external }
+            : { profile: opts.deviceProfile, ...(hwTraceFile ? { traceFile: hwTraceFile } : {}) },
   });
   try {
     let probe: CheckResult[] | undefined;

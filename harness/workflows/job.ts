@@ -191,7 +191,14 @@ async function selectJobScenarios(
   };
   const meant = scenarios.filter((s) => planScenario(s, target).run);
   if (meant.length < scenarios.length) {
-    const on = device?.kind === "emulated" ? `/${device.profileName}` : device ? "/external" : "";
+    const on =
+      device?.kind === "emulated"
+        ? `/${device.profileName}`
+        : device?.kind === "pci"
+          ? "/pci"
+          : device
+            ? "/external"
+            : "";
     progress.info(
       `[run] ${scenarios.length - meant.length} scenario(s) not meant for ${spec.driver}/${spec.executor}${on} left out`,
     );
@@ -315,6 +322,7 @@ async function runClaimedJob(
       ...target,
       ...(device?.kind === "emulated" && device.traceFile ? { hwTraceFile: device.traceFile } : {}),
       ...(device?.kind === "external" ? { deviceSocket: device.socketPath } : {}),
+      ...(device?.kind === "pci" ? { devicePci: device.bdf } : {}),
       ...(opts.mac ? { mac: opts.mac } : {}),
       ...(spec.oracle ? { profiles: spec.oracle } : {}),
       ...(opts.repeat && opts.repeat > 1 ? { repeat: opts.repeat } : {}),
