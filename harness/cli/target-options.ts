@@ -30,6 +30,7 @@ export function checkTargetOptions(
     deviceProfile?: string;
     device: boolean;
     deviceSocket?: string;
+    devicePci?: string;
     mac?: string;
     repeat?: number;
     executor?: string;
@@ -47,6 +48,7 @@ export function checkTargetOptions(
     [values.deviceProfile !== undefined, "--device-profile", "it sets the emulated device's behaviour"],
     [!values.device, "--no-device", "the target's device is the device under test"],
     [values.deviceSocket !== undefined, "--device-socket", "it attaches a device to a guest hil boots"],
+    [values.devicePci !== undefined, "--device-pci", "it passes a device to a guest hil boots"],
     [values.mac !== undefined, "--mac", "it sets the NIC of a guest hil boots"],
     [(values.repeat ?? 1) > 1, "--repeat", "a target runs each scenario once"],
     [values.executor === "user", "--executor user", "on a target the suite runs in the kernel executor"],

@@ -173,6 +173,7 @@ t.test("options a run on --target refuses", async (t) => {
     [{ deviceProfile: "erdma-2022" }, /--device-profile does not go with --target/],
     [{ device: false }, /--no-device does not go with --target/],
     [{ deviceSocket: "/tmp/s" }, /--device-socket does not go/],
+    [{ devicePci: "0000:03:00.0" }, /--device-pci does not go/],
     [{ mac: "52:54:00:00:00:01" }, /--mac does not go/],
     [{ repeat: 3 }, /--repeat does not go/],
     [{ executor: "user" }, /--executor user does not go/],
