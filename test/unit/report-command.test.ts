@@ -170,7 +170,7 @@ t.test(
     neither.device = { trace: "hw-trace.jsonl" };
     await t.rejects(loadRunDir(await writeRunDir(neither)), {
       message: "verdicts.json is not a hil run record",
-      detail: /device: a device has a profile \(the emulated one\) or an external socket/,
+      detail: /device: a device has a profile \(the emulated one\), an external socket or a host PCI address/,
     });
   },
 );
