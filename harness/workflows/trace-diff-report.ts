@@ -76,7 +76,7 @@ function orderLine(o: OrderDiff, ref: string, cand: string): string {
     0,
     o.reference.findIndex((k, i) => o.candidate[i] !== k),
   );
-  return `order on ${o.cq}: ${ref}: ${orderWindow(o.reference, first)} | ${cand}: ${orderWindow(o.candidate, first)}`;
+  return `order of ${o.queue}: ${ref}: ${orderWindow(o.reference, first)} | ${cand}: ${orderWindow(o.candidate, first)}`;
 }
 
 /** What differs in one scenario, a line each (empty when nothing does). */

@@ -2,7 +2,7 @@
  * `hil diff --traces <reference> <candidate>...`: model vs hardware, or one device profile vs
  * another. Each candidate run is compared with the reference run scenario by scenario: the
  * verdicts per rule set, and per WR (trace-facts.ts) its post's fate, its completions' status and
- * CQ, each drain's return and the order the WRs completed in on each CQ. The order is compared
+ * CQ, each drain's return and the order each work queue's WRs completed in. The order is compared
  * over the WRs whose completions agree otherwise, so a missing completion is said once, on its WR.
  * The closest candidate is the one with the fewest differing WRs, then the fewest scenarios whose
  * completions differ.
@@ -22,9 +22,10 @@ export interface ItemDiff {
   candidate: string;
 }
 
-/** A CQ whose WRs (those that agree otherwise) completed in another order. */
+/** A work queue whose WRs (those that agree otherwise) completed in another order on a CQ. */
 export interface OrderDiff {
-  cq: string;
+  /** the work queue and the CQ: "qp rq on rcq" */
+  queue: string;
   reference: string[];
   candidate: string[];
   /** the WRs whose place differs */
@@ -118,11 +119,11 @@ function verdictDiffs(a: RunScenario | undefined, b: RunScenario | undefined): V
 
 function orderDiffs(ref: ScenarioFacts, cand: ScenarioFacts, agreeing: ReadonlySet<string>): OrderDiff[] {
   const out: OrderDiff[] = [];
-  for (const cq of new Set([...ref.order.keys(), ...cand.order.keys()])) {
-    const r = (ref.order.get(cq) ?? []).filter((k) => agreeing.has(k));
-    const c = (cand.order.get(cq) ?? []).filter((k) => agreeing.has(k));
+  for (const queue of new Set([...ref.order.keys(), ...cand.order.keys()])) {
+    const r = (ref.order.get(queue) ?? []).filter((k) => agreeing.has(k));
+    const c = (cand.order.get(queue) ?? []).filter((k) => agreeing.has(k));
     const moved = new Set(r.filter((k, i) => c[i] !== k));
-    if (moved.size > 0) out.push({ cq, reference: r, candidate: c, moved: [...moved] });
+    if (moved.size > 0) out.push({ queue, reference: r, candidate: c, moved: [...moved] });
   }
   return out;
 }

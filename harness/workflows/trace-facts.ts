@@ -1,8 +1,8 @@
 /**
  * What a scenario's verbs trace says happened to each work request, in terms that two runs of the
  * same scenario can be compared by (`hil diff --traces`): per WR its post's fate and its
- * completions (status and CQ), per drain whether it returned, and per CQ the order the WRs
- * completed in.
+ * completions (status and CQ), per drain whether it returned, and per work queue the order its
+ * WRs completed in on each CQ.
  *
  * Keys match across runs: a WR is `<qp> <queue> wr <wr_id>` (the scenario fixes the wr_ids); a
  * drain is `<qp> drain <k> (<which>)`, the k-th drain on that QP, and its marker `<qp> <queue> marker
@@ -37,7 +37,11 @@ export type ItemFact =
 export interface ScenarioFacts {
   /** by key, in the order the trace first shows them */
   items: Map<string, ItemFact>;
-  /** per CQ, the keys of the WRs its completions were for, in poll order */
+  /**
+   * per work queue and the CQ its completions went to ("qp rq on rcq"), the keys of the WRs they
+   * were for, in poll order. Only a work queue's own order is specified (rule 4); how two queues'
+   * completions interleave on a shared CQ is timing, not behaviour.
+   */
   order: Map<string, string[]>;
 }
 
@@ -58,6 +62,10 @@ export function drainKey(qp: string, k: number, which: string): string {
 
 export function wrKey(qp: string, queue: Queue, wrId: number): string {
   return `${qp} ${queue} wr ${wrId}`;
+}
+
+export function orderKey(qp: string, queue: Queue, cq: string): string {
+  return `${qp} ${queue} on ${cq}`;
 }
 
 export function markerKey(qp: string, queue: Queue, k: number): string {
@@ -115,9 +123,10 @@ export function scenarioFacts(records: readonly TraceRecord[]): ScenarioFacts {
       }
       fact.completions.push({ status: c.rec.status_name, cq: c.rec.cq });
     }
-    const list = order.get(c.rec.cq) ?? [];
+    const queue = orderKey(c.rec.qp, c.rec.queue, c.rec.cq);
+    const list = order.get(queue) ?? [];
     list.push(key);
-    order.set(c.rec.cq, list);
+    order.set(queue, list);
   }
   const items = new Map(events.sort((a, b) => a.at - b.at).map((e) => [e.key, e.fact] as const));
   return { items, order };

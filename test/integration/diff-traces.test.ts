@@ -44,26 +44,46 @@ t.test("erdma-2022 vs erdma-reflush on Linux 6.12, and erdma-reflush twice", asy
   const r = await hil(["diff", "--traces", a, b, "--out-dir", join(root, "diff")], iso.env);
   t.equal(r.exitCode, 1, `${r.stdout}${r.stderr}`.slice(-4000));
   t.comment(r.stdout);
-  t.match(r.stdout, new RegExp(`^reference: erdma-2022: ${a} \\(erdma-2022, kernel debian:6\\.12 `, "m"));
+  t.match(
+    r.stdout,
+    new RegExp(`^reference: erdma-2022: ${a} \\(erdma-2022, kernel debian:6\\.12 `, "m"),
+    "the reference run named",
+  );
   for (const s of DIFFERING) t.match(r.stdout, new RegExp(`^${s}: completions differ$`, "m"), s);
-  t.match(r.stdout, /^ {2}qp drain 1 \(qp\): erdma-2022: no return \| erdma-reflush: returned$/m);
+  t.match(
+    r.stdout,
+    /^ {2}qp drain 1 \(qp\): erdma-2022: no return \| erdma-reflush: returned$/m,
+    "the drain that hangs on erdma-2022",
+  );
   t.match(
     r.stdout,
     /^ {2}qp sq wr 1000-1003: erdma-2022: no completion \| erdma-reflush: WR_FLUSH_ERR on cq$/m,
+    "sends posted in ERROR",
   );
   t.match(
     r.stdout,
     /^ {2}qp rq wr 2000-2003: erdma-2022: no completion \| erdma-reflush: WR_FLUSH_ERR on rcq$/m,
+    "receives posted in ERROR",
   );
   t.match(
     r.stdout,
     /^ {2}qp sq wr 1000-1007: erdma-2022: no completion \| erdma-reflush: WR_FLUSH_ERR on cq$/m,
+    "the eight sends of post-in-error-then-drain",
   );
-  t.match(r.stdout, /^ {2}verdict ib, iwarp-rdmac, linux: erdma-2022: FAIL \| erdma-reflush: PASS$/m);
-  t.match(r.stdout, new RegExp(`^the same: ${SAME.join(", ")}$`, "m"));
+  t.match(
+    r.stdout,
+    /^ {2}verdict ib, iwarp-rdmac, linux: erdma-2022: FAIL \| erdma-reflush: PASS$/m,
+    "the verdicts that differ",
+  );
+  t.match(
+    r.stdout,
+    new RegExp(`^the same: ${SAME.join(", ")}$`, "m"),
+    "the scenarios whose completions agree",
+  );
   t.match(
     r.stdout,
     /^erdma-reflush vs erdma-2022: 4 of 5 scenarios with different completions \(\d+ WRs, \d+ drains? differ\), \d+ verdicts differ$/m,
+    "the summary",
   );
   const json = JSON.parse(readFileSync(join(root, "diff", "trace-diff.json"), "utf8"));
   t.same(
@@ -81,7 +101,11 @@ t.test("erdma-2022 vs erdma-reflush on Linux 6.12, and erdma-reflush twice", asy
 
   const same = await hil(["diff", "--traces", b, c], iso.env);
   t.equal(same.exitCode, 0, same.stdout);
-  t.match(same.stdout, /^C vs B: no difference \(5 scenarios, \d+ WRs and drains compared\)$/m);
+  t.match(
+    same.stdout,
+    /^C vs B: no difference \(5 scenarios, \d+ WRs and drains compared\)$/m,
+    `two erdma-reflush runs: ${same.stdout.slice(-3000)}`,
+  );
 
   const three = await hil(["diff", "--traces", a, b, c], iso.env);
   t.equal(three.exitCode, 1);

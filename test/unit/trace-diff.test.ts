@@ -99,7 +99,7 @@ t.test("the facts of a real trace: keys, completions, drains and the order per C
     ],
   });
   t.same(f.items.get("qp rq wr 2000"), { kind: "wr", post: { accepted: true, rc: 0 }, completions: [] });
-  t.same(f.order.get("rcq")?.slice(0, 5), [
+  t.same(f.order.get("qp rq on rcq")?.slice(0, 5), [
     "qp rq wr 2008",
     "qp rq wr 2009",
     "qp rq wr 2010",
@@ -195,6 +195,60 @@ t.test("a completion with another status is said on its WR", async (t) => {
   );
 });
 
+t.test(
+  "two work queues on a shared CQ: their interleaving is timing, each queue's own order is compared",
+  async (t) => {
+    const root = t.testdir({});
+    // sends 1000-1001 posted beside the receives 2000-2003, all completing on the shared CQ "cq"
+    const withSends = (placeSends: (rq: Line[], sq: Line[]) => Line[]) => (s: string, lines: Line[]) => {
+      if (s !== "fault-stall-sq-drain") return lines;
+      const post = lines.findIndex((l) => l.ev === "post" && l.wr_id === 2000);
+      const rqCqes = lines.filter((l) => l.ev === "cqe" && l.queue === "rq");
+      const template = rqCqes[0] as Line;
+      const sqCqes = [1000, 1001].map((wr_id) => ({ ...template, queue: "sq", wr_id, call: 99, opcode: 0 }));
+      const before = lines.slice(0, post + 3).filter((l) => !rqCqes.includes(l));
+      const after = lines.slice(post + 3).filter((l) => !rqCqes.includes(l));
+      const sqPost = [
+        { ev: "post", call: 99, qp: "qp", queue: "sq", op: "send", wr_id: 1000, count: 2, index: 0, len: 64 },
+        { ev: "post_ret", call: 99, rc: 0, bad: null },
+      ];
+      // the lines past the original count keep their own clock: later than every original one
+      return [...before, ...sqPost, ...after, ...placeSends(rqCqes, sqCqes)].map((l, i) => ({
+        ...l,
+        seq: 1_000_000 + i,
+        ns: 1e14 + i,
+      }));
+    };
+    const ref = copyRun(
+      root,
+      "ref",
+      withSends((rq, sq) => [...rq, ...sq]),
+    );
+    const interleaved = copyRun(
+      root,
+      "interleaved",
+      withSends((rq, sq) => [sq[0] as Line, rq[0] as Line, rq[1] as Line, sq[1] as Line, ...rq.slice(2)]),
+    );
+    const { d } = await diffOf(ref, interleaved);
+    const s = scenario(d, "fault-stall-sq-drain");
+    t.same(s.items, [], "every WR has the same completions");
+    t.same(s.order, [], "each queue completed in the same order");
+    t.equal(s.completionsDiffer, false);
+
+    const swapped = copyRun(
+      root,
+      "swapped",
+      withSends((rq, sq) => [...rq, sq[1] as Line, sq[0] as Line]),
+    );
+    const moved = scenario((await diffOf(ref, swapped)).d, "fault-stall-sq-drain");
+    t.same(
+      moved.order.map((o) => [o.queue, o.moved]),
+      [["qp sq on cq", ["qp sq wr 1000", "qp sq wr 1001"]]],
+      "a queue's own order still counts",
+    );
+  },
+);
+
 t.test("a missing completion: no completion on that side, the others' order unchanged", async (t) => {
   const root = t.testdir({});
   const cand = copyRun(root, "cand", (s, lines) =>
@@ -225,7 +279,7 @@ t.test("two completions of a CQ swapped: the order on that CQ, and which WRs mov
   t.same(s.items, [], "every WR has the same completions");
   t.same(s.order, [
     {
-      cq: "cq",
+      queue: "qp rq on cq",
       reference: ["qp rq wr 2000", "qp rq wr 2001", "qp rq wr 2002", "qp rq wr 2003"],
       candidate: ["qp rq wr 2001", "qp rq wr 2000", "qp rq wr 2002", "qp rq wr 2003"],
       moved: ["qp rq wr 2000", "qp rq wr 2001"],
@@ -234,7 +288,7 @@ t.test("two completions of a CQ swapped: the order on that CQ, and which WRs mov
   t.equal(s.wrs, 2);
   t.match(
     renderTraceDiffText(d),
-    /^ {2}order on cq: ref: qp rq wr 2000, qp rq wr 2001, qp rq wr 2002, qp rq wr 2003 \| cand: qp rq wr 2001, qp rq wr 2000, qp rq wr 2002, qp rq wr 2003$/m,
+    /^ {2}order of qp rq on cq: ref: qp rq wr 2000, qp rq wr 2001, qp rq wr 2002, qp rq wr 2003 \| cand: qp rq wr 2001, qp rq wr 2000, qp rq wr 2002, qp rq wr 2003$/m,
   );
 });
 
