@@ -13,6 +13,7 @@ import {
   type OracleProfile,
 } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
+import { MAX_DEFAULT_GUESTS, MAX_GUESTS } from "../suite/guests.ts";
 import { HW_TRACE_FILE } from "../suite/hw-trace.ts";
 import { planScenario } from "../suite/plan.ts";
 import { MAX_REPEAT } from "../suite/repeat.ts";
@@ -24,7 +25,7 @@ import { addKernelOptions, type KernelOptionValues, resolvedKernelRequest } from
 import { addRulesOption } from "./rules-option.ts";
 import { addTargetOptions, checkTargetOptions, type TargetOptionValues } from "./target-options.ts";
 
-/** The hardware trace of the emulated device, in the run directory (hw-trace-<n>.jsonl after a reboot). */
+/** The hardware trace of the emulated device, in the run directory (hw-trace-<n>.jsonl for the n-th boot). */
 export { HW_TRACE_FILE };
 
 interface RunOptionValues extends KernelOptionValues, DeviceOptionValues, TargetOptionValues {
@@ -35,6 +36,7 @@ interface RunOptionValues extends KernelOptionValues, DeviceOptionValues, Target
   driver?: DriverName;
   rules?: OracleProfile[];
   repeat?: number;
+  guests?: number;
   strict?: boolean;
 }
 
@@ -43,6 +45,14 @@ export function repeatCount(value: string): number {
   const n = Number(value.trim());
   if (!/^\d+$/.test(value.trim()) || n < 1 || n > MAX_REPEAT)
     throw new InvalidArgumentError(`expected a whole number from 1 to ${MAX_REPEAT}, got "${value}"`);
+  return n;
+}
+
+/** --guests: a whole number from 1 to MAX_GUESTS. */
+export function guestCount(value: string): number {
+  const n = Number(value.trim());
+  if (!/^\d+$/.test(value.trim()) || n < 1 || n > MAX_GUESTS)
+    throw new InvalidArgumentError(`expected a whole number from 1 to ${MAX_GUESTS}, got "${value}"`);
   return n;
 }
 
@@ -91,6 +101,11 @@ export function register(program: Command): void {
       `run each scenario n times in a row (1-${MAX_REPEAT}, default 1) and say whether its verdicts are stable`,
       repeatCount,
     )
+    .option(
+      "--guests <n>",
+      `boot n guests side by side, each running the next scenario when free (1-${MAX_GUESTS}; default one per CPU, at most ${MAX_DEFAULT_GUESTS}; one with --device-socket or --device-pci)`,
+      guestCount,
+    )
     .addHelpText(
       "after",
       [
@@ -99,7 +114,8 @@ export function register(program: Command): void {
         "--executor kernel, and every scenario of fixtures/scenarios meant for that combination (with --scenario, those",
         'not meant for it are listed as SKIP). First stage on the first guest, "the device probes": the guest smoke',
         "checks (the kernel built here runs, erdma loads and probes, rdma-core sees it, a verbs object lifecycle, a clean",
-        "console); if one fails, every scenario is a MISS. Then each scenario on that guest (rebooted after a hang),",
+        "console); if one fails, every scenario is a MISS. Then each scenario on that guest and the others booted",
+        "beside it (--guests; a guest is rebooted after a hang, and the scenarios whose hang is foreseen run last),",
         "judged by the oracle (rules 1-9 of the README's What is judged) under each of its rule sets (ib, iwarp-rdmac,",
         "linux; --rules picks some): a verdict table with a column per rule set and a run directory with verdicts.json,",
         "traces/<scenario>.jsonl, traces/<scenario>.hw.jsonl (the device's hardware trace of that scenario),",
@@ -139,6 +155,11 @@ export function register(program: Command): void {
     checkTargetOptions(opts);
     if (opts.target !== undefined) return runTargetCommand(opts, opts.target);
     const probeOnly = smokeOnly(opts);
+    if ((opts.deviceSocket !== undefined || opts.devicePci !== undefined) && (opts.guests ?? 1) > 1)
+      throw new HilError(
+        `--guests ${opts.guests}: the device of --device-socket or --device-pci can be given to one guest only`,
+        { where: "--guests" },
+      );
     if (probeOnly && (opts.repeat ?? 1) > 1)
       throw new HilError(
         "--repeat repeats the drain suite's scenarios; --no-device without --driver runs the smoke checks alone",
@@ -165,6 +186,7 @@ export function register(program: Command): void {
       device: device ?? null,
       ...(opts.mac ? { mac: opts.mac } : {}),
       ...(opts.repeat && opts.repeat > 1 ? { repeat: opts.repeat } : {}),
+      ...(opts.guests ? { guests: opts.guests } : {}),
       probeOnly,
       ...(opts.strict ? { strict: true } : {}),
     });

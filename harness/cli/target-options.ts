@@ -33,6 +33,7 @@ export function checkTargetOptions(
     devicePci?: string;
     mac?: string;
     repeat?: number;
+    guests?: number;
     executor?: string;
   },
 ): void {
@@ -51,6 +52,7 @@ export function checkTargetOptions(
     [values.devicePci !== undefined, "--device-pci", "it passes a device to a guest hil boots"],
     [values.mac !== undefined, "--mac", "it sets the NIC of a guest hil boots"],
     [(values.repeat ?? 1) > 1, "--repeat", "a target runs each scenario once"],
+    [values.guests !== undefined, "--guests", "the target is one machine, hil boots no guest"],
     [values.executor === "user", "--executor user", "on a target the suite runs in the kernel executor"],
   ];
   for (const [bad, name, why] of refused)

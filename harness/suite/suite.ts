@@ -1,10 +1,10 @@
 /**
- * The drain suite: boots one guest (siw on its NIC, or the emulated erdma device), loads the
- * executor, runs each scenario, judges its trace and writes the run directory: verdicts.json,
- * traces/<scenario>.jsonl (and <scenario>.hw.jsonl, the device's hardware trace of that
- * scenario), console.log and hw-trace.jsonl (console-<n>.log, hw-trace-<n>.jsonl for guests
- * booted after a hang). A scenario that leaves the executor stuck costs a reboot, never the rest
- * of the suite. Fault steps are armed on the device's control channel and cleared after each
+ * The drain suite: boots a guest (siw on its NIC, or the emulated erdma device), or `guests` of
+ * them side by side (suite/guests.ts), loads the executor, runs each scenario, judges its trace
+ * and writes the run directory: verdicts.json, traces/<scenario>.jsonl (and <scenario>.hw.jsonl,
+ * the device's hardware trace of that scenario), console.log and hw-trace.jsonl (console-<n>.log,
+ * hw-trace-<n>.jsonl for the n-th boot: another guest, or one booted after a hang). A scenario that
+ * leaves the executor stuck costs its guest a reboot, never the rest of the suite. Fault steps are armed on the device's control channel and cleared after each
  * scenario; known driver bugs recorded in the scenario turn their rules' FAILs into XFAILs. On an
  * external device (deviceSocket) or a host PCI function passed through (devicePci) scenarios with
  * fault steps are SKIPs (no control channel) and there is no hardware trace. With `repeat` n > 1
@@ -29,6 +29,7 @@ import type { KnownBug, OracleProfile, Scenario } from "../scenario/schema.ts";
 import { type CheckResult, PASSING_VERDICTS, type Verdict } from "../verdict.ts";
 import { armFault, controlOf } from "./faults.ts";
 import { examineSilentGuest, freezeEvent } from "./freeze.ts";
+import { unitsOf } from "./guests.ts";
 import { harnessDeath, watchHarness } from "./harness-watch.ts";
 import { hwEvidence, hwTraceName, readSlice, settledSize } from "./hw-trace.ts";
 import { consoleObservations, judgeScenarioRun } from "./judge-run.ts";
@@ -80,6 +81,8 @@ export interface SuiteOptions extends SuiteTarget {
   onQemuStarted?: (info: { pid: number; workDir: string; sshPort: number }) => void;
   /** run each scenario this many times in a row (1-100, default 1), each repetition judged on its own */
   repeat?: number;
+  /** guests booted side by side, each taking the next scenario when free (default 1; one on an external or passed-through device) */
+  guests?: number;
   /** boots a guest (default bootPrepared; tests boot none) */
   boot?: typeof bootPrepared;
 }
@@ -297,7 +300,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
   const factory = opts.executorFactory ?? executorFactory(opts.executor);
   const external = opts.driver === "erdma" ? opts.deviceSocket : undefined;
   const pci = opts.driver === "erdma" ? opts.devicePci : undefined;
-  const todo: Array<{ r: Repetition; profiles: OracleProfile[]; compiled: CompiledScenario }> = [];
+  const todo: QueuedRun[] = [];
   for (const r of runs) {
     const s = r.scenario;
     const profiles = profilesFor(s, opts.profiles);
@@ -327,115 +330,184 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
     return report;
   };
   if (todo.length === 0 || typeof factory === "string") return finish();
-  const queue = hangsLast(todo);
-
-  let session: GuestSession | undefined;
+  const units = unitsOf(hangsLast(todo), (item) => item.r.scenario.name);
+  // one device behind a socket or a host PCI function: one guest at a time can have it
+  const guests = external || pci ? 1 : Math.max(1, Math.min(opts.guests ?? 1, units.length));
   const what =
     repeat > 1
       ? `${opts.scenarios.length} scenario(s) x ${repeat} repetitions`
       : `${todo.length} scenario(s)`;
-  const step = progress.step(`[suite] ${what} on ${opts.driver}, ${opts.executor} executor`);
-  try {
-    for (const [n, item] of queue.entries()) {
-      const r = item.r;
-      step.update(n, todo.length, repetitionLabel(r));
-      if (!session) {
-        const t0 = Date.now();
-        const started = await startSession(opts, factory, report.boots + 1);
-        report.boots++;
-        report.timings.bootMs += Date.now() - t0;
-        if (started.probe) report.probe = started.probe;
-        if (!started.session) {
-          const bad = started.probe?.find((x) => !PASSING_VERDICTS.includes(x.verdict));
-          const why = `the device probes stage failed (${bad?.id}: ${bad?.verdict} ${bad?.reason}): no scenario ran`;
-          for (const rest of queue.slice(n))
-            report.scenarios.push(notRun(rest.r, rest.profiles, "MISS", why));
-          break;
-        }
-        session = started.session;
-      }
-      const { compiled } = item;
-      const control = controlOf(session.guest.device);
-      if (compiled.steps.some((x) => x.fault) && !control) {
-        const ext = session.guest.externalDevice;
-        report.scenarios.push(
-          notRun(
-            r,
-            item.profiles,
-            "MISS",
-            ext
-              ? externalFaultReason(ext.socketPath)
-              : "the device server has no control channel to arm faults on",
-          ),
-        );
-        continue;
-      }
-      const hwFile = session.hwTraceFile;
-      const hwFrom = hwFile ? (session.hwAt ?? (await settledSize(hwFile, { maxMs: 200 }))) : 0;
-      const outcome = await observeScenario(session, compiled);
-      if (control && !outcome.harnessFault) {
-        const cleared = await control
-          .control({ op: "clear" })
-          .catch((err: Error) => ({ ok: false, error: err.message }));
-        if (!cleared.ok)
-          progress.info(`[suite] ${r.name}: clearing the device's faults failed: ${cleared.error}`);
-      }
-      report.timings.runMs += outcome.durationMs;
-      const traceName = `${TRACE_DIR}/${r.name}.jsonl`;
-      await writeRunFile(
-        opts.runDir,
-        traceName,
-        outcome.records.map((x) => `${JSON.stringify(x)}\n`).join(""),
-      );
-      let hw: string[] = [];
-      let hwTrace: string | undefined;
-      if (hwFile) {
-        hwTrace = `${TRACE_DIR}/${r.name}.hw.jsonl`;
-        const hwTo = await settledSize(hwFile);
-        session.hwAt = hwTo;
-        const text = await readSlice(hwFile, hwFrom, hwTo);
-        checkHwTrace(session.guest);
-        await writeRunFile(opts.runDir, hwTrace, text);
-        const qpns = new Set(
-          outcome.records.flatMap((x) =>
-            x.ev === "create" && x.kind === "qp" && x.qp_num !== undefined ? [x.qp_num] : [],
-          ),
-        );
-        hw = hwEvidence(parseHwTrace(text, { lenient: true }), qpns);
-      }
-      const t1 = Date.now();
-      const judged = judgeScenarioRun(r.scenario, item.profiles, outcome, bugTarget(opts), hw);
-      report.timings.judgeMs += Date.now() - t1;
-      report.scenarios.push({
-        ...runName(r),
-        file: r.scenario.file,
-        covers: r.scenario.covers.map(String),
-        judgements: judged.judgements,
-        ...(judged.outcome ? { outcome: judged.outcome } : {}),
-        trace: traceName,
-        ...(hwTrace ? { hwTrace } : {}),
-        observations: outcome.observations,
-        ...(judged.knownBugs ? { knownBugs: judged.knownBugs } : {}),
-        durationMs: outcome.durationMs,
-      });
-      if (session.executor.wedged || outcome.error !== undefined) {
-        progress.info(`[suite] ${r.name}: the guest is rebooted for the scenarios after it`);
-        await session.guest.dispose({ now: outcome.harnessFault !== undefined });
-        session = undefined;
-      }
-    }
-    step.succeed(
-      repeat > 1
-        ? `${todo.length} run(s) of ${opts.scenarios.length} scenario(s), ${report.boots} boot(s)`
-        : `${todo.length} scenario(s), ${report.boots} boot(s)`,
-    );
-  } catch (err) {
+  const step = progress.step(
+    `[suite] ${what} on ${opts.driver}, ${opts.executor} executor${guests > 1 ? `, ${guests} guests` : ""}`,
+  );
+  const lanes = new SuiteLanes(opts, factory, report, units, todo.length, step);
+  const settled = await Promise.allSettled(Array.from({ length: guests }, () => lanes.run()));
+  const failed = settled.find((x): x is PromiseRejectedResult => x.status === "rejected");
+  if (failed) {
     step.fail();
-    if (session) await closeSession(session).catch(() => {}); // the first failure is the one to tell
-    throw err;
+    throw failed.reason;
   }
-  if (session) await closeSession(session);
+  step.succeed(
+    repeat > 1
+      ? `${todo.length} run(s) of ${opts.scenarios.length} scenario(s), ${report.boots} boot(s)`
+      : `${todo.length} scenario(s), ${report.boots} boot(s)`,
+  );
   return finish();
+}
+
+type QueuedRun = { r: Repetition; profiles: OracleProfile[]; compiled: CompiledScenario };
+
+/**
+ * The guests of one suite run, each taking the next unit of the shared queue when it is free.
+ * The first guest's first boot runs the probe stage; the others boot meanwhile and wait for its
+ * outcome before their first scenario. When one guest fails, the others stop at their next run.
+ */
+class SuiteLanes {
+  private started = 0;
+  private failure = false;
+  private readonly probed: Promise<string | undefined>;
+  private settleProbe: (why: string | undefined) => void = () => {};
+
+  constructor(
+    private readonly opts: SuiteOptions,
+    private readonly factory: ExecutorFactory,
+    private readonly report: SuiteReport,
+    private readonly units: QueuedRun[][],
+    private readonly total: number,
+    private readonly step: ReturnType<typeof progress.step>,
+  ) {
+    this.probed = new Promise((resolve) => {
+      this.settleProbe = resolve;
+    });
+    if (!opts.probe) this.settleProbe(undefined);
+  }
+
+  /** Every run of the queue not taken yet is a MISS for `why`. */
+  private missRest(unit: readonly QueuedRun[], why: string): void {
+    for (const rest of [...unit, ...this.units.splice(0).flat()])
+      this.report.scenarios.push(notRun(rest.r, rest.profiles, "MISS", why));
+  }
+
+  async run(): Promise<void> {
+    let session: GuestSession | undefined;
+    try {
+      for (let unit = this.units.shift(); unit && !this.failure; unit = this.units.shift()) {
+        for (const [i, item] of unit.entries()) {
+          if (this.failure) break;
+          this.step.update(this.started++, this.total, repetitionLabel(item.r));
+          if (!session) {
+            const t0 = Date.now();
+            const boot = ++this.report.boots;
+            const started = await startSession(this.opts, this.factory, boot).catch((err: unknown) => {
+              if (boot === 1) this.settleProbe("the first guest did not start");
+              throw err;
+            });
+            this.report.timings.bootMs += Date.now() - t0;
+            if (boot === 1) {
+              if (started.probe) this.report.probe = started.probe;
+              const bad = started.probe?.find((x) => !PASSING_VERDICTS.includes(x.verdict));
+              this.settleProbe(
+                bad
+                  ? `the device probes stage failed (${bad.id}: ${bad.verdict} ${bad.reason}): no scenario ran`
+                  : undefined,
+              );
+            }
+            const why = await this.probed;
+            if (why || !started.session) {
+              if (started.session) await closeSession(started.session);
+              this.missRest(unit.slice(i), why ?? "the device probes stage failed: no scenario ran");
+              return;
+            }
+            session = started.session;
+          }
+          if (await runOne(this.opts, session, item, this.report)) session = undefined;
+        }
+      }
+    } catch (err) {
+      this.failure = true;
+      if (session) await closeSession(session).catch(() => {}); // the first failure is the one to tell
+      throw err;
+    }
+    if (session) await closeSession(session);
+  }
+}
+
+/**
+ * Runs one scenario (or repetition) on the session's guest, judges it and adds it to the report.
+ * True when the guest was disposed of (a stuck executor, a broken run): the next run boots another.
+ */
+async function runOne(
+  opts: SuiteOptions,
+  session: GuestSession,
+  item: QueuedRun,
+  report: SuiteReport,
+): Promise<boolean> {
+  const { r, compiled } = item;
+  const control = controlOf(session.guest.device);
+  if (compiled.steps.some((x) => x.fault) && !control) {
+    const ext = session.guest.externalDevice;
+    report.scenarios.push(
+      notRun(
+        r,
+        item.profiles,
+        "MISS",
+        ext
+          ? externalFaultReason(ext.socketPath)
+          : "the device server has no control channel to arm faults on",
+      ),
+    );
+    return false;
+  }
+  const hwFile = session.hwTraceFile;
+  const hwFrom = hwFile ? (session.hwAt ?? (await settledSize(hwFile, { maxMs: 200 }))) : 0;
+  const outcome = await observeScenario(session, compiled);
+  if (control && !outcome.harnessFault) {
+    const cleared = await control
+      .control({ op: "clear" })
+      .catch((err: Error) => ({ ok: false, error: err.message }));
+    if (!cleared.ok)
+      progress.info(`[suite] ${r.name}: clearing the device's faults failed: ${cleared.error}`);
+  }
+  report.timings.runMs += outcome.durationMs;
+  const traceName = `${TRACE_DIR}/${r.name}.jsonl`;
+  await writeRunFile(opts.runDir, traceName, outcome.records.map((x) => `${JSON.stringify(x)}\n`).join(""));
+  let hw: string[] = [];
+  let hwTrace: string | undefined;
+  if (hwFile) {
+    hwTrace = `${TRACE_DIR}/${r.name}.hw.jsonl`;
+    const hwTo = await settledSize(hwFile);
+    session.hwAt = hwTo;
+    const text = await readSlice(hwFile, hwFrom, hwTo);
+    checkHwTrace(session.guest);
+    await writeRunFile(opts.runDir, hwTrace, text);
+    const qpns = new Set(
+      outcome.records.flatMap((x) =>
+        x.ev === "create" && x.kind === "qp" && x.qp_num !== undefined ? [x.qp_num] : [],
+      ),
+    );
+    hw = hwEvidence(parseHwTrace(text, { lenient: true }), qpns);
+  }
+  const t1 = Date.now();
+  const judged = judgeScenarioRun(r.scenario, item.profiles, outcome, bugTarget(opts), hw);
+  report.timings.judgeMs += Date.now() - t1;
+  report.scenarios.push({
+    ...runName(r),
+    file: r.scenario.file,
+    covers: r.scenario.covers.map(String),
+    judgements: judged.judgements,
+    ...(judged.outcome ? { outcome: judged.outcome } : {}),
+    trace: traceName,
+    ...(hwTrace ? { hwTrace } : {}),
+    observations: outcome.observations,
+    ...(judged.knownBugs ? { knownBugs: judged.knownBugs } : {}),
+    durationMs: outcome.durationMs,
+  });
+  if (session.executor.wedged || outcome.error !== undefined) {
+    progress.info(`[suite] ${r.name}: the guest is rebooted for the scenarios after it`);
+    await session.guest.dispose({ now: outcome.harnessFault !== undefined });
+    return true;
+  }
+  return false;
 }
 
 async function closeSession(session: GuestSession): Promise<void> {

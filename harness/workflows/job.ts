@@ -4,6 +4,7 @@
  * run directory (verdicts.json through rundir/). `hil run` is one job built from its options;
  * repro runs one, validate two (base, base+series), a matrix one per cell of its plan.
  */
+
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { DEFAULT_PROFILE, loadProfile } from "../../qemu/erdma/profile-file.ts";
@@ -20,6 +21,7 @@ import type { RunRecord } from "../rundir/schema.ts";
 import { runDirFull } from "../rundir/write.ts";
 import type { DriverName, ExecutorKind, OracleProfile, Scenario } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
+import { defaultGuests } from "../suite/guests.ts";
 import { HW_TRACE_FILE } from "../suite/hw-trace.ts";
 import { planScenario } from "../suite/plan.ts";
 import { runSuite, type SuiteReport, suiteResults } from "../suite/suite.ts";
@@ -65,6 +67,8 @@ export interface RunJobOptions {
   mac?: string;
   /** run each scenario this many times in a row (hil run --repeat) */
   repeat?: number;
+  /** guests booted side by side for the suite (hil run --guests; default defaultGuests()) */
+  guests?: number;
   /** the device probes stage alone, no suite (`hil run --no-device` without --driver) */
   probeOnly?: boolean;
   /** an XPASS fails the run (recorded in verdicts.json) */
@@ -326,6 +330,7 @@ async function runClaimedJob(
       ...(opts.mac ? { mac: opts.mac } : {}),
       ...(spec.oracle ? { profiles: spec.oracle } : {}),
       ...(opts.repeat && opts.repeat > 1 ? { repeat: opts.repeat } : {}),
+      guests: opts.guests ?? defaultGuests(),
       probe: (guest, traceFile) =>
         runSmokeChecks(guest, {
           release: guestKernel.kernel.release,

@@ -63,6 +63,8 @@ export interface BaseSideOptions {
   meantOnly: boolean;
   /** run the base even when a run is cached (--no-base-cache) */
   fresh: boolean;
+  /** guests for its suite (default: the job's default) */
+  guests?: number;
 }
 
 /** The base side of a validation: reused (copied already), or to be run (and kept) by `run`. */
@@ -97,6 +99,7 @@ async function runBaseSide(
     runDir: opts.runDir,
     id: "base",
     ...(opts.meantOnly ? { meantOnly: true } : {}),
+    ...(opts.guests ? { guests: opts.guests } : {}),
   });
   const decision = storeDecision(record, ctx.found);
   if (!decision.store)

@@ -3,6 +3,7 @@
  * the series changed. An empty series (an mbox with no patch, a directory with no *.patch file)
  * is the base kernel itself: both sides run on it, and they must agree.
  */
+
 import { readdirSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { basename, join, resolve } from "node:path";
@@ -17,6 +18,7 @@ import {
 } from "../kernel/series.ts";
 import { writeRunFile } from "../rundir/write.ts";
 import { selectScenarios } from "../scenario/select.ts";
+import { defaultGuests } from "../suite/guests.ts";
 import {
   checkJobSpec,
   describeJob,
@@ -126,6 +128,9 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
   const scenarios = await selectScenarios(scenarioPatterns(baseSpec));
   const basePrepared = await preparedGuestFor(kernelRequestOf(baseSpec));
   if (patchedSpec.series) await preparedGuestFor(kernelRequestOf(patchedSpec));
+  const atOnce = opts.sidesAtOnce ?? sidesAtOnceByDefault();
+  // the two sides at once share the machine's guests between them
+  const guests = atOnce ? Math.max(1, Math.floor(defaultGuests() / 2)) : undefined;
   const plan = await planBaseSide({
     spec: baseSpec,
     prepared: basePrepared,
@@ -133,6 +138,7 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
     runDir: join(runDir, "base"),
     meantOnly: opts.meantOnly === true,
     fresh: opts.freshBase === true,
+    ...(guests ? { guests } : {}),
   });
   const runPatched = () => {
     progress.info(`[validate] 2/2 base+series: ${describeJob(patchedSpec)}`);
@@ -140,6 +146,7 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
       runDir: join(runDir, "patched"),
       id: "patched",
       ...(opts.meantOnly ? { meantOnly: true } : {}),
+      ...(guests && !("reused" in plan) ? { guests } : {}),
     });
   };
   let baseSide: BaseSide;
@@ -147,7 +154,7 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
   if ("reused" in plan) {
     baseSide = plan.reused;
     patched = await runPatched();
-  } else if (opts.sidesAtOnce ?? sidesAtOnceByDefault()) {
+  } else if (atOnce) {
     progress.info("[validate] the base and base+series run at once, on two guests");
     [baseSide, patched] = await bothSettled(plan.run(), runPatched());
   } else {
