@@ -33,7 +33,19 @@ t.test("hil run --repeat 3: every repetition judged and traced, one stable line 
   const iso = isolate();
   const dir = t.testdir({});
   const r = await hil(
-    ["run", "--scenario", "drain-qp-idle,drain-twice", "--repeat", "3", "--rules", "linux", "--run-dir", dir],
+    [
+      "run",
+      "--scenario",
+      "drain-qp-idle,drain-twice",
+      "--repeat",
+      "3",
+      "--rules",
+      "linux",
+      "--guests",
+      "1",
+      "--run-dir",
+      dir,
+    ],
     iso.env,
   );
   t.equal(r.exitCode, 0, `every repetition PASS: exit 0\n${r.stdout}${r.stderr}`.slice(0, 6000));
