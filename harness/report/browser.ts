@@ -24,6 +24,8 @@ export const SCREENSHOT_WIDTH = 1400;
 const DEFAULT_TIMEOUT_MS = 60_000;
 /** Chromium refuses bitmaps much taller than this; a longer report is cut at the bottom. */
 const MAX_HEIGHT = 16_384;
+/** The longest temp dir the socket's directory goes in: <dir>/hil-cr-XXXXXX/org.chromium.Chromium.XXXXXX/SingletonSocket fits a socket path. */
+const SOCKET_ROOT_MAX = 60;
 
 export interface ChromiumOptions {
   /** the binary (default /usr/bin/chromium) */
@@ -65,6 +67,25 @@ export function chromiumArgs(profileDir: string, extra: readonly string[], url: 
   ];
 }
 
+/**
+ * A chromium run's environment: its profile as HOME and XDG dirs, and as TMPDIR a directory of its
+ * own (removed by the caller), where chromium makes its singleton socket's directory, which a killed
+ * browser leaves behind; short enough for a UNIX socket path (108 bytes) when the profile is not.
+ */
+export function chromiumEnv(profileDir: string): { env: NodeJS.ProcessEnv; socketRoot: string } {
+  const socketRoot = mkdtempSync(join(tmpdir().length <= SOCKET_ROOT_MAX ? tmpdir() : "/tmp", "hil-cr-"));
+  return {
+    env: {
+      ...process.env,
+      HOME: profileDir,
+      XDG_CONFIG_HOME: profileDir,
+      XDG_CACHE_HOME: profileDir,
+      TMPDIR: socketRoot,
+    },
+    socketRoot,
+  };
+}
+
 function killGroup(pid: number | undefined): void {
   if (pid === undefined) return;
   try {
@@ -87,18 +108,20 @@ export async function runChromium(
   const binary = opts.binary ?? CHROMIUM_BINARY;
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const profileDir = mkdtempSync(join(opts.tmpRoot ?? tmpdir(), "hil-chromium-"));
+  const { env, socketRoot } = chromiumEnv(profileDir);
   const args = chromiumArgs(profileDir, extra, url);
   let pid: number | undefined;
   const cleanup = () => {
     killGroup(pid);
     rmSync(profileDir, { recursive: true, force: true });
+    rmSync(socketRoot, { recursive: true, force: true });
   };
   const unregister = onProcessExit(cleanup);
   try {
     const child = spawn(binary, args, {
       detached: true, // its own process group: the group is what is killed
       stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, HOME: profileDir, XDG_CONFIG_HOME: profileDir, XDG_CACHE_HOME: profileDir },
+      env,
     });
     pid = child.pid;
     const out: Buffer[] = [];

@@ -15,6 +15,7 @@
 // closed event tables. The rerun line the page gives for the failed scenario, run, judges it the
 // same way.
 import { cpSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import t, { type Test } from "tap";
@@ -58,6 +59,10 @@ function chromiumProcesses(): Array<{ pid: number; home: string }> {
 function svgOf(dom: string, scenario: string): string {
   return new RegExp(`<svg[^>]*id="timeline-${scenario}"[\\s\\S]*?</svg>`).exec(dom)?.[0] ?? "";
 }
+
+/** Chromium's singleton socket directories in the system temp dir (a killed browser leaves its own). */
+const socketDirs = () => readdirSync(tmpdir()).filter((n) => n.startsWith("org.chromium.Chromium."));
+const socketDirsBefore = new Set(socketDirs());
 
 const isRed = ([r, g, b]: number[]) => (r ?? 0) > 170 && (g ?? 0) < 70 && (b ?? 0) < 70;
 
@@ -421,3 +426,11 @@ t.test(
     t.same(leftovers(iso), { processes: [], entries: [] }, "the runs left no process and no temp file");
   },
 );
+
+t.test("no chromium run left its singleton socket directory in the system temp dir", async (t) => {
+  t.same(
+    socketDirs().filter((n) => !socketDirsBefore.has(n)),
+    [],
+    "each run's TMPDIR was a directory of its own, removed after it",
+  );
+});

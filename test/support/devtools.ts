@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
-import { chromiumArgs } from "../../harness/report/browser.ts";
+import { chromiumArgs, chromiumEnv } from "../../harness/report/browser.ts";
 
 interface Message {
   id?: number;
@@ -49,6 +49,7 @@ export async function withPage<T>(
   opts: { width?: number; height?: number; tmpRoot?: string; timeoutMs?: number } = {},
 ): Promise<T> {
   const profile = mkdtempSync(join(opts.tmpRoot ?? tmpdir(), "hil-devtools-"));
+  const { env, socketRoot } = chromiumEnv(profile);
   const args = chromiumArgs(
     profile,
     ["--remote-debugging-pipe", `--window-size=${opts.width ?? 1400},${opts.height ?? 900}`],
@@ -57,7 +58,7 @@ export async function withPage<T>(
   const child = spawn(binary, args, {
     detached: true,
     stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"],
-    env: { ...process.env, HOME: profile, XDG_CONFIG_HOME: profile, XDG_CACHE_HOME: profile },
+    env,
   });
   const stderr: string[] = [];
   child.stderr?.on("data", (b: Buffer) => stderr.push(b.toString()));
@@ -173,5 +174,6 @@ export async function withPage<T>(
       child.exitCode !== null || child.signalCode !== null ? r(null) : child.once("close", r),
     );
     rmSync(profile, { recursive: true, force: true });
+    rmSync(socketRoot, { recursive: true, force: true });
   }
 }
