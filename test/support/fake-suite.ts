@@ -7,6 +7,7 @@ import { type TraceRecord, traceRecordSchema } from "../../harness/protocol/trac
 import type { CompiledScenario } from "../../harness/scenario/compile.ts";
 import { parseScenario } from "../../harness/scenario/load.ts";
 import type { Scenario } from "../../harness/scenario/schema.ts";
+import { runSuite, type SuiteOptions } from "../../harness/suite/suite.ts";
 
 export function scenario(name: string, lines: string[] = []): Scenario {
   return parseScenario(
@@ -139,4 +140,25 @@ export function fakeSuite(script: (name: string, nth: number) => Act) {
     };
   };
   return { fakes, opts: { boot, executorFactory } };
+}
+
+/** The suite on the fake guests into `runDir`, with erdma and its reflush profile, as `hil run` would. */
+export async function runFakeSuite(
+  runDir: string,
+  scenarios: Scenario[],
+  script: (name: string, nth: number) => Act,
+  extra: Pick<SuiteOptions, "repeat" | "guests" | "probe"> = {},
+) {
+  const { fakes, opts } = fakeSuite(script);
+  const report = await runSuite({
+    prepared: PREPARED,
+    scenarios,
+    runDir,
+    driver: "erdma",
+    executor: "kernel",
+    deviceProfile: "erdma-reflush",
+    ...extra,
+    ...opts,
+  });
+  return { dir: runDir, fakes, report };
 }

@@ -10,29 +10,15 @@ import { defaultGuests, unitsOf } from "../../harness/suite/guests.ts";
 import { runSuite, suiteResults } from "../../harness/suite/suite.ts";
 import type { CheckResult } from "../../harness/verdict.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
-import { type Act, fakeSuite, PREPARED, scenario } from "../support/fake-suite.ts";
+import { type Act, fakeSuite, PREPARED, runFakeSuite, scenario } from "../support/fake-suite.ts";
 
-async function suite(
+function suite(
   t: Test,
   scenarios: Scenario[],
   script: (name: string, nth: number) => Act,
   extra: { guests?: number; repeat?: number; probe?: () => Promise<CheckResult[]> } = {},
 ) {
-  const dir = t.testdir({});
-  const { fakes, opts } = fakeSuite(script);
-  const report = await runSuite({
-    prepared: PREPARED,
-    scenarios,
-    runDir: dir,
-    driver: "erdma",
-    executor: "kernel",
-    deviceProfile: "erdma-reflush",
-    ...(extra.guests ? { guests: extra.guests } : {}),
-    ...(extra.repeat ? { repeat: extra.repeat } : {}),
-    ...(extra.probe ? { probe: extra.probe } : {}),
-    ...opts,
-  });
-  return { dir, fakes, report };
+  return runFakeSuite(t.testdir({}), scenarios, script, extra);
 }
 
 const SIX = ["a", "b", "c", "d", "e", "f"].map((n) => scenario(`drain-${n}`));

@@ -21,33 +21,16 @@ import {
   stabilityCell,
   stabilityOf,
 } from "../../harness/suite/repeat.ts";
-import { FIRST_PORT, runSuite, type SuiteReport, suiteResults } from "../../harness/suite/suite.ts";
+import { FIRST_PORT, type SuiteReport, suiteResults } from "../../harness/suite/suite.ts";
 import { exitCodeFor } from "../../harness/verdict.ts";
 import { Step } from "../../util/progress.ts";
 import { writeRunDir } from "../fixtures/rundir/synthetic.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
-import { type Act, fakeSuite, PREPARED, scenario } from "../support/fake-suite.ts";
+import { type Act, runFakeSuite, scenario } from "../support/fake-suite.ts";
 import { parseTap } from "../support/tap-parse.ts";
 
-async function suite(
-  t: Test,
-  scenarios: Scenario[],
-  script: (name: string, nth: number) => Act,
-  repeat?: number,
-) {
-  const dir = t.testdir({});
-  const { fakes, opts } = fakeSuite(script);
-  const report = await runSuite({
-    prepared: PREPARED,
-    scenarios,
-    runDir: dir,
-    driver: "erdma",
-    executor: "kernel",
-    deviceProfile: "erdma-reflush",
-    ...(repeat !== undefined ? { repeat } : {}),
-    ...opts,
-  });
-  return { dir, fakes, report };
+function suite(t: Test, scenarios: Scenario[], script: (name: string, nth: number) => Act, repeat?: number) {
+  return runFakeSuite(t.testdir({}), scenarios, script, repeat !== undefined ? { repeat } : {});
 }
 
 t.test("the expansion: each scenario n times in a row, names #k, a port each", async (t) => {
