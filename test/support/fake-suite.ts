@@ -162,3 +162,19 @@ export async function runFakeSuite(
   });
   return { dir: runDir, fakes, report };
 }
+
+/** A scenario with a fault step (a dropped send completion): a SKIP where no fault can be armed. */
+export function faultyScenario(): Scenario {
+  return parseScenario(
+    [
+      "description: d",
+      "covers: [5]",
+      "drivers: [erdma]",
+      "steps:",
+      "  - post_send: { count: 2 }",
+      "  - fault: { kind: drop-cqe, queue: sq }",
+      "  - drain: { which: sq }",
+    ].join("\n"),
+    "faulty.yaml",
+  );
+}

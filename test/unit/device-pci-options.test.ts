@@ -11,9 +11,9 @@ import { bootDevice, recordedDevice, smokeDevice } from "../../harness/device.ts
 import { rerunScenario } from "../../harness/report/rerun.ts";
 import { describeDevice, deviceOf, type RunDir } from "../../harness/rundir/read.ts";
 import { type RunScenario, runRecordSchema } from "../../harness/rundir/schema.ts";
-import { parseScenario } from "../../harness/scenario/load.ts";
 import { passthroughFaultReason, runSuite } from "../../harness/suite/suite.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
+import { faultyScenario } from "../support/fake-suite.ts";
 import { fakeHost } from "../support/fake-sysfs.ts";
 
 const values = (v: Partial<DeviceOptionValues>): DeviceOptionValues => ({ device: true, ...v });
@@ -84,18 +84,7 @@ t.test(
   "the suite on a passed-through function: fault scenarios are SKIP before any guest boots",
   async (t) => {
     const dir = t.testdir({});
-    const faulty = parseScenario(
-      [
-        "description: d",
-        "covers: [5]",
-        "drivers: [erdma]",
-        "steps:",
-        "  - post_send: { count: 2 }",
-        "  - fault: { kind: drop-cqe, queue: sq }",
-        "  - drain: { which: sq }",
-      ].join("\n"),
-      "faulty.yaml",
-    );
+    const faulty = faultyScenario();
     const report = await runSuite({
       prepared: {} as PreparedGuest,
       scenarios: [faulty],

@@ -18,10 +18,10 @@ import {
   parseMacOption,
 } from "../../harness/cli/device-options.ts";
 import { bootDevice, recordedDevice, smokeDevice } from "../../harness/device.ts";
-import { parseScenario } from "../../harness/scenario/load.ts";
 import { externalFaultReason, runSuite } from "../../harness/suite/suite.ts";
 import { HilError } from "../../util/errors.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
+import { faultyScenario } from "../support/fake-suite.ts";
 
 /** A listening UNIX socket in a short-named temp dir (closed and removed when the test ends). */
 async function listening(t: Test): Promise<string> {
@@ -130,18 +130,7 @@ t.test("--mac: six hex octets, unicast, not zero; lower-cased", async (t) => {
 t.test("the suite on an external device: fault scenarios are SKIP before any guest boots", async (t) => {
   const dir = t.testdir({});
   const sock = join(dir, "dev.sock");
-  const faulty = parseScenario(
-    [
-      "description: d",
-      "covers: [5]",
-      "drivers: [erdma]",
-      "steps:",
-      "  - post_send: { count: 2 }",
-      "  - fault: { kind: drop-cqe, queue: sq }",
-      "  - drain: { which: sq }",
-    ].join("\n"),
-    "faulty.yaml",
-  );
+  const faulty = faultyScenario();
   const report = await runSuite({
     prepared: {} as PreparedGuest,
     scenarios: [faulty],
