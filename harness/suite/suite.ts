@@ -4,10 +4,11 @@
  * and writes the run directory: verdicts.json, traces/<scenario>.jsonl (and <scenario>.hw.jsonl,
  * the device's hardware trace of that scenario), console.log and hw-trace.jsonl (console-<n>.log,
  * hw-trace-<n>.jsonl for the n-th boot: another guest, or one booted after a hang). A scenario that
- * leaves the executor stuck costs its guest a reboot, never the rest of the suite. Fault steps are armed on the device's control channel and cleared after each
- * scenario; known driver bugs recorded in the scenario turn their rules' FAILs into XFAILs. On an
- * external device (deviceSocket) or a host PCI function passed through (devicePci) scenarios with
- * fault steps are SKIPs (no control channel) and there is no hardware trace. With `repeat` n > 1
+ * leaves the executor stuck costs its guest a reboot, never the rest of the suite. Fault steps are
+ * armed on the device's control channel and cleared after each scenario; known driver bugs
+ * recorded in the scenario turn their rules' FAILs into XFAILs. On an external device
+ * (deviceSocket) or a host PCI function passed through (devicePci) scenarios with fault steps are
+ * SKIPs (no control channel) and there is no hardware trace. With `repeat` n > 1
  * each scenario runs n times in a row, each run (<scenario>#<k>) judged and traced on its own, and
  * the report says per scenario and oracle profile whether the repetitions agree (suite/repeat.ts).
  */
