@@ -5,7 +5,21 @@ import type { TraceModel } from "./model.ts";
 import type { Observation } from "./observations.ts";
 import type { SentCommand } from "./run-commands.ts";
 
-export type RuleId = "1" | "2" | "3" | "4" | "5" | "6" | "7" | "9" | "hang" | "console" | "commands";
+export type RuleId =
+  | "1"
+  | "2"
+  | "3"
+  | "4"
+  | "5"
+  | "6"
+  | "7"
+  | "9"
+  | "hang"
+  | "console"
+  | "commands"
+  | "ulp-data"
+  | "ulp-steps"
+  | "ulp-leak";
 
 /**
  * A work request a problem is about: the QP's name, its queue and its wr_id; `post` is the index in

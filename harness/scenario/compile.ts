@@ -16,6 +16,7 @@ import {
   type Scenario,
   type Step,
   type StepKind,
+  type UlpAction,
 } from "./schema.ts";
 
 /** The verbs object names the compiled commands use. */
@@ -79,6 +80,8 @@ export interface CompiledStep {
   unsupported?: Unsupported;
   /** a device fault the suite arms through the device's control channel (no executor commands) */
   fault?: FaultStep;
+  /** a ULP workload's step (guest/ulp/hil-ulp.sh; no executor commands) */
+  ulp?: UlpAction;
   /** the WRs the step posts (to find which event a fault on a later WR is) */
   posts?: StepPosts;
   /** what the step's command may return (expect.rc); absent: 0, unless rules judge it (posts, drains) */
@@ -97,6 +100,8 @@ export interface StepPosts {
 
 export interface CompiledScenario {
   scenario: Scenario;
+  /** where the scenario's connection listens (the rdma_cm port; a ULP target's port) */
+  endpoint: { addr: string; port: number };
   setup: string[];
   setupTimeoutMs: number;
   steps: CompiledStep[];
@@ -126,6 +131,7 @@ export function stepKind(step: Step): StepKind {
     "destroy",
     "sleep",
     "fault",
+    "ulp",
   ] as const)
     if (k in step) return k;
   throw new Error("a step of no known kind");
@@ -253,7 +259,14 @@ function compileStep(
   step: Step,
   ids: WrIds,
   driver: DriverName,
-): { commands: string[]; waitMs?: number; unsupported?: Unsupported; fault?: FaultStep; posts?: StepPosts } {
+): {
+  commands: string[];
+  waitMs?: number;
+  unsupported?: Unsupported;
+  fault?: FaultStep;
+  posts?: StepPosts;
+  ulp?: UlpAction;
+} {
   const cq = cqNames(s);
   if ("post_send" in step) {
     const p = { ...step.post_send, count: countOn(step.post_send.count, driver) };
@@ -311,6 +324,7 @@ function compileStep(
     };
   }
   if ("sleep" in step) return { commands: [commandLine("sleep", { ms: step.sleep })], waitMs: step.sleep };
+  if ("ulp" in step) return { commands: [], ulp: step.ulp };
   return { commands: [], fault: step.fault };
 }
 
@@ -330,6 +344,7 @@ export function compileScenario(s: Scenario, opts: CompileOptions): CompiledScen
       timeoutMs,
       ...(c.unsupported ? { unsupported: c.unsupported } : {}),
       ...(c.fault ? { fault: c.fault } : {}),
+      ...(c.ulp !== undefined ? { ulp: c.ulp } : {}),
       ...(c.posts ? { posts: c.posts } : {}),
       ...("expect" in step && step.expect ? { expect: step.expect.rc } : {}),
     };
@@ -337,6 +352,7 @@ export function compileScenario(s: Scenario, opts: CompileOptions): CompiledScen
   const cq = cqNames(s);
   return {
     scenario: s,
+    endpoint: { addr: opts.addr, port: opts.port },
     setup: setupCommands(s, opts),
     setupTimeoutMs: SETUP_TIMEOUT_MS + (s.fanout?.pairs ?? 0) * SETUP_MS_PER_FANOUT_PAIR,
     steps,

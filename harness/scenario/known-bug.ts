@@ -27,8 +27,17 @@ export const designRule = z
     message: "rule 8 (SQ Error) is not judged: an RC QP never enters SQE, it goes to ERROR on a send error",
   });
 
-/** a rule (README, What is judged), or the harness's own: "hang" (a step past its watchdog), "console", "commands" */
-export const ruleRef = z.union([designRule, z.enum(["hang", "console", "commands"])]);
+/**
+ * The rules of a ULP workload (README, What is judged): the data read back is the data written, every
+ * ULP step does what it meant, teardown leaves nothing allocated on the device.
+ */
+export const ULP_RULES = ["ulp-data", "ulp-steps", "ulp-leak"] as const;
+
+/**
+ * a rule (README, What is judged), the harness's own: "hang" (a step past its watchdog), "console",
+ * "commands", or a ULP workload's
+ */
+export const ruleRef = z.union([designRule, z.enum(["hang", "console", "commands", ...ULP_RULES])]);
 
 /** A regular expression, checked to compile. */
 const pattern = z

@@ -6,7 +6,7 @@ import { z } from "zod";
 import { DRAIN_TARGETS, POLL_CONTEXTS, QP_STATES, SEND_OPS } from "../protocol/commands.ts";
 import { DRIVERS, type DriverName, EXECUTORS, ORACLE_PROFILES } from "./axes.ts";
 import { cqCapacityProblems } from "./cq-capacity.ts";
-import { type KnownBug, knownBugEntry, ruleRef } from "./known-bug.ts";
+import { type KnownBug, knownBugEntry, ruleRef, ULP_RULES } from "./known-bug.ts";
 import { scenarioSizeProblems } from "./size-limits.ts";
 
 export {
@@ -190,6 +190,31 @@ const fault = z.strictObject({
   timeout_ms: ms.optional(),
 });
 
+/**
+ * A workload: `verbs` drives one QP pair through hil_kverbs or hil-uverbs; the others run a kernel
+ * upper-layer protocol unmodified over the device (guest/ulp/hil-ulp.sh), `nvme-rdma` NVMe over
+ * Fabrics (nvmet-rdma target and nvme-rdma host in one guest).
+ */
+export const WORKLOADS = ["verbs", "nvme-rdma"] as const;
+export type Workload = (typeof WORKLOADS)[number];
+/** What a ULP step does; io writes `kib` KiB of random data to the ULP's block device and reads it back. */
+export const ULP_ACTIONS = ["target-up", "connect", "disconnect", "target-down"] as const;
+const ulpAction = z.union([
+  z.enum(ULP_ACTIONS),
+  z.strictObject({
+    io: z.strictObject({ kib: z.number().int().min(4).max(65_536).multipleOf(4) }),
+  }),
+]);
+export type UlpAction = z.infer<typeof ulpAction>;
+/** A step of a ULP workload, run by guest/ulp/hil-ulp.sh under the step's watchdog. */
+const ulp = z.strictObject({
+  ulp: ulpAction,
+  timeout_ms: ms.optional(),
+  expect: expectSchema.optional(),
+});
+/** The kinds of step a ULP workload may have: its own, device faults and sleeps. */
+export const ULP_STEP_KINDS = ["ulp", "fault", "sleep"] as const;
+
 const STEP_KINDS = {
   post_send: postSend,
   post_recv: postRecv,
@@ -200,6 +225,7 @@ const STEP_KINDS = {
   destroy,
   sleep,
   fault,
+  ulp,
 } as const;
 export type StepKind = keyof typeof STEP_KINDS;
 export type Step = z.infer<(typeof STEP_KINDS)[StepKind]>;
@@ -288,154 +314,191 @@ export const expectFailSchema = z.strictObject({
 });
 export type ExpectFail = z.infer<typeof expectFailSchema>;
 
-export const scenarioSchema = z
-  .strictObject({
-    name: z
-      .string()
-      .regex(/^[a-z0-9][a-z0-9-]*$/, "lowercase letters, digits and dashes")
-      .optional(),
-    description: z.string().min(1),
-    /** the rules (README, What is judged) this scenario is written to exercise (all rules are judged) */
-    covers: z.array(ruleRef).min(1),
-    profiles: z.array(z.enum(ORACLE_PROFILES)).min(1).default(["ib", "iwarp-rdmac", "linux"]),
-    drivers: z.array(z.enum(DRIVERS)).min(1).default(["siw", "erdma"]),
-    /** erdma device profiles it is meant for (absent: any) */
-    device_profiles: z.array(z.string()).min(1).optional(),
-    executors: z.array(z.enum(EXECUTORS)).min(1).default(["kernel", "user"]),
-    /** the default per-step watchdog */
-    timeout_ms: ms.default(10_000),
-    qp: qpSetupSchema.default(qpSetupSchema.parse({})),
-    peer: peerSchema.default(peerSchema.parse({})),
-    fanout: fanoutSchema.optional(),
-    steps: z.array(stepSchema).min(1),
-    /** known driver bugs: a record, or the id of one in fixtures/known-bugs.yaml */
-    known_bugs: z.array(knownBugEntry).min(1).optional(),
-    /**
-     * where the scenario cannot exercise what it covers though it is meant for the driver and
-     * executor (a queue the driver drains as fast as it is written): a SKIP there, with the reason
-     */
-    skip_on: z
-      .array(
-        z.strictObject({
-          driver: z.enum(DRIVERS).optional(),
-          executors: z.array(z.enum(EXECUTORS)).min(1).optional(),
-          device_profiles: z.array(z.string().min(1)).min(1).optional(),
-          why: z.string().trim().min(1),
-        }),
-      )
-      .min(1)
-      .optional(),
-    expect_fail: expectFailSchema.optional(),
-  })
-  .superRefine((s, ctx) => {
-    const tooBig = scenarioSizeProblems(s);
-    for (const p of tooBig) ctx.addIssue({ code: "custom", path: p.path, message: p.message });
-    if (tooBig.length > 0) return;
-    for (const p of cqCapacityProblems(s)) ctx.addIssue({ code: "custom", path: p.path, message: p.message });
-    if (s.expect_fail && !s.steps.some((x) => "fault" in x))
+const scenarioBase = z.strictObject({
+  name: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]*$/, "lowercase letters, digits and dashes")
+    .optional(),
+  description: z.string().min(1),
+  workload: z.enum(WORKLOADS).default("verbs"),
+  /** the rules (README, What is judged) this scenario is written to exercise (all rules are judged) */
+  covers: z.array(ruleRef).min(1),
+  profiles: z.array(z.enum(ORACLE_PROFILES)).min(1).default(["ib", "iwarp-rdmac", "linux"]),
+  drivers: z.array(z.enum(DRIVERS)).min(1).default(["siw", "erdma"]),
+  /** erdma device profiles it is meant for (absent: any) */
+  device_profiles: z.array(z.string()).min(1).optional(),
+  executors: z.array(z.enum(EXECUTORS)).min(1).default(["kernel", "user"]),
+  /** the default per-step watchdog */
+  timeout_ms: ms.default(10_000),
+  qp: qpSetupSchema.default(qpSetupSchema.parse({})),
+  peer: peerSchema.default(peerSchema.parse({})),
+  fanout: fanoutSchema.optional(),
+  steps: z.array(stepSchema).min(1),
+  /** known driver bugs: a record, or the id of one in fixtures/known-bugs.yaml */
+  known_bugs: z.array(knownBugEntry).min(1).optional(),
+  /**
+   * where the scenario cannot exercise what it covers though it is meant for the driver and
+   * executor (a queue the driver drains as fast as it is written): a SKIP there, with the reason
+   */
+  skip_on: z
+    .array(
+      z.strictObject({
+        driver: z.enum(DRIVERS).optional(),
+        executors: z.array(z.enum(EXECUTORS)).min(1).optional(),
+        device_profiles: z.array(z.string().min(1)).min(1).optional(),
+        why: z.string().trim().min(1),
+      }),
+    )
+    .min(1)
+    .optional(),
+  expect_fail: expectFailSchema.optional(),
+});
+
+export const scenarioSchema = scenarioBase.superRefine((s, ctx) => {
+  const tooBig = scenarioSizeProblems(s);
+  for (const p of tooBig) ctx.addIssue({ code: "custom", path: p.path, message: p.message });
+  if (tooBig.length > 0) return;
+  for (const p of workloadProblems(s)) ctx.addIssue({ code: "custom", path: p.path, message: p.message });
+  for (const p of cqCapacityProblems(s)) ctx.addIssue({ code: "custom", path: p.path, message: p.message });
+  if (s.expect_fail && !s.steps.some((x) => "fault" in x))
+    ctx.addIssue({
+      code: "custom",
+      path: ["expect_fail"],
+      message: "expect_fail is for scenarios whose fault steps break rules; this one has no fault step",
+    });
+  s.known_bugs?.forEach((bug, i) => {
+    if (!s.drivers.includes(bug.driver))
       ctx.addIssue({
         code: "custom",
-        path: ["expect_fail"],
-        message: "expect_fail is for scenarios whose fault steps break rules; this one has no fault step",
+        path: ["known_bugs", i, "driver"],
+        message: `the scenario does not run on ${bug.driver} (drivers: ${s.drivers.join(", ")})`,
       });
-    s.known_bugs?.forEach((bug, i) => {
-      if (!s.drivers.includes(bug.driver))
-        ctx.addIssue({
-          code: "custom",
-          path: ["known_bugs", i, "driver"],
-          message: `the scenario does not run on ${bug.driver} (drivers: ${s.drivers.join(", ")})`,
-        });
-      const off = bug.executors?.find((e) => !s.executors.includes(e));
-      if (off)
-        ctx.addIssue({
-          code: "custom",
-          path: ["known_bugs", i, "executors"],
-          message: `the scenario does not run on the ${off} executor (executors: ${s.executors.join(", ")})`,
-        });
-    });
-    s.steps.forEach((step, i) => {
-      if ("fault" in step)
-        for (const p of faultProblems(step.fault))
-          ctx.addIssue({ code: "custom", path: ["steps", i, "fault", p.field], message: p.message });
-      const post = "post_send" in step ? step.post_send : "post_recv" in step ? step.post_recv : undefined;
-      const key = "post_send" in step ? "post_send" : "post_recv";
-      if (post && typeof post.count !== "number")
-        for (const d of s.drivers)
-          if (post.count[d] === undefined)
-            ctx.addIssue({
-              code: "custom",
-              path: ["steps", i, key, "count"],
-              message: `no count for ${d}, a driver the scenario runs on (drivers: ${s.drivers.join(", ")})`,
-            });
-      if (post?.on === "fanout") {
-        const queue = key === "post_send" ? "sq" : "rq";
-        if (!s.fanout)
-          ctx.addIssue({
-            code: "custom",
-            path: ["steps", i, key, "on"],
-            message: "on: fanout posts on the scenario's fanout pairs; this scenario has no fanout",
-          });
-        else if (countOn(post.count) > s.fanout[queue])
+    const off = bug.executors?.find((e) => !s.executors.includes(e));
+    if (off)
+      ctx.addIssue({
+        code: "custom",
+        path: ["known_bugs", i, "executors"],
+        message: `the scenario does not run on the ${off} executor (executors: ${s.executors.join(", ")})`,
+      });
+  });
+  s.steps.forEach((step, i) => {
+    if ("fault" in step)
+      for (const p of faultProblems(step.fault))
+        ctx.addIssue({ code: "custom", path: ["steps", i, "fault", p.field], message: p.message });
+    const post = "post_send" in step ? step.post_send : "post_recv" in step ? step.post_recv : undefined;
+    const key = "post_send" in step ? "post_send" : "post_recv";
+    if (post && typeof post.count !== "number")
+      for (const d of s.drivers)
+        if (post.count[d] === undefined)
           ctx.addIssue({
             code: "custom",
             path: ["steps", i, key, "count"],
-            message: `${countOn(post.count)} WRs on each fanout pair's ${queue}, which holds ${s.fanout[queue]} (fanout.${queue})`,
+            message: `no count for ${d}, a driver the scenario runs on (drivers: ${s.drivers.join(", ")})`,
           });
-      }
-      const most = post ? countOn(post.count) : 0;
-      if (post && most > 1024 && post.batch === undefined)
+    if (post?.on === "fanout") {
+      const queue = key === "post_send" ? "sq" : "rq";
+      if (!s.fanout)
         ctx.addIssue({
           code: "custom",
-          path: ["steps", i, "post_send" in step ? "post_send" : "post_recv", "count"],
-          message: "more than 1024 WRs need batch (at most 1024 WRs a call)",
+          path: ["steps", i, key, "on"],
+          message: "on: fanout posts on the scenario's fanout pairs; this scenario has no fanout",
         });
-      if (post?.batch !== undefined && post.batch > 1024)
+      else if (countOn(post.count) > s.fanout[queue])
         ctx.addIssue({
           code: "custom",
-          path: ["steps", i, "post_send" in step ? "post_send" : "post_recv", "batch"],
-          message: "batch is at most 1024",
+          path: ["steps", i, key, "count"],
+          message: `${countOn(post.count)} WRs on each fanout pair's ${queue}, which holds ${s.fanout[queue]} (fanout.${queue})`,
         });
-      if ("post_send" in step && step.post_send.inline && (step.post_send.len ?? 64) > s.qp.inline)
-        ctx.addIssue({
-          code: "custom",
-          path: ["steps", i, "post_send", "inline"],
-          message: `an inline post of ${step.post_send.len ?? 64} bytes needs qp.inline of at least that (it is ${s.qp.inline})`,
-        });
-      if (post?.len !== undefined && post.len > s.qp.buf)
-        ctx.addIssue({
-          code: "custom",
-          path: ["steps", i, "post_send" in step ? "post_send" : "post_recv", "len"],
-          message: `len ${post.len} is more than the QP's buf ${s.qp.buf}`,
-        });
-      const fewest = post
-        ? typeof post.count === "number"
-          ? post.count
-          : Math.min(...Object.values(post.count))
-        : 0;
-      if (post?.bad !== undefined && post.bad >= (post.batch ?? fewest))
-        ctx.addIssue({
-          code: "custom",
-          path: ["steps", i, "post_send" in step ? "post_send" : "post_recv", "bad"],
-          message: `bad ${post.bad} is past the end of each call (${post.batch ?? fewest} WRs a call): no WR would be invalid`,
-        });
-      // (a sleep past its watchdog stays allowed: it is how the harness's own tests provoke one)
-      const waits = "poll" in step ? step.poll.wait_ms : undefined;
-      if (waits !== undefined && step.timeout_ms !== undefined && step.timeout_ms <= waits)
-        ctx.addIssue({
-          code: "custom",
-          path: ["steps", i, "timeout_ms"],
-          message: `the step's watchdog (${step.timeout_ms} ms) ends it before its own wait (${waits} ms): it would always be a hang`,
-        });
-      if ("poll" in step && step.poll.min > 0 && step.poll.wait_ms === 0)
-        ctx.addIssue({
-          code: "custom",
-          path: ["steps", i, "poll", "wait_ms"],
-          message: "a poll for min > 0 completions needs wait_ms > 0",
-        });
-    });
+    }
+    const most = post ? countOn(post.count) : 0;
+    if (post && most > 1024 && post.batch === undefined)
+      ctx.addIssue({
+        code: "custom",
+        path: ["steps", i, "post_send" in step ? "post_send" : "post_recv", "count"],
+        message: "more than 1024 WRs need batch (at most 1024 WRs a call)",
+      });
+    if (post?.batch !== undefined && post.batch > 1024)
+      ctx.addIssue({
+        code: "custom",
+        path: ["steps", i, "post_send" in step ? "post_send" : "post_recv", "batch"],
+        message: "batch is at most 1024",
+      });
+    if ("post_send" in step && step.post_send.inline && (step.post_send.len ?? 64) > s.qp.inline)
+      ctx.addIssue({
+        code: "custom",
+        path: ["steps", i, "post_send", "inline"],
+        message: `an inline post of ${step.post_send.len ?? 64} bytes needs qp.inline of at least that (it is ${s.qp.inline})`,
+      });
+    if (post?.len !== undefined && post.len > s.qp.buf)
+      ctx.addIssue({
+        code: "custom",
+        path: ["steps", i, "post_send" in step ? "post_send" : "post_recv", "len"],
+        message: `len ${post.len} is more than the QP's buf ${s.qp.buf}`,
+      });
+    const fewest = post
+      ? typeof post.count === "number"
+        ? post.count
+        : Math.min(...Object.values(post.count))
+      : 0;
+    if (post?.bad !== undefined && post.bad >= (post.batch ?? fewest))
+      ctx.addIssue({
+        code: "custom",
+        path: ["steps", i, "post_send" in step ? "post_send" : "post_recv", "bad"],
+        message: `bad ${post.bad} is past the end of each call (${post.batch ?? fewest} WRs a call): no WR would be invalid`,
+      });
+    // (a sleep past its watchdog stays allowed: it is how the harness's own tests provoke one)
+    const waits = "poll" in step ? step.poll.wait_ms : undefined;
+    if (waits !== undefined && step.timeout_ms !== undefined && step.timeout_ms <= waits)
+      ctx.addIssue({
+        code: "custom",
+        path: ["steps", i, "timeout_ms"],
+        message: `the step's watchdog (${step.timeout_ms} ms) ends it before its own wait (${waits} ms): it would always be a hang`,
+      });
+    if ("poll" in step && step.poll.min > 0 && step.poll.wait_ms === 0)
+      ctx.addIssue({
+        code: "custom",
+        path: ["steps", i, "poll", "wait_ms"],
+        message: "a poll for min > 0 completions needs wait_ms > 0",
+      });
   });
+});
 
 export type ScenarioSpec = z.infer<typeof scenarioSchema>;
+
+/** A ULP workload has ULP, fault and sleep steps and covers ULP rules; a verbs one has no ULP step. */
+function workloadProblems(s: z.infer<typeof scenarioBase>): { path: (string | number)[]; message: string }[] {
+  const out: { path: (string | number)[]; message: string }[] = [];
+  const ulp = s.workload !== "verbs";
+  s.steps.forEach((step, i) => {
+    const kind = Object.keys(step).find((k) => k !== "timeout_ms" && k !== "expect") ?? "";
+    if (ulp && !(ULP_STEP_KINDS as readonly string[]).includes(kind))
+      out.push({
+        path: ["steps", i, kind],
+        message: `the ${s.workload} workload has ${ULP_STEP_KINDS.join(", ")} steps, not ${kind} (verbs steps are for workload: verbs)`,
+      });
+    if (ulp && "fault" in step && step.fault.wr_id !== undefined)
+      out.push({
+        path: ["steps", i, "fault", "wr_id"],
+        message: `the ${s.workload} workload's WRs are the ULP's own: a fault hits the next matching event on any QP (no wr_id)`,
+      });
+    if (!ulp && kind === "ulp")
+      out.push({
+        path: ["steps", i, kind],
+        message: "a ulp step needs a ULP workload (workload: nvme-rdma)",
+      });
+  });
+  s.covers.forEach((rule, i) => {
+    const ulpRule = typeof rule === "string" && rule.startsWith("ulp-");
+    if (ulp && typeof rule === "number")
+      out.push({
+        path: ["covers", i],
+        message: `rule ${rule} is judged on a verbs trace; the ${s.workload} workload covers ${ULP_RULES.join(", ")}, hang, console`,
+      });
+    if (!ulp && ulpRule)
+      out.push({ path: ["covers", i], message: `${rule} is a ULP workload's rule (workload: nvme-rdma)` });
+  });
+  return out;
+}
 export type FaultStep = Extract<Step, { fault: unknown }>["fault"];
 
 /** What a fault step must say for its kind (the file's error, whatever the driver). */
