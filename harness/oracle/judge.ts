@@ -15,6 +15,7 @@ import { rule5 } from "./rules/flushed-once.ts";
 import { rule3 } from "./rules/partial-post.ts";
 import { rule1, rule2 } from "./rules/post-in-error.ts";
 import { returnsRule } from "./rules/returns.ts";
+import { ulpDataRule, ulpLeakRule, ulpReturnsRule, ulpStepsRule } from "./rules/ulp.ts";
 import { rule6 } from "./rules/unsignaled.ts";
 import { commandsRule } from "./run-commands.ts";
 
@@ -31,6 +32,15 @@ export const RULES: readonly Rule[] = [
   rule9,
   consoleRule,
   commandsRule,
+];
+
+/** A ULP workload's rules (no verbs trace: rules 1-9 have nothing to judge), a hang first. */
+export const ULP_RULE_SET: readonly Rule[] = [
+  ulpReturnsRule,
+  ulpStepsRule,
+  ulpDataRule,
+  ulpLeakRule,
+  consoleRule,
 ];
 
 export type RuleVerdict = RuleResult & {
@@ -68,6 +78,8 @@ export function traceDefect(trace: ScenarioTrace): string | undefined {
 export interface JudgeOptions {
   /** the rules the scenario covers: each must have judged something of this run, else MISS */
   covers?: readonly (string | number)[];
+  /** the rules to judge (default RULES) */
+  rules?: readonly Rule[];
 }
 
 /**
@@ -94,7 +106,7 @@ export function judgeTrace(
   const defect = traceDefect(trace);
   const model = defect ? undefined : new TraceModel(trace.records);
   return profiles.map((profile) => {
-    const judged = RULES.map((rule): RuleVerdict => {
+    const judged = (opts.rules ?? RULES).map((rule): RuleVerdict => {
       const head = { rule: rule.id, title: rule.title, citation: rule.citation };
       if (!model) return { ...head, verdict: "ERROR", reason: defect ?? "", judged: 0, applies: true };
       return {

@@ -221,3 +221,42 @@ export async function armFault(
     ...(target ? { target } : {}),
   };
 }
+
+/**
+ * The FaultSpec of a fault step in a ULP workload: the ULP's QPs are its own, so the fault hits the
+ * next matching event on any QP of the device (no qpn, no wr_id: the schema refuses one).
+ */
+export function translateUlpFault(step: CompiledStep): Record<string, unknown> {
+  const f = step.fault;
+  if (!f) throw new FaultTranslationError(`step ${step.index + 1} is not a fault`);
+  const gap = erdmaFaultGap(f);
+  if (gap) throw new FaultTranslationError(gap);
+  const spec: Record<string, unknown> = { kind: f.kind };
+  if (f.count !== undefined) spec.count = f.count;
+  if (f.vector !== undefined) spec.vector = f.vector;
+  if (f.queue === "sq" || f.queue === "rq") spec.queue = f.queue;
+  if (f.kind === "error-wqe")
+    spec.status = ERDMA_WC_STATUS[f.queue === "rq" ? "rq" : "sq"][statusName(f.status ?? "")];
+  if (f.ms !== undefined) spec.ms = f.ms;
+  if (f.delta !== undefined) spec.delta = f.delta;
+  return spec;
+}
+
+/** Arms a ULP workload's fault step on the device; throws with the device's reason when it refuses. */
+export async function armUlpFault(control: DeviceControl, step: CompiledStep): Promise<ArmedFault> {
+  const spec = translateUlpFault(step);
+  const reply = await control.control({ op: "fault", fault: spec });
+  if (!reply.ok) throw new Error(`the device refused fault ${JSON.stringify(spec)}: ${reply.error}`);
+  return { step: step.index, id: typeof reply.id === "number" ? reply.id : -1, spec };
+}
+
+/** The device model's objects by kind (its control channel's snapshot): QPs, CQs, MRs. */
+export async function deviceObjectCounts(
+  control: DeviceControl,
+): Promise<Record<string, number> | undefined> {
+  const reply = await control.control({ op: "snapshot" });
+  if (!reply.ok) return undefined;
+  const state = reply.state as { qps?: unknown[]; cqs?: unknown[]; mrs?: unknown[] } | null;
+  if (!state) return undefined;
+  return { qp: state.qps?.length ?? 0, cq: state.cqs?.length ?? 0, mr: state.mrs?.length ?? 0 };
+}

@@ -5,7 +5,7 @@
  * `hil judge` (traces a lab brought back).
  */
 import { parseConsole } from "../console/parse.ts";
-import { judgeTrace, type ProfileJudgement } from "../oracle/judge.ts";
+import { judgeTrace, type ProfileJudgement, ULP_RULE_SET } from "../oracle/judge.ts";
 import { applyExpectedFailures, applyKnownBugs, type BugTarget, knownBugsFor } from "../oracle/known-bugs.ts";
 import type { Observation } from "../oracle/observations.ts";
 import type { SentCommand } from "../oracle/run-commands.ts";
@@ -41,7 +41,7 @@ export function judgeScenarioRun(
   const judged = judgeTrace(
     { records: [...run.records], observations: [...run.observations], commands: [...run.sent] },
     [...profiles],
-    { covers: scenario.covers },
+    { covers: scenario.covers, ...(scenario.workload !== "verbs" ? { rules: ULP_RULE_SET } : {}) },
   );
   const targets = run.observations.flatMap((o) => (o.ev === "fault" && o.wr ? [o.wr] : []));
   const judgements = withHwEvidence(

@@ -44,6 +44,7 @@ import {
   type Stability,
   stabilityOf,
 } from "./repeat.ts";
+import { runUlp, ulpWorkload } from "./ulp-run.ts";
 
 /** The guest's address (QEMU user networking); the RDMA device is bound to its NIC. */
 export const GUEST_ADDR = "10.0.2.15";
@@ -503,7 +504,7 @@ async function runOne(
     ...(judged.knownBugs ? { knownBugs: judged.knownBugs } : {}),
     durationMs: outcome.durationMs,
   });
-  if (session.executor.wedged || outcome.error !== undefined) {
+  if (session.executor.wedged || outcome.wedged || outcome.error !== undefined) {
     progress.info(`[suite] ${r.name}: the guest is rebooted for the scenarios after it`);
     await session.guest.dispose({ now: outcome.harnessFault !== undefined });
     return true;
@@ -520,6 +521,8 @@ async function closeSession(session: GuestSession): Promise<void> {
 
 interface ObservedOutcome extends ExecutorOutcome {
   observations: Observation[];
+  /** a ULP step is stuck: the guest is rebooted for the next scenario */
+  wedged?: boolean;
   durationMs: number;
   /** the device server or QEMU died while the scenario ran (harness-watch.ts): why */
   harnessFault?: string;
@@ -538,27 +541,29 @@ async function observeScenario(session: GuestSession, compiled: CompiledScenario
   const watch = watchHarness(session.guest);
   // the next console barrier, written by the executor in its last round trip when it can
   const barrier = session.barriers + 1;
-  let outcome: ExecutorOutcome;
+  let outcome: ExecutorOutcome & { observations?: Observation[]; wedged?: boolean };
   let harnessFault: string | undefined;
   try {
-    const run = session.executor.runScenario(
-      compiled,
-      control
-        ? {
-            barrier,
-            fault: async (step, records) => {
-              const armed = await armFault(control, step, compiled, records);
-              faults.push({
-                ev: "fault",
-                step: step.index,
-                kind: step.fault?.kind ?? "?",
-                spec: armed.spec,
-                ...(armed.target ? { wr: armed.target } : {}),
-              });
-            },
-          }
-        : { barrier },
-    );
+    const run = ulpWorkload(compiled)
+      ? runUlp(session.guest, compiled, barrier, faults)
+      : session.executor.runScenario(
+          compiled,
+          control
+            ? {
+                barrier,
+                fault: async (step, records) => {
+                  const armed = await armFault(control, step, compiled, records);
+                  faults.push({
+                    ev: "fault",
+                    step: step.index,
+                    kind: step.fault?.kind ?? "?",
+                    spec: armed.spec,
+                    ...(armed.target ? { wr: armed.target } : {}),
+                  });
+                },
+              }
+            : { barrier },
+        );
     // settles once the guest is disposed of, after a death; nothing waits for it then
     run.catch(() => {});
     const died = watch.died.then((why) => ({ died: why }));
@@ -580,7 +585,7 @@ async function observeScenario(session: GuestSession, compiled: CompiledScenario
   const silent =
     !harnessFault && outcome.error !== undefined ? await examineSilentGuest(session.guest) : undefined;
   if (silent?.kind === "not-judged") outcome = { ...outcome, error: `${outcome.error}; ${silent.reason}` };
-  const observations: Observation[] = [...outcome.stuck, ...faults];
+  const observations: Observation[] = [...outcome.stuck, ...faults, ...(outcome.observations ?? [])];
   if (harnessFault) {
     session.consoleAt = session.guest.consoleLog().length;
     return {
@@ -591,7 +596,13 @@ async function observeScenario(session: GuestSession, compiled: CompiledScenario
       harnessFault,
     };
   }
-  const consoleTo = await closeConsoleSlice(session, consoleFrom, observations, outcome.barrier === true);
+  const consoleTo = await closeConsoleSlice(
+    session,
+    consoleFrom,
+    observations,
+    outcome.barrier === true,
+    outcome.wedged === true,
+  );
   observations.push(...consoleObservations(session.guest.consoleLog().slice(consoleFrom, consoleTo)));
   if (silent?.kind === "frozen") {
     const e = freezeEvent(silent);
@@ -612,9 +623,10 @@ async function closeConsoleSlice(
   from: number,
   observations: Observation[],
   written: boolean,
+  wedged: boolean,
 ): Promise<number> {
   const { executor, guest } = session;
-  if (executor.wedged || (!written && !executor.barrier)) {
+  if (wedged || executor.wedged || (!written && !executor.barrier)) {
     session.consoleAt = guest.consoleLog().length;
     return session.consoleAt;
   }

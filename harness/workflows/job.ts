@@ -6,7 +6,7 @@
  */
 
 import { existsSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import { DEFAULT_PROFILE, loadProfile } from "../../qemu/erdma/profile-file.ts";
 import { HilError } from "../../util/errors.ts";
 import { invocation } from "../../util/invocation.ts";
@@ -193,6 +193,12 @@ async function selectJobScenarios(
     executor: spec.executor,
     ...(device?.kind === "emulated" ? { deviceProfile: device.profileName } : {}),
   };
+  const verbs = scenarios.filter((s) => s.workload === "verbs");
+  if (verbs.length < scenarios.length)
+    progress.info(
+      `[run] ${scenarios.length - verbs.length} ULP workload scenario(s) left out (their kernel needs --config ${ULP_CONFIG}): select them with --scenario 'ulp-*'`,
+    );
+  scenarios = verbs;
   const meant = scenarios.filter((s) => planScenario(s, target).run);
   if (meant.length < scenarios.length) {
     const on =
@@ -250,11 +256,30 @@ export async function runJob(spec: JobSpec, opts: RunJobOptions): Promise<JobRec
   const runDir = resolve(opts.runDir);
   const device = jobDevice(spec, opts, runDir);
   const scenarios = opts.probeOnly ? [] : await selectJobScenarios(spec, opts, baseDir, device);
+  const kernelSpec = withUlpConfig(spec, scenarios);
   return writeClaimedRun(runDir, async () => {
-    const record = await runClaimedJob(spec, opts, { baseDir, runDir, device, scenarios });
+    const record = await runClaimedJob(kernelSpec, opts, { baseDir, runDir, device, scenarios });
     await opts.alsoWrite?.(record);
     return record;
   });
+}
+
+/** The shipped config fragment a ULP workload's kernel needs (guest/kconfig/ulp.config). */
+export const ULP_CONFIG = "ulp";
+
+/**
+ * The spec with the ULP config fragment added when a selected scenario runs a ULP workload and the
+ * spec's fragments do not name it (said on stderr): the block layer, nvme-rdma, nvmet-rdma.
+ */
+export function withUlpConfig(spec: JobSpec, scenarios: readonly Scenario[]): JobSpec {
+  const configs = spec.configs ?? [];
+  const named = configs.some((c) => c === ULP_CONFIG || basename(c) === `${ULP_CONFIG}.config`);
+  const ulp = scenarios.filter((s) => s.workload !== "verbs");
+  if (ulp.length === 0 || named) return spec;
+  progress.info(
+    `[run] ${ulp.length} ULP workload scenario(s) selected: the kernel gets --config ${ULP_CONFIG} (guest/kconfig/ulp.config)`,
+  );
+  return { ...spec, configs: [...configs, ULP_CONFIG] };
 }
 
 /** A failure the job records as an ERROR result, or rethrows: a full disk cannot be recorded. */

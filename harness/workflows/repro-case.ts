@@ -13,6 +13,7 @@ import { listProfiles } from "../../qemu/erdma/profile-file.ts";
 import { HilError } from "../../util/errors.ts";
 import { type YamlProblem, YamlSource } from "../../util/yaml-source.ts";
 import { DEBIAN_BASES } from "../kernel/base-spec.ts";
+import { ULP_RULES } from "../scenario/known-bug.ts";
 import { DRIVERS, EXECUTORS, ORACLE_PROFILES, type Scenario } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
 import { VERDICTS } from "../verdict.ts";
@@ -20,7 +21,7 @@ import type { JobSpec } from "./job.ts";
 
 export const CASE_DIR = fileURLToPath(new URL("../../fixtures/cases/", import.meta.url));
 
-const RULE_IDS = ["1", "2", "3", "4", "5", "6", "7", "8", "9", "hang", "console"] as const;
+const RULE_IDS = ["1", "2", "3", "4", "5", "6", "7", "8", "9", "hang", "console", ...ULP_RULES] as const;
 const verdict = z.enum(VERDICTS);
 
 const expectationSchema = z.strictObject({

@@ -1,0 +1,121 @@
+#!/bin/sh
+# One step of a kernel upper-layer protocol workload, run in the guest by the harness
+# (harness/executor/ulp.ts) under the step's watchdog:
+#
+#   hil-ulp.sh nvme-rdma <target-up|connect|io|disconnect|target-down> <addr> <port> <nqn> [kib]
+#
+# NVMe over Fabrics on RDMA in one guest: nvmet-rdma exports null_blk through configfs
+# (drivers/nvme/target/configfs.c), nvme-rdma connects through
+# /dev/nvme-fabrics (drivers/nvme/host/fabrics.c). It prints "hil-ulp <key>=<value>" lines the
+# harness reads and exits 0 when the step did what it meant; otherwise non-zero, the reason on
+# stderr. io exits 5 when the block layer reported an I/O error (dd failed): an error reported,
+# which is not a loss.
+set -u
+workload=$1 action=$2 addr=$3 port=$4 nqn=$5 kib=${6:-0}
+state=/tmp/hil-ulp
+cfg=/sys/kernel/config/nvmet
+mkdir -p "$state"
+echo $$ >"$state/step.pid"
+
+fail() {
+	echo "$*" >&2
+	exit 1
+}
+say() { echo "hil-ulp $*"; }
+
+# the controller (nvme<N>) of subsystem $nqn
+controller() {
+	for c in /sys/class/nvme/nvme*; do
+		[ -e "$c/subsysnqn" ] && [ "$(cat "$c/subsysnqn")" = "$nqn" ] && {
+			basename "$c"
+			return 0
+		}
+	done
+	return 1
+}
+
+nvme_target_up() {
+	grep -q " /sys/kernel/config " /proc/mounts || mount -t configfs none /sys/kernel/config ||
+		fail "cannot mount configfs on /sys/kernel/config"
+	[ -b /dev/nullb0 ] || modprobe null_blk nr_devices=1 memory_backed=1 gb=1 || fail "modprobe null_blk failed"
+	[ -b /dev/nullb0 ] || fail "null_blk made no /dev/nullb0"
+	modprobe nvmet-rdma || fail "modprobe nvmet-rdma failed"
+	sub=$cfg/subsystems/$nqn
+	mkdir "$sub" || fail "cannot make subsystem $nqn"
+	echo 1 >"$sub/attr_allow_any_host" || fail "attr_allow_any_host"
+	mkdir "$sub/namespaces/1" || fail "cannot make namespace 1"
+	echo -n /dev/nullb0 >"$sub/namespaces/1/device_path" || fail "device_path"
+	echo 1 >"$sub/namespaces/1/enable" || fail "cannot enable namespace 1 on /dev/nullb0"
+	p=$cfg/ports/$port
+	mkdir "$p" || fail "cannot make port $port"
+	echo rdma >"$p/addr_trtype" && echo ipv4 >"$p/addr_adrfam" && echo "$addr" >"$p/addr_traddr" &&
+		echo "$port" >"$p/addr_trsvcid" || fail "cannot set port $port to rdma $addr:$port"
+	ln -s "$sub" "$p/subsystems/$nqn" || fail "cannot enable port $port (rdma $addr:$port): see the kernel log"
+	say "target=$nqn port=rdma:$addr:$port namespace=/dev/nullb0"
+}
+
+nvme_connect() {
+	modprobe nvme-rdma || fail "modprobe nvme-rdma failed"
+	exec 3<>/dev/nvme-fabrics || fail "cannot open /dev/nvme-fabrics"
+	echo "transport=rdma,traddr=$addr,trsvcid=$port,nqn=$nqn,nr_io_queues=1,reconnect_delay=1,ctrl_loss_tmo=5" >&3 ||
+		fail "connect to $nqn at rdma $addr:$port failed: see the kernel log"
+	read -r reply <&3
+	exec 3>&-
+	say "connected=$reply"
+	i=0
+	while :; do
+		c=$(controller) && [ -b "/dev/${c}n1" ] && break
+		i=$((i + 1))
+		[ $i -lt 100 ] || fail "connected ($reply) but no namespace block device of $nqn appeared in 10 s"
+		sleep 0.1
+	done
+	say "device=/dev/${c}n1"
+}
+
+# writes $kib KiB of random data to the namespace and reads it back, both with O_DIRECT
+io() {
+	c=$(controller) || fail "no controller of $nqn: not connected"
+	dev=/dev/${c}n1
+	[ -b "$dev" ] || fail "$dev is not a block device"
+	count=$((kib / 4))
+	dd if=/dev/urandom of="$state/written" bs=4096 count=$count 2>/dev/null || fail "cannot make $kib KiB of data"
+	say "written-sha256=$(sha256sum <"$state/written" | cut -d' ' -f1) bytes=$((count * 4096)) device=$dev"
+	if ! dd if="$state/written" of="$dev" bs=4096 count=$count oflag=direct 2>"$state/dd.err"; then
+		say "write-error=$(tr '\n' ' ' <"$state/dd.err")"
+		exit 5
+	fi
+	if ! dd if="$dev" of="$state/read" bs=4096 count=$count iflag=direct 2>"$state/dd.err"; then
+		say "read-error=$(tr '\n' ' ' <"$state/dd.err")"
+		exit 5
+	fi
+	say "read-sha256=$(sha256sum <"$state/read" | cut -d' ' -f1) bytes=$(wc -c <"$state/read")"
+	first=$(cmp "$state/written" "$state/read" 2>&1 | head -n 1)
+	[ -z "$first" ] || say "differ=$first"
+	rm -f "$state/written" "$state/read" "$state/dd.err"
+}
+
+nvme_disconnect() {
+	c=$(controller) || fail "no controller of $nqn: not connected"
+	echo 1 >"/sys/class/nvme/$c/delete_controller" || fail "delete_controller of $c failed"
+	rmmod nvme_rdma || fail "nvme_rdma cannot be unloaded after the disconnect (still in use)"
+	say "disconnected=$c"
+}
+
+nvme_target_down() {
+	sub=$cfg/subsystems/$nqn
+	p=$cfg/ports/$port
+	rm -f "$p/subsystems/$nqn" && rmdir "$p" || fail "cannot remove port $port"
+	echo 0 >"$sub/namespaces/1/enable" && rmdir "$sub/namespaces/1" && rmdir "$sub" ||
+		fail "cannot remove subsystem $nqn"
+	rmmod nvmet_rdma || fail "nvmet_rdma cannot be unloaded after the target's teardown (still in use)"
+	say "target-down=$nqn"
+}
+
+case "$workload:$action" in
+nvme-rdma:target-up) nvme_target_up ;;
+nvme-rdma:connect) nvme_connect ;;
+nvme-rdma:io) io ;;
+nvme-rdma:disconnect) nvme_disconnect ;;
+nvme-rdma:target-down) nvme_target_down ;;
+*) fail "hil-ulp.sh: no step $action of workload $workload" ;;
+esac

@@ -1,0 +1,246 @@
+/**
+ * A ULP workload's scenario in the guest: each ulp step runs guest/ulp/hil-ulp.sh over SSH under
+ * the step's watchdog, fault steps are armed on the device (any of its QPs: the ULP's QPs are not
+ * the scenario's to name), and the RDMA objects the kernel (and the device model) hold are counted
+ * before the first step and after the last, so what the teardown left behind shows. A step past its
+ * watchdog is a hang: the stacks of its task and children are taken (and sysrq-w is asked for the
+ * kernel log) and the guest is wedged, as a stuck verbs call wedges it.
+ */
+import { fileURLToPath } from "node:url";
+import {
+  leftBehind,
+  type ObjectCounts,
+  type Observation,
+  type StuckObservation,
+  type UlpStepObservation,
+} from "../oracle/observations.ts";
+import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
+import type { UlpAction } from "../scenario/schema.ts";
+import type { ExecutorGuest } from "./executor.ts";
+
+export const ULP_SCRIPT = fileURLToPath(new URL("../../guest/ulp/hil-ulp.sh", import.meta.url));
+const GUEST_SCRIPT = "/tmp/hil-ulp.sh";
+/** how long the evidence of a stuck step may take to collect */
+const EVIDENCE_MS = 15_000;
+/** how long the teardown's objects may take to go (nvmet frees its queues from a workqueue) */
+const SETTLE_MS = 3_000;
+
+export interface UlpHooks {
+  /** arms a fault step on the device; what it armed, for the observation */
+  fault?: (step: CompiledStep) => Promise<Observation>;
+  /** the device model's count of the objects it holds (undefined: no device model) */
+  deviceObjects?: () => Promise<ObjectCounts | undefined>;
+  /** the console barrier's number: written to the kernel log after the last step */
+  barrier?: number;
+}
+
+export interface UlpOutcome {
+  observations: Observation[];
+  stuck: StuckObservation[];
+  /** the run broke (a step could not be started, the script could not be copied) */
+  error?: string;
+  /** a step is stuck in the guest: nothing more can run there */
+  wedged: boolean;
+  /** the barrier mark was written */
+  barrier?: boolean;
+}
+
+/** The arguments hil-ulp.sh takes for an action. */
+export function ulpCommand(compiled: CompiledScenario, action: UlpAction): string {
+  const { addr, port } = compiled.endpoint;
+  const nqn = `hil-${compiled.scenario.name}-${port}`;
+  const [name, kib] = typeof action === "string" ? [action, 0] : ["io", action.io.kib];
+  return `sh ${GUEST_SCRIPT} ${compiled.scenario.workload} ${name} ${addr} ${port} ${nqn} ${kib}`;
+}
+
+export function actionName(action: UlpAction): string {
+  return typeof action === "string" ? action : `io ${action.io.kib} KiB`;
+}
+
+/** The "hil-ulp key=value ..." lines of the script's output, as one record. */
+export function parseUlpValues(stdout: string): Record<string, string> {
+  const values: Record<string, string> = {};
+  for (const line of stdout.split("\n")) {
+    if (!line.startsWith("hil-ulp ")) continue;
+    // a value runs to the next " key=" (error texts have spaces)
+    for (const m of line.slice("hil-ulp ".length).matchAll(/([a-z0-9-]+)=(.*?)(?= [a-z0-9-]+=|$)/g))
+      if (m[1] !== undefined && m[2] !== undefined) values[m[1]] = m[2];
+  }
+  return values;
+}
+
+/** `rdma resource show` lines ("0: erdma_0: pd 2 cq 2 qp 4 cm_id 5 mr 320 ..."), summed over devices. */
+export function parseRdmaResources(text: string): ObjectCounts {
+  const counts: ObjectCounts = {};
+  for (const line of text.split("\n")) {
+    for (const m of line.matchAll(/\b(pd|cq|qp|cm_id|mr|srq|ctx) (\d+)/g))
+      if (m[1] && m[2]) counts[m[1]] = (counts[m[1]] ?? 0) + Number(m[2]);
+  }
+  return counts;
+}
+
+/**
+ * The stacks of the step's task, its children and every other task in uninterruptible sleep (the
+ * worker a ULP hands its teardown to), each with its state: the stuck evidence.
+ */
+const STACKS = (pidFile: string) =>
+  [
+    `p=$(cat ${pidFile} 2>/dev/null)`,
+    `for d in /proc/$p /proc/[0-9]*; do`,
+    `  [ -r "$d/status" ] || continue`,
+    `  pp=$(sed -n 's/^PPid:[[:space:]]*//p' "$d/status"); st=$(sed -n 's/^State:[[:space:]]*//p' "$d/status")`,
+    `  [ "$d" = "/proc/$p" ] || [ "$pp" = "$p" ] || [ "\${st#D}" != "$st" ] || continue`,
+    `  echo "task $(basename "$d") $(cat "$d/comm") $st"`,
+    `  cat "$d/stack" 2>/dev/null; echo end`,
+    "done",
+    "echo w > /proc/sysrq-trigger",
+  ].join("\n");
+
+interface TaskStack {
+  pid: string;
+  comm: string;
+  state: string;
+  stack: string;
+}
+
+export function parseTaskStacks(text: string): TaskStack[] {
+  const tasks: TaskStack[] = [];
+  let cur: TaskStack | undefined;
+  for (const line of text.split("\n")) {
+    const head = /^task (\d+) (\S+) (.*)$/.exec(line);
+    if (head?.[1] && head[2] && head[3] !== undefined) {
+      cur = { pid: head[1], comm: head[2], state: head[3], stack: "" };
+      if (!tasks.some((t) => t.pid === cur?.pid)) tasks.push(cur);
+    } else if (line === "end") cur = undefined;
+    else if (cur && line.trim()) cur.stack += `${line}\n`;
+  }
+  return tasks;
+}
+
+/** The step's task (first listed) or its child in uninterruptible sleep, else the step's own. */
+function stuckTask(tasks: readonly TaskStack[]): TaskStack | undefined {
+  return tasks.find((t) => t.state.startsWith("D")) ?? tasks[0];
+}
+
+/** The stuck task's stack, then the other blocked tasks' under a line naming each. */
+export function stuckStack(tasks: readonly TaskStack[]): string {
+  const first = stuckTask(tasks);
+  const others = tasks.filter((t) => t !== first && t.state.startsWith("D"));
+  return [
+    first?.stack.trim() ?? "",
+    ...others.map((t) => `-- also blocked: ${t.comm} (pid ${t.pid}, ${t.state})\n${t.stack.trim()}`),
+  ]
+    .filter(Boolean)
+    .join("\n");
+}
+
+export class UlpRunner {
+  constructor(private readonly guest: ExecutorGuest) {}
+
+  async run(compiled: CompiledScenario, hooks: UlpHooks = {}): Promise<UlpOutcome> {
+    const observations: Observation[] = [];
+    try {
+      await this.guest.copyTo(ULP_SCRIPT, GUEST_SCRIPT, { mode: 0o755 });
+    } catch (err) {
+      return { observations, stuck: [], wedged: false, error: (err as Error).message };
+    }
+    const before = await this.counts(hooks);
+    for (const step of compiled.steps) {
+      if (step.fault) {
+        if (!hooks.fault)
+          return { observations, stuck: [], wedged: false, error: "no device to arm faults on" };
+        observations.push(await hooks.fault(step));
+        continue;
+      }
+      if (step.kind === "sleep") {
+        const ms = Number(/ms=(\d+)/.exec(step.commands[0] ?? "")?.[1] ?? 0);
+        await new Promise((r) => setTimeout(r, ms));
+        continue;
+      }
+      if (step.ulp === undefined) continue;
+      const ran = await this.step(compiled, step, step.ulp);
+      if ("stuck" in ran) return { observations, stuck: [ran.stuck], wedged: true };
+      observations.push(ran.observation);
+    }
+    const after = await this.settledCounts(hooks, before);
+    observations.push({ ev: "ulp-objects", before: before.kernel, after: after.kernel, source: "kernel" });
+    if (before.device && after.device)
+      observations.push({ ev: "ulp-objects", before: before.device, after: after.device, source: "device" });
+    const barrier = hooks.barrier === undefined ? undefined : await this.mark(hooks.barrier);
+    return { observations, stuck: [], wedged: false, ...(barrier !== undefined ? { barrier } : {}) };
+  }
+
+  private async step(
+    compiled: CompiledScenario,
+    step: CompiledStep,
+    action: UlpAction,
+  ): Promise<{ observation: UlpStepObservation } | { stuck: StuckObservation }> {
+    const started = Date.now();
+    const command = ulpCommand(compiled, action);
+    const run = this.guest.exec(command, { timeoutMs: step.timeoutMs + EVIDENCE_MS + 60_000 });
+    let timer: NodeJS.Timeout | undefined;
+    const watchdog = new Promise<"stuck">((resolve) => {
+      timer = setTimeout(() => resolve("stuck"), step.timeoutMs);
+    });
+    const first = await Promise.race([run, watchdog]).finally(() => clearTimeout(timer));
+    if (first === "stuck") {
+      // the stuck command settles when the guest is disposed of; nothing waits for it
+      run.catch(() => {});
+      const evidence = await this.guest
+        .exec(STACKS("/tmp/hil-ulp/step.pid"), { timeoutMs: EVIDENCE_MS })
+        .catch((err: Error) => ({ exitCode: -1, stdout: "", stderr: err.message }));
+      const tasks = parseTaskStacks(evidence.stdout);
+      const task = stuckTask(tasks);
+      return {
+        stuck: {
+          ev: "stuck",
+          step: step.index,
+          op: `ulp ${actionName(action)}`,
+          ms: step.timeoutMs,
+          stack:
+            stuckStack(tasks) || `(no stack: ${evidence.stderr.trim() || "the step's task was not found"})`,
+          state: task ? `${task.state} (${task.comm}, pid ${task.pid})` : "unknown",
+        },
+      };
+    }
+    return {
+      observation: {
+        ev: "ulp-step",
+        step: step.index,
+        action: actionName(action),
+        exitCode: first.exitCode,
+        ms: Date.now() - started,
+        values: parseUlpValues(first.stdout),
+        ...(first.stderr.trim() ? { stderr: first.stderr.trim().slice(0, 2000) } : {}),
+        expect: step.expect ?? 0,
+      },
+    };
+  }
+
+  private async counts(hooks: UlpHooks): Promise<{ kernel: ObjectCounts; device?: ObjectCounts }> {
+    const r = await this.guest.exec("rdma resource show", { timeoutMs: 10_000 });
+    const device = await hooks.deviceObjects?.();
+    return { kernel: parseRdmaResources(r.stdout), ...(device ? { device } : {}) };
+  }
+
+  /** The counts after the teardown, once nothing more goes (or SETTLE_MS passed). */
+  private async settledCounts(
+    hooks: UlpHooks,
+    before: { kernel: ObjectCounts; device?: ObjectCounts },
+  ): Promise<{ kernel: ObjectCounts; device?: ObjectCounts }> {
+    const deadline = Date.now() + SETTLE_MS;
+    for (;;) {
+      const now = await this.counts(hooks);
+      const left = [...leftBehind(before.kernel, now.kernel), ...leftBehind(before.device, now.device)];
+      if (left.length === 0 || Date.now() > deadline) return now;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  private async mark(id: number): Promise<boolean> {
+    const r = await this.guest
+      .exec(`echo "hil-mark ${id}" > /dev/kmsg`, { timeoutMs: 10_000 })
+      .catch(() => ({ exitCode: -1 }));
+    return r.exitCode === 0;
+  }
+}
