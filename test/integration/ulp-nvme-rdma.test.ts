@@ -1,0 +1,111 @@
+// NVMe over Fabrics on RDMA as a workload, end to end through `hil run --scenario 'ulp-*'`: the real
+// nvmet-rdma and nvme-rdma of debian:6.12 (the ulp config fragment added by the run) over the
+// emulated erdma device and over siw connect, move 1 MiB that reads back as written, disconnect and
+// tear down with nothing left; a send WQE the device fails mid-I/O is armed and judged; on 6.1 with
+// the 2022 hardware the disconnect hangs in ib_drain_qp (hil repro), with the stack.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import t from "tap";
+import { hil, isolate, leftovers } from "../support/cli.ts";
+
+t.setTimeout(12 * 60 * 1000);
+
+type Obs = { ev: string; [k: string]: unknown };
+type Scen = {
+  name: string;
+  judgements: { verdict: string; rules: { rule: string; verdict: string }[] }[];
+  observations?: Obs[];
+};
+
+function verdicts(dir: string): { scenarios: Scen[]; kernel: string } {
+  return JSON.parse(readFileSync(join(dir, "verdicts.json"), "utf8"));
+}
+
+t.test(
+  "hil run --scenario 'ulp-*' on erdma-reflush: data checked, teardown complete, the fault judged",
+  async (t) => {
+    const iso = isolate();
+    const dir = join(t.testdir({}), "run");
+    const r = await hil(["run", "--scenario", "ulp-*", "--run-dir", dir], iso.env);
+    t.match(
+      r.stderr,
+      /2 ULP workload scenario\(s\) selected: the kernel gets --config ulp/,
+      "the fragment is said",
+    );
+    t.match(
+      r.stdout,
+      /^ulp-nvme-rdma-io +PASS +ulp-data:1 ulp-steps:5 ulp-leak:2 hang:5 +every rule holds$/m,
+      r.stdout,
+    );
+    const v = verdicts(dir);
+    t.match(v.kernel, /debian:6\.12.*ulp/, "the kernel carries the ulp fragment");
+    const io = v.scenarios.find((s) => s.name === "ulp-nvme-rdma-io");
+    const steps = io?.observations?.filter((o) => o.ev === "ulp-step") ?? [];
+    t.same(
+      steps.map((s) => [s.action, s.exitCode]),
+      [
+        ["target-up", 0],
+        ["connect", 0],
+        ["io 1024 KiB", 0],
+        ["disconnect", 0],
+        ["target-down", 0],
+      ],
+      "every step ran and returned 0",
+    );
+    const data = steps[2]?.values as Record<string, string>;
+    t.equal(data.bytes, "1048576", "1 MiB read back");
+    t.equal(data["read-sha256"], data["written-sha256"], "the same data");
+    t.match(
+      String(steps[2]?.values && (steps[2].values as Record<string, string>).device),
+      /^\/dev\/nvme\dn1$/,
+    );
+    const counted = io?.observations?.filter((o) => o.ev === "ulp-objects").map((o) => o.source);
+    t.same(counted, ["kernel", "device"], "objects counted by rdma resource and by the device model");
+
+    const fault = v.scenarios.find((s) => s.name === "ulp-nvme-rdma-error-mid-io");
+    const armed = fault?.observations?.find((o) => o.ev === "fault");
+    t.match(armed?.spec, { kind: "error-wqe", queue: "sq" }, "the fault was armed on the device");
+    const judged = fault?.judgements[0];
+    // Judged either way, never an ERROR or a MISS: the ULP reports the error and tears down (PASS),
+    // or its error recovery's drain hangs and the hang is caught with the drain's stack (FAIL)
+    t.ok(judged && ["PASS", "FAIL"].includes(judged.verdict), `judged: ${judged?.verdict}`);
+    if (judged?.verdict === "FAIL") {
+      t.equal(judged.rules.find((x) => x.rule === "hang")?.verdict, "FAIL", "a FAIL is the hang");
+      const stuck = fault?.observations?.find((o) => o.ev === "stuck");
+      t.match(String(stuck?.stack), /__ib_drain_sq/, "the blocked drain's stack is the evidence");
+      t.match(String(stuck?.stack), /nvme_rdma/, "in nvme-rdma's teardown");
+    }
+    t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+  },
+);
+
+t.test("the same workload on siw passes", async (t) => {
+  const iso = isolate();
+  const dir = join(t.testdir({}), "run");
+  const r = await hil(
+    ["run", "--driver", "siw", "--scenario", "ulp-nvme-rdma-io", "--run-dir", dir],
+    iso.env,
+  );
+  t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-3000));
+  t.match(
+    r.stdout,
+    /^ulp-nvme-rdma-io +PASS +ulp-data:1 ulp-steps:5 ulp-leak:1 hang:5/m,
+    "no device model: one count",
+  );
+  t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+});
+
+t.test("hil repro nvme-rdma-disconnect-hang-6.1: the disconnect hangs in ib_drain_qp", async (t) => {
+  const iso = isolate();
+  const dir = join(t.testdir({}), "run");
+  const r = await hil(["repro", "nvme-rdma-disconnect-hang-6.1", "--run-dir", dir], iso.env);
+  t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-4000));
+  t.match(r.stdout, /REPRODUCES/);
+  const stuck = verdicts(dir)
+    .scenarios.find((s) => s.name === "ulp-nvme-rdma-io")
+    ?.observations?.find((o) => o.ev === "stuck");
+  t.equal(stuck?.op, "ulp disconnect", "the disconnect is the step that hung");
+  t.match(String(stuck?.stack), /ib_drain_qp/);
+  t.match(String(stuck?.stack), /nvme_rdma/);
+  t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+});

@@ -1,0 +1,232 @@
+// ULP workloads (NVMe over Fabrics on RDMA): the scenario file's workload rules, what the guest
+// script's output becomes, the stuck evidence, the ULP rules on hand-made observations, the ULP
+// config fragment a run adds, and the fault a ULP step arms (any QP).
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import t from "tap";
+import {
+  parseRdmaResources,
+  parseTaskStacks,
+  parseUlpValues,
+  stuckStack,
+  ulpCommand,
+} from "../../harness/executor/ulp.ts";
+import { judgeTrace, ULP_RULE_SET } from "../../harness/oracle/judge.ts";
+import type { Observation, UlpStepObservation } from "../../harness/oracle/observations.ts";
+import { compileScenario } from "../../harness/scenario/compile.ts";
+import { loadScenarioFile } from "../../harness/scenario/load.ts";
+import { translateUlpFault } from "../../harness/suite/faults.ts";
+import { withUlpConfig } from "../../harness/workflows/job.ts";
+
+function scenarioFile(t: { testdir(): string }, text: string): string {
+  const dir = t.testdir();
+  const file = join(dir, "ulp-x.yaml");
+  writeFileSync(file, text);
+  return file;
+}
+
+const ULP = `description: nvme
+workload: nvme-rdma
+covers: [ulp-data, hang]
+profiles: [linux]
+steps:
+  - ulp: target-up
+  - ulp: connect
+  - fault: { kind: error-wqe, queue: sq, status: LOC_QP_OP_ERR }
+  - ulp: { io: { kib: 64 } }
+    expect: { rc: any }
+  - ulp: disconnect
+`;
+
+t.test("a ULP workload's file: its steps, its rules, its command lines", async (t) => {
+  const s = await loadScenarioFile(scenarioFile(t, ULP));
+  t.equal(s.workload, "nvme-rdma");
+  const c = compileScenario(s, { addr: "10.0.2.15", port: 7611 });
+  t.same(
+    c.steps.map((x) => x.ulp ?? x.kind),
+    ["target-up", "connect", "fault", { io: { kib: 64 } }, "disconnect"],
+  );
+  t.equal(c.steps[3]?.expect, "any");
+  t.equal(
+    ulpCommand(c, { io: { kib: 64 } }),
+    "sh /tmp/hil-ulp.sh nvme-rdma io 10.0.2.15 7611 hil-ulp-x-7611 64",
+    "the NQN names the scenario and its port",
+  );
+  t.same(translateUlpFault(c.steps[2] as never), { kind: "error-wqe", queue: "sq", status: 8 });
+});
+
+t.test(
+  "a ULP workload refuses verbs steps, rules 1-9 and faults on a wr_id; verbs refuse ulp steps",
+  async (t) => {
+    const bad = async (text: string, re: RegExp, what: string) =>
+      t.rejects(loadScenarioFile(scenarioFile(t, text)), { message: re }, what);
+    await bad(
+      ULP.replace("  - ulp: connect", "  - drain: {}"),
+      /steps\[1\]\.drain: the nvme-rdma workload has ulp, fault, sleep steps, not drain/,
+      "a drain step",
+    );
+    await bad(
+      ULP.replace("[ulp-data, hang]", "[ulp-data, 5]"),
+      /covers\[1\]: rule 5 is judged on a verbs trace/,
+      "rule 5",
+    );
+    await bad(
+      ULP.replace("status: LOC_QP_OP_ERR }", "status: LOC_QP_OP_ERR, wr_id: 3 }"),
+      /wr_id.*no wr_id/s,
+      "a fault on a WR",
+    );
+    await bad(ULP.replace("io: { kib: 64 }", "io: { kib: 6 }"), /kib/, "kib not a multiple of 4");
+    await bad(
+      "description: d\ncovers: [1]\nsteps:\n  - ulp: connect\n",
+      /ulp step needs a ULP workload/,
+      "a ulp step in a verbs scenario",
+    );
+    await bad(
+      "description: d\ncovers: [ulp-data]\nsteps:\n  - drain: {}\n",
+      /ULP workload's rule/,
+      "ulp-data on verbs",
+    );
+  },
+);
+
+t.test("the script's reports, rdma resource counts and blocked tasks' stacks", async (t) => {
+  t.same(
+    parseUlpValues(
+      "noise\nhil-ulp written-sha256=ab12 bytes=4096 device=/dev/nvme0n1\nhil-ulp write-error=dd: error writing '/dev/nvme0n1': I/O error\n",
+    ),
+    {
+      "written-sha256": "ab12",
+      bytes: "4096",
+      device: "/dev/nvme0n1",
+      "write-error": "dd: error writing '/dev/nvme0n1': I/O error",
+    },
+  );
+  t.same(
+    parseRdmaResources(
+      "0: erdma_0: pd 2 cq 2 qp 4 cm_id 5 mr 320 ctx 0 srq 0 \n1: siw0: pd 1 cq 0 qp 1 cm_id 0 mr 0 ctx 0 srq 0\n",
+    ),
+    { pd: 3, cq: 2, qp: 5, cm_id: 5, mr: 320, ctx: 0, srq: 0 },
+  );
+  const tasks = parseTaskStacks(
+    [
+      "task 140 sh S (sleeping)",
+      "[<0>] do_wait+0x1/0x2",
+      "end",
+      "task 145 dd D (disk sleep)",
+      "[<0>] blk_wait_io+0x25/0x38",
+      "end",
+      "task 33 kworker/u2:1 D (disk sleep)",
+      "[<0>] __ib_drain_sq+0x106/0x110 [ib_core]",
+      "[<0>] nvme_rdma_stop_queue+0x33/0x3e [nvme_rdma]",
+      "end",
+      "task 145 dd D (disk sleep)",
+      "end",
+    ].join("\n"),
+  );
+  t.same(
+    tasks.map((x) => x.pid),
+    ["140", "145", "33"],
+    "a task listed twice is kept once",
+  );
+  const stack = stuckStack(tasks);
+  t.match(stack, /^\[<0>\] blk_wait_io/, "the step's blocked child first");
+  t.match(stack, /-- also blocked: kworker\/u2:1 \(pid 33, D \(disk sleep\)\)\n\[<0>\] __ib_drain_sq/);
+  t.notMatch(stack, /do_wait/, "the step's shell, sleeping, is not the evidence");
+});
+
+const step = (over: Partial<UlpStepObservation>): UlpStepObservation => ({
+  ev: "ulp-step",
+  step: 0,
+  action: "connect",
+  exitCode: 0,
+  ms: 10,
+  values: {},
+  expect: 0,
+  ...over,
+});
+
+function judge(observations: Observation[]) {
+  const [j] = judgeTrace({ records: [], observations }, ["linux"], {
+    rules: ULP_RULE_SET,
+    covers: ["ulp-data"],
+  });
+  if (!j) throw new Error("no judgement");
+  return j;
+}
+const rule = (j: ReturnType<typeof judge>, id: string) => j.rules.find((r) => r.rule === id);
+
+t.test(
+  "ulp-data: data read back as written, an error reported is no loss, a silent difference is",
+  async (t) => {
+    const io = (values: Record<string, string>, exitCode = 0) =>
+      step({ step: 2, action: "io 64 KiB", values: { bytes: "65536", ...values }, exitCode });
+    const same = judge([io({ "written-sha256": "aa", "read-sha256": "aa" })]);
+    t.equal(rule(same, "ulp-data")?.verdict, "PASS");
+    t.equal(rule(same, "ulp-data")?.judged, 1);
+    const reported = judge([io({ "written-sha256": "aa", "write-error": "I/O error" }, 5)]);
+    t.equal(rule(reported, "ulp-data")?.verdict, "PASS");
+    t.match(rule(reported, "ulp-data")?.reason, /1 reported an I\/O error/);
+    const lost = judge([io({ "written-sha256": "aa", "read-sha256": "bb", differ: "byte 4097" })]);
+    t.equal(lost.verdict, "FAIL");
+    t.match(rule(lost, "ulp-data")?.reason, /step 3 \(io 64 KiB\): 65536 bytes read back differ/);
+    t.match(rule(lost, "ulp-data")?.evidence?.join("\n"), /first difference: byte 4097/);
+    const none = judge([step({})]);
+    t.equal(rule(none, "ulp-data")?.verdict, "MISS", "a covered ulp-data with no I/O step is a MISS");
+  },
+);
+
+t.test("ulp-steps: exit codes against expect; hang: a stuck step; ulp-leak: objects left", async (t) => {
+  const failed = judge([step({ exitCode: 1, stderr: "connect to hil-x at rdma 10.0.2.15:7600 failed" })]);
+  t.equal(rule(failed, "ulp-steps")?.verdict, "FAIL");
+  t.match(rule(failed, "ulp-steps")?.reason, /step 1 \(connect\) exited 1: connect to hil-x/);
+  t.equal(rule(judge([step({ exitCode: 5, expect: "any" })]), "ulp-steps")?.verdict, "PASS");
+  t.equal(rule(judge([step({ exitCode: 0, expect: "error" })]), "ulp-steps")?.verdict, "FAIL");
+
+  const stuck = judge([
+    step({}),
+    {
+      ev: "stuck",
+      step: 3,
+      op: "ulp disconnect",
+      ms: 10_000,
+      stack: "[<0>] __ib_drain_sq",
+      state: "D (sh, pid 9)",
+    },
+  ]);
+  t.equal(stuck.verdict, "FAIL");
+  t.match(rule(stuck, "hang")?.reason, /ulp disconnect \(step 4\) did not return within 10000 ms/);
+  t.match(rule(stuck, "hang")?.evidence?.join("\n"), /stack: \[<0>\] __ib_drain_sq/);
+
+  const objects = (
+    before: Record<string, number>,
+    after: Record<string, number>,
+    source: "kernel" | "device",
+  ) => ({ ev: "ulp-objects", source, before, after }) as const;
+  const clean = judge([step({}), objects({ qp: 0, cq: 0, mr: 0 }, { qp: 0, cq: 2, mr: 0 }, "kernel")]);
+  t.equal(rule(clean, "ulp-leak")?.verdict, "PASS", "the CQ pool's CQs are not a leak");
+  const leak = judge([
+    step({}),
+    objects({ qp: 0, mr: 0 }, { qp: 0, mr: 0 }, "kernel"),
+    objects({ qp: 1, mr: 0, cq: 1 }, { qp: 3, mr: 1, cq: 1 }, "device"),
+  ]);
+  t.equal(rule(leak, "ulp-leak")?.verdict, "FAIL");
+  t.match(rule(leak, "ulp-leak")?.reason, /the device still holds 2 qp\(s\), 1 mr\(s\) more than before/);
+  t.equal(rule(judge([step({})]), "ulp-leak")?.verdict, "SKIP", "not counted: nothing to judge");
+});
+
+t.test("a run that selects a ULP workload gets the ulp config fragment, once", async (t) => {
+  const spec = {
+    kernel: "debian:6.12",
+    driver: "erdma" as const,
+    executor: "kernel" as const,
+    scenarios: "ulp-*",
+  };
+  const ulp = await loadScenarioFile(scenarioFile(t, ULP));
+  t.same(withUlpConfig(spec, [ulp]).configs, ["ulp"]);
+  t.same(withUlpConfig({ ...spec, configs: ["smp"] }, [ulp]).configs, ["smp", "ulp"]);
+  t.same(withUlpConfig({ ...spec, configs: ["/x/ulp.config"] }, [ulp]).configs, ["/x/ulp.config"]);
+  const verbs = await loadScenarioFile(
+    scenarioFile(t, "description: d\ncovers: [9]\nsteps:\n  - drain: {}\n"),
+  );
+  t.equal(withUlpConfig(spec, [verbs]), spec, "a verbs-only run keeps its kernel");
+});
