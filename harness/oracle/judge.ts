@@ -12,6 +12,7 @@ import { consoleRule } from "./rules/console-clean.ts";
 import { rule7 } from "./rules/defined-fields.ts";
 import { rule9 } from "./rules/drain-contract.ts";
 import { rule5 } from "./rules/flushed-once.ts";
+import { hwCompleteRule } from "./rules/hw-complete.ts";
 import { rule3 } from "./rules/partial-post.ts";
 import { rule1, rule2 } from "./rules/post-in-error.ts";
 import { returnsRule } from "./rules/returns.ts";
@@ -40,6 +41,7 @@ export const ULP_RULE_SET: readonly Rule[] = [
   ulpStepsRule,
   ulpDataRule,
   ulpLeakRule,
+  hwCompleteRule,
   consoleRule,
 ];
 
@@ -116,6 +118,7 @@ export function judgeTrace(
           observations: trace.observations,
           profile,
           ...(trace.commands ? { commands: trace.commands } : {}),
+          ...(trace.hw ? { hw: trace.hw } : {}),
         }),
       };
     });

@@ -3,6 +3,7 @@
  * itself (a step past its watchdog with the worker's stack, kernel console events).
  */
 import type { ConsoleEventKind, MemoryStack } from "../console/parse.ts";
+import type { HwTraceEvent } from "../protocol/hw-trace.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 import type { WrRef } from "./rule.ts";
 import type { SentCommand } from "./run-commands.ts";
@@ -88,6 +89,8 @@ export interface ScenarioTrace {
   observations: readonly Observation[];
   /** the command lines the executor was given (the commands rule); absent: not judged */
   commands?: readonly SentCommand[];
+  /** the device's hardware trace of the scenario (absent: no device model) */
+  hw?: readonly HwTraceEvent[];
 }
 
 /**

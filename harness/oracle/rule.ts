@@ -1,4 +1,5 @@
 /** The shape of an oracle rule: a pure function of the trace model, the observations and the profile. */
+import type { HwTraceEvent } from "../protocol/hw-trace.ts";
 import type { OracleProfile } from "../scenario/schema.ts";
 import type { Verdict } from "../verdict.ts";
 import type { TraceModel } from "./model.ts";
@@ -19,7 +20,8 @@ export type RuleId =
   | "commands"
   | "ulp-data"
   | "ulp-steps"
-  | "ulp-leak";
+  | "ulp-leak"
+  | "hw-complete";
 
 /**
  * A work request a problem is about: the QP's name, its queue and its wr_id; `post` is the index in
@@ -54,6 +56,8 @@ export type RuleInput = {
   profile: OracleProfile;
   /** the command lines the executor was given, with their steps (the commands rule) */
   commands?: readonly SentCommand[];
+  /** the device's hardware trace of the scenario (the emulated device only) */
+  hw?: readonly HwTraceEvent[];
 };
 
 export type Rule = {

@@ -29,9 +29,10 @@ export const designRule = z
 
 /**
  * The rules of a ULP workload (README, What is judged): the data read back is the data written, every
- * ULP step does what it meant, teardown leaves nothing allocated on the device.
+ * ULP step does what it meant, teardown leaves nothing allocated on the device, and every WQE the
+ * device took completes exactly once (its own trace).
  */
-export const ULP_RULES = ["ulp-data", "ulp-steps", "ulp-leak"] as const;
+export const ULP_RULES = ["ulp-data", "ulp-steps", "ulp-leak", "hw-complete"] as const;
 
 /**
  * a rule (README, What is judged), the harness's own: "hang" (a step past its watchdog), "console",

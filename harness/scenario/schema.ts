@@ -176,7 +176,7 @@ const fault = z.strictObject({
     queue: z.enum(["sq", "rq", "cq"]).optional(),
     /** the WR it hits (the WQE for error-wqe, its completion for CQE faults); default: the next */
     wr_id: wrId.optional(),
-    /** an IB_WC status name for error-wqe, e.g. LOC_ACCESS_ERR */
+    /** an IB_WC status name: the one error-wqe completes with, e.g. LOC_ACCESS_ERR; on a completion fault, the status of the completions it hits, e.g. WR_FLUSH_ERR */
     status: z.string().optional(),
     /** delay-cqe: how long; stall-queue: how long (default: until the scenario ends); coalesce-irq: how long the interrupt is held */
     ms: z.number().int().min(1).max(60_000).optional(),
@@ -488,7 +488,7 @@ function workloadProblems(s: z.infer<typeof scenarioBase>): { path: (string | nu
       });
   });
   s.covers.forEach((rule, i) => {
-    const ulpRule = typeof rule === "string" && rule.startsWith("ulp-");
+    const ulpRule = (ULP_RULES as readonly string[]).includes(String(rule));
     if (ulp && typeof rule === "number")
       out.push({
         path: ["covers", i],
@@ -511,7 +511,8 @@ function faultProblems(f: FaultStep): { field: string; message: string }[] {
     if (f[field] !== undefined) out.push({ field, message: `${f.kind} takes no ${field}` });
   };
   if (f.kind === "error-wqe") needs("status", "an IB_WC status name");
-  else refuses("status");
+  // on a completion fault, status picks the completions it hits (WR_FLUSH_ERR: flush completions)
+  else if (!CQE_FAULTS.includes(f.kind)) refuses("status");
   if (f.kind === "delay-cqe") needs("ms", "how long the completion is held");
   else if (f.kind === "coalesce-irq") needs("ms", "how long the interrupt is held");
   else if (f.kind !== "stall-queue") refuses("ms");

@@ -51,8 +51,17 @@ function statusName(s: string): string {
   return s.toUpperCase().replace(/^IB_WC_/, "");
 }
 
+/** The erdma_wc_status of an IB_WC status name a completion fault picks its completions by. */
+function completionStatus(name: string): number | undefined {
+  const n = statusName(name);
+  if (n === "SUCCESS") return WcStatus.SUCCESS;
+  return ERDMA_WC_STATUS.sq[n] ?? ERDMA_WC_STATUS.rq[n];
+}
+
 /** Why the erdma model cannot carry out this fault, or undefined when it can. */
 export function erdmaFaultGap(f: FaultStep): string | undefined {
+  if (CQE_FAULTS.includes(f.kind) && f.status !== undefined && completionStatus(f.status) === undefined)
+    return `${f.kind} status ${f.status}: erdma completes nothing with it (SUCCESS, ${[...new Set([...Object.keys(ERDMA_WC_STATUS.sq), ...Object.keys(ERDMA_WC_STATUS.rq)])].join(", ")})`;
   if (f.kind === "error-wqe" && f.status !== undefined) {
     const queue = f.queue === "rq" ? "rq" : "sq";
     const table = ERDMA_WC_STATUS[queue];
@@ -158,6 +167,7 @@ export function translateFault(
   if (queue !== undefined) spec.queue = queue;
   if (f.kind === "error-wqe")
     spec.status = ERDMA_WC_STATUS[queue === "rq" ? "rq" : "sq"][statusName(f.status ?? "")];
+  else if (f.status !== undefined) spec.syndrome = completionStatus(f.status);
   if (f.ms !== undefined) spec.ms = f.ms;
   if (f.delta !== undefined) spec.delta = f.delta;
   return spec;
@@ -237,6 +247,7 @@ export function translateUlpFault(step: CompiledStep): Record<string, unknown> {
   if (f.queue === "sq" || f.queue === "rq") spec.queue = f.queue;
   if (f.kind === "error-wqe")
     spec.status = ERDMA_WC_STATUS[f.queue === "rq" ? "rq" : "sq"][statusName(f.status ?? "")];
+  else if (f.status !== undefined) spec.syndrome = completionStatus(f.status);
   if (f.ms !== undefined) spec.ms = f.ms;
   if (f.delta !== undefined) spec.delta = f.delta;
   return spec;

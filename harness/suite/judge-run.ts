@@ -8,7 +8,10 @@ import { parseConsole } from "../console/parse.ts";
 import { judgeTrace, type ProfileJudgement, ULP_RULE_SET } from "../oracle/judge.ts";
 import { applyExpectedFailures, applyKnownBugs, type BugTarget, knownBugsFor } from "../oracle/known-bugs.ts";
 import type { Observation } from "../oracle/observations.ts";
+import type { WrRef } from "../oracle/rule.ts";
+import { deviceWr } from "../oracle/rules/hw-complete.ts";
 import type { SentCommand } from "../oracle/run-commands.ts";
+import { type HwTraceEvent, isServerLine } from "../protocol/hw-trace.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 import type { KnownBug, OracleProfile, Scenario } from "../scenario/schema.ts";
 import type { Verdict } from "../verdict.ts";
@@ -22,6 +25,8 @@ export interface ScenarioRun {
   error?: string;
   /** the device server or QEMU died meanwhile: nothing is said of the driver */
   harnessFault?: string;
+  /** the device's hardware trace of the scenario (the emulated device) */
+  hw?: readonly HwTraceEvent[];
 }
 
 export interface JudgedRun {
@@ -39,11 +44,19 @@ export function judgeScenarioRun(
 ): JudgedRun {
   const bugs = knownBugsFor(scenario.known_bugs, target);
   const judged = judgeTrace(
-    { records: [...run.records], observations: [...run.observations], commands: [...run.sent] },
+    {
+      records: [...run.records],
+      observations: [...run.observations],
+      commands: [...run.sent],
+      ...(run.hw ? { hw: run.hw } : {}),
+    },
     [...profiles],
     { covers: scenario.covers, ...(scenario.workload !== "verbs" ? { rules: ULP_RULE_SET } : {}) },
   );
-  const targets = run.observations.flatMap((o) => (o.ev === "fault" && o.wr ? [o.wr] : []));
+  const targets =
+    scenario.workload === "verbs"
+      ? run.observations.flatMap((o) => (o.ev === "fault" && o.wr ? [o.wr] : []))
+      : firedOnWqes(run.hw ?? []);
   const judgements = withHwEvidence(
     applyKnownBugs(applyExpectedFailures(judged, scenario.expect_fail, targets), bugs),
     hwEvidence,
@@ -56,6 +69,20 @@ export function judgeScenarioRun(
     ...(errored ? { outcome: { verdict: "ERROR" as const, reason: run.error ?? "" } } : {}),
     ...(bugs.length > 0 ? { knownBugs: bugs } : {}),
   };
+}
+
+/**
+ * The WQEs the device's faults hit, from its trace (a ULP's WRs are known to the device only): the
+ * WRs an expected failure must name.
+ */
+function firedOnWqes(hw: readonly HwTraceEvent[]): WrRef[] {
+  return hw.flatMap((e) => {
+    if (isServerLine(e) || e.kind !== "fault" || e.action !== "fired") return [];
+    const c = e.context as { qpn?: unknown; queue?: unknown; index?: unknown } | undefined;
+    return typeof c?.qpn === "number" && (c.queue === "sq" || c.queue === "rq") && typeof c.index === "number"
+      ? [deviceWr(c.qpn, c.queue, c.index)]
+      : [];
+  });
 }
 
 /**

@@ -23,7 +23,7 @@ import { executorFactory } from "../executor/registry.ts";
 import type { ProfileJudgement } from "../oracle/judge.ts";
 import type { BugTarget } from "../oracle/known-bugs.ts";
 import type { FaultObservation, Observation } from "../oracle/observations.ts";
-import { parseHwTrace } from "../protocol/hw-trace.ts";
+import { type HwTraceEvent, parseHwTrace } from "../protocol/hw-trace.ts";
 import { runDirFull, writeRunFile } from "../rundir/write.ts";
 import { type CompiledScenario, compileScenario } from "../scenario/compile.ts";
 import type { KnownBug, OracleProfile, Scenario } from "../scenario/schema.ts";
@@ -474,6 +474,7 @@ async function runOne(
   const traceName = `${TRACE_DIR}/${r.name}.jsonl`;
   await writeRunFile(opts.runDir, traceName, outcome.records.map((x) => `${JSON.stringify(x)}\n`).join(""));
   let hw: string[] = [];
+  let hwEvents: HwTraceEvent[] | undefined;
   let hwTrace: string | undefined;
   if (hwFile) {
     hwTrace = `${TRACE_DIR}/${r.name}.hw.jsonl`;
@@ -482,15 +483,24 @@ async function runOne(
     const text = await readSlice(hwFile, hwFrom, hwTo);
     checkHwTrace(session.guest);
     await writeRunFile(opts.runDir, hwTrace, text);
-    const qpns = new Set(
-      outcome.records.flatMap((x) =>
-        x.ev === "create" && x.kind === "qp" && x.qp_num !== undefined ? [x.qp_num] : [],
-      ),
-    );
-    hw = hwEvidence(parseHwTrace(text, { lenient: true }), qpns);
+    const qpns = ulpWorkload(item.compiled)
+      ? undefined
+      : new Set(
+          outcome.records.flatMap((x) =>
+            x.ev === "create" && x.kind === "qp" && x.qp_num !== undefined ? [x.qp_num] : [],
+          ),
+        );
+    hwEvents = parseHwTrace(text, { lenient: true });
+    hw = hwEvidence(hwEvents, qpns);
   }
   const t1 = Date.now();
-  const judged = judgeScenarioRun(r.scenario, item.profiles, outcome, bugTarget(opts), hw);
+  const judged = judgeScenarioRun(
+    r.scenario,
+    item.profiles,
+    { ...outcome, ...(hwEvents ? { hw: hwEvents } : {}) },
+    bugTarget(opts),
+    hw,
+  );
   report.timings.judgeMs += Date.now() - t1;
   report.scenarios.push({
     ...runName(r),

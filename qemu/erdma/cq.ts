@@ -7,7 +7,7 @@
  */
 import { get64n, put32 } from "./bits.ts";
 import type { Dma } from "./dma.ts";
-import { CQE_SIZE, CqDb, CqeHdr } from "./hw.ts";
+import { CQE_SIZE, CqDb, CqeHdr, CqeQtype } from "./hw.ts";
 import type { QueueBuffer } from "./mtt.ts";
 import { distance, inc32, ownerBit, slot } from "./ring.ts";
 import type { Tracer } from "./trace.ts";
@@ -66,7 +66,7 @@ export class CompletionQueue {
     hdr: number,
     body: Uint8Array,
     solicitedOrError: boolean,
-    info: { qpn: number },
+    info: { qpn: number; queue?: "sq" | "rq"; wqe?: number },
   ): Promise<boolean> {
     if (this.broken) return false;
     const index = this.pi;
@@ -111,6 +111,8 @@ export class CompletionQueue {
       qpn: info.qpn,
       syndrome: hdr & 0xff,
       opcode: (hdr >>> 16) & 0xff,
+      ...(info.queue ? { queue: info.queue } : {}),
+      ...(info.wqe !== undefined ? { wqe: info.wqe } : {}),
     });
     if (this.armed === "all" || (this.armed === "solicited" && solicitedOrError)) {
       this.armed = "no";
@@ -131,7 +133,12 @@ export class CompletionQueue {
     if (f.word3) dv.setUint32(8, f.word3.value >>> 0, f.word3.endian === "le");
     dv.setUint32(12, f.size >>> 0, false);
     dv.setUint32(24, (f.info ?? 0) >>> 0, false);
-    return this.write(hdr, body, f.solicited === true || f.syndrome !== 0, { qpn: f.qpn });
+    const queue = f.qtype === CqeQtype.SQ ? "sq" : f.qtype === CqeQtype.RQ ? "rq" : undefined;
+    return this.write(hdr, body, f.solicited === true || f.syndrome !== 0, {
+      qpn: f.qpn,
+      ...(queue ? { queue } : {}),
+      wqe: f.qeIdx,
+    });
   }
 
   /** Applies a CQ doorbell; true when armed with a matching CQE already waiting. */

@@ -654,7 +654,7 @@ export class DataPath implements FabricPort {
   private async flushSq(st: DeviceState, qp: QueuePair): Promise<void> {
     const { limit, reason } = flushLimit(st.profile.errorFlush, qp, "sq");
     const from = qp.sq.ci;
-    let count = 0;
+    const wqes: number[] = [];
     while (distance(limit, qp.sq.ci, WQ_INDEX_BITS) > 0) {
       const index = qp.sq.ci;
       const { wqebbs, opcode } = await this.readSqeHeader(st, qp, index);
@@ -662,17 +662,18 @@ export class DataPath implements FabricPort {
       // would make the distance wrap and the loop run (without yielding) for up to 2^16 entries
       qp.sq.ci = (index + Math.min(wqebbs, distance(limit, index, WQ_INDEX_BITS))) & IDX_MASK;
       await this.complete(st, qp, "sq", index, opcode, WcStatus.FLUSH_ERR, 0);
-      count++;
+      wqes.push(index);
     }
-    if (count > 0 || from !== limit) {
+    if (wqes.length > 0 || from !== limit) {
       this.env.tracer.emit({
         kind: "flush",
         qpn: qp.qpn,
         queue: "sq",
         from,
         to: qp.sq.ci,
-        count,
+        count: wqes.length,
         limit: reason,
+        wqes,
       });
     }
   }
@@ -681,22 +682,23 @@ export class DataPath implements FabricPort {
     if (!this.inError(qp)) return;
     const { limit, reason } = flushLimit(st.profile.errorFlush, qp, "rq");
     const from = qp.rq.ci;
-    let count = 0;
+    const wqes: number[] = [];
     while (distance(limit, qp.rq.ci, WQ_INDEX_BITS) > 0) {
       const index = qp.rq.ci;
       qp.rq.ci = (index + 1) & IDX_MASK;
       await this.complete(st, qp, "rq", index, WqeOp.RECEIVE, WcStatus.FLUSH_ERR, 0);
-      count++;
+      wqes.push(index);
     }
-    if (count > 0) {
+    if (wqes.length > 0) {
       this.env.tracer.emit({
         kind: "flush",
         qpn: qp.qpn,
         queue: "rq",
         from,
         to: qp.rq.ci,
-        count,
+        count: wqes.length,
         limit: reason,
+        wqes,
       });
     }
   }
@@ -744,7 +746,7 @@ export class DataPath implements FabricPort {
     extra: Pick<CqeFields, "word3" | "solicited"> = {},
   ): Promise<void> {
     const own = queue === "sq" ? qp.sq.cqn : qp.rq.cqn;
-    const misdirect = this.env.faults.fire("wrong-cq", { qpn: qp.qpn, queue }, { index });
+    const misdirect = this.env.faults.fire("wrong-cq", { qpn: qp.qpn, queue, syndrome: status }, { index });
     const cqn = misdirect ? this.otherCq(st, qp, own, misdirect.cqn) : own;
     const cq = st.cqs.get(cqn);
     if (!cq) {
@@ -752,7 +754,7 @@ export class DataPath implements FabricPort {
       return;
     }
     const faults = this.env.faults;
-    const ctx = { qpn: qp.qpn, queue };
+    const ctx = { qpn: qp.qpn, queue, syndrome: status };
     const wrong = faults.fire("wrong-index", ctx, { index });
     const fields: CqeFields = {
       opcode,

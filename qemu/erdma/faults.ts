@@ -16,6 +16,8 @@ const match = {
   /** how many times it fires (consecutive matching events from the nth on) */
   count: z.number().int().positive().default(1),
 };
+/** completion faults: only CQEs of this erdma_wc_status count (e.g. flush completions) */
+const syndrome = { syndrome: z.number().int().min(0).max(255).optional() };
 
 export const FaultSpec = z.discriminatedUnion("kind", [
   /** complete a WQE with an error status (erdma_wc_status) instead of executing it */
@@ -25,25 +27,33 @@ export const FaultSpec = z.discriminatedUnion("kind", [
     status: z.number().int().min(1).max(255),
     ...match,
   }),
-  z.object({ kind: z.literal("drop-cqe"), queue: queue.optional(), ...match }),
-  z.object({ kind: z.literal("duplicate-cqe"), queue: queue.optional(), ...match }),
+  z.object({ kind: z.literal("drop-cqe"), queue: queue.optional(), ...syndrome, ...match }),
+  z.object({ kind: z.literal("duplicate-cqe"), queue: queue.optional(), ...syndrome, ...match }),
   z.object({
     kind: z.literal("delay-cqe"),
     queue: queue.optional(),
     ms: z.number().int().positive().max(60_000),
+    ...syndrome,
     ...match,
   }),
   /** write this CQE after the next one on the same CQ */
-  z.object({ kind: z.literal("reorder-cqe"), queue: queue.optional(), ...match }),
+  z.object({ kind: z.literal("reorder-cqe"), queue: queue.optional(), ...syndrome, ...match }),
   /** write the CQE on another CQ: `cqn`, else the QP's other queue's CQ, else another CQ of the device */
   z.object({
     kind: z.literal("wrong-cq"),
     queue: queue.optional(),
     cqn: z.number().int().nonnegative().optional(),
+    ...syndrome,
     ...match,
   }),
   /** report qe_idx + delta instead of the WQE's index */
-  z.object({ kind: z.literal("wrong-index"), queue: queue.optional(), delta: z.number().int(), ...match }),
+  z.object({
+    kind: z.literal("wrong-index"),
+    queue: queue.optional(),
+    delta: z.number().int(),
+    ...syndrome,
+    ...match,
+  }),
   /** an MSI-X interrupt that is not delivered (vector: any when absent) */
   z.object({ kind: z.literal("lose-irq"), vector: z.number().int().nonnegative().optional(), ...match }),
   /**
@@ -68,6 +78,8 @@ export interface FaultContext {
   qpn?: number;
   queue?: "sq" | "rq";
   vector?: number;
+  /** a completion's status */
+  syndrome?: number;
 }
 
 interface Armed {
@@ -128,6 +140,7 @@ export class FaultPlan {
       if (f.qpn !== undefined && f.qpn !== ctx.qpn) continue;
       if ("queue" in f && f.queue !== undefined && ctx.queue !== undefined && f.queue !== ctx.queue) continue;
       if ("vector" in f && f.vector !== undefined && f.vector !== ctx.vector) continue;
+      if ("syndrome" in f && f.syndrome !== undefined && f.syndrome !== ctx.syndrome) continue;
       a.seen++;
       if (a.seen < f.nth) continue;
       a.fired++;

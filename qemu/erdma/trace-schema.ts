@@ -65,6 +65,9 @@ export const erdmaTraceEventSchema = z.discriminatedUnion("kind", [
     /** erdma_wc_status (hw.ts WcStatus) */
     syndrome: int,
     opcode: int,
+    /** the work queue and the WQE index (qe_idx) the CQE reports (data CQEs) */
+    queue: queue.optional(),
+    wqe: int.optional(),
   }),
   z.strictObject({
     ...base,
@@ -116,6 +119,8 @@ export const erdmaTraceEventSchema = z.discriminatedUnion("kind", [
     count: int,
     /** what bounded the flush: the producer index, the index at the error, or REFLUSH's */
     limit: z.enum(["pi", "error", "reflush"]),
+    /** the index of each WQE flushed: each is owed one flush completion */
+    wqes: z.array(int).optional(),
   }),
   z.strictObject({ ...base, kind: z.literal("wait"), qpn: int, queue, index: int, reason: z.string() }),
   z.strictObject({

@@ -185,8 +185,8 @@ t.test("a fault step that misses what its kind needs is the file's error", async
   t.match(errorOf("fault: { kind: delay-cqe }").message, /delay-cqe needs ms/);
   t.match(errorOf("fault: { kind: wrong-index }").message, /wrong-index needs delta/);
   t.match(errorOf("fault: { kind: stall-queue }").message, /stall-queue needs queue/);
-  const bad = errorOf("fault: { kind: drop-cqe, status: GENERAL_ERR }");
-  t.match(bad.message, /steps\[0\]\.fault\.status: drop-cqe takes no status/);
+  const bad = errorOf("fault: { kind: lose-irq, status: GENERAL_ERR }");
+  t.match(bad.message, /steps\[0\]\.fault\.status: lose-irq takes no status/);
   t.equal(bad.where, "f.yaml:5:30", "the status field itself");
   t.match(errorOf("fault: { kind: stall-queue, queue: cq }").message, /queue cq is for completion faults/);
 });
