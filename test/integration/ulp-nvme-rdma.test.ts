@@ -29,13 +29,18 @@ t.test(
     const r = await hil(["run", "--scenario", "ulp-*", "--run-dir", dir], iso.env);
     t.match(
       r.stderr,
-      /2 ULP workload scenario\(s\) selected: the kernel gets --config ulp/,
+      /3 ULP workload scenario\(s\) selected: the kernel gets --config ulp/,
       "the fragment is said",
     );
     t.match(
       r.stdout,
-      /^ulp-nvme-rdma-io +PASS +ulp-data:1 ulp-steps:5 ulp-leak:2 hang:5 +every rule holds$/m,
+      /^ulp-nvme-rdma-io +PASS +ulp-data:1 ulp-steps:5 ulp-leak:2 hw-complete:\d{3,} hang:5 +every rule holds$/m,
       r.stdout,
+    );
+    t.match(
+      r.stdout,
+      /^ulp-nvme-rdma-lost-flush +XFAIL .*rule hw-complete: injected fault \(.*\): QP \d+ rq WQE \d+ \(flushed\): 1 completion\(s\) owed and never written \(a WR lost\)$/m,
+      "the flush completion the device held back is named from the device's own trace",
     );
     const v = verdicts(dir);
     t.match(v.kernel, /debian:6\.12.*ulp/, "the kernel carries the ulp fragment");
@@ -62,19 +67,43 @@ t.test(
     const counted = io?.observations?.filter((o) => o.ev === "ulp-objects").map((o) => o.source);
     t.same(counted, ["kernel", "device"], "objects counted by rdma resource and by the device model");
 
+    const lostFlush = v.scenarios.find((s) => s.name === "ulp-nvme-rdma-lost-flush");
+    t.same(
+      lostFlush?.judgements[0]?.rules.filter((x) => x.verdict !== "PASS").map((x) => [x.rule, x.verdict]),
+      [["hw-complete", "XFAIL"]],
+      "only the device-side rule sees it: the ULP's steps, data and drains are fine",
+    );
+
+    // The QP the device failed mid-I/O is in ERROR; the ULP's recovery disconnects it (MODIFY_QP to
+    // CLOSING, which the model refuses from ERROR), so erdma never arms its REFLUSH and the drain
+    // that follows waits for a marker the device never completes: a hang, with the drain's stack
     const fault = v.scenarios.find((s) => s.name === "ulp-nvme-rdma-error-mid-io");
     const armed = fault?.observations?.find((o) => o.ev === "fault");
     t.match(armed?.spec, { kind: "error-wqe", queue: "sq" }, "the fault was armed on the device");
     const judged = fault?.judgements[0];
-    // Judged either way, never an ERROR or a MISS: the ULP reports the error and tears down (PASS),
-    // or its error recovery's drain hangs and the hang is caught with the drain's stack (FAIL)
-    t.ok(judged && ["PASS", "FAIL"].includes(judged.verdict), `judged: ${judged?.verdict}`);
-    if (judged?.verdict === "FAIL") {
-      t.equal(judged.rules.find((x) => x.rule === "hang")?.verdict, "FAIL", "a FAIL is the hang");
-      const stuck = fault?.observations?.find((o) => o.ev === "stuck");
-      t.match(String(stuck?.stack), /__ib_drain_sq/, "the blocked drain's stack is the evidence");
-      t.match(String(stuck?.stack), /nvme_rdma/, "in nvme-rdma's teardown");
-    }
+    t.equal(judged?.verdict, "FAIL");
+    t.equal(judged?.rules.find((x) => x.rule === "hang")?.verdict, "FAIL", "the FAIL is the hang");
+    const stuck = fault?.observations?.find((o) => o.ev === "stuck");
+    t.match(String(stuck?.stack), /__ib_drain_sq/, "the blocked drain's stack is the evidence");
+    t.match(String(stuck?.stack), /nvme_rdma/, "in nvme-rdma's teardown");
+    const hwTrace = readFileSync(join(dir, "traces", "ulp-nvme-rdma-error-mid-io.hw.jsonl"), "utf8");
+    const events = hwTrace
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Obs);
+    const failedQp = (
+      events.find((e) => e.kind === "fault" && e.action === "fired")?.context as { qpn?: number }
+    )?.qpn;
+    const refused = events.find(
+      (e) => e.kind === "cmd" && e.name === "MODIFY_QP" && e.statusName === "BAD_STATE",
+    );
+    t.equal(refused?.reason, "ERROR -> CLOSING", "the device refused to move the failed QP to CLOSING");
+    t.notOk(
+      events.some(
+        (e) => e.kind === "cmd" && e.name === "REFLUSH" && (e.detail as { qpn?: number })?.qpn === failedQp,
+      ),
+      `erdma sent no REFLUSH for the failed QP ${failedQp}`,
+    );
     t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
   },
 );
@@ -90,7 +119,7 @@ t.test("the same workload on siw passes", async (t) => {
   t.match(
     r.stdout,
     /^ulp-nvme-rdma-io +PASS +ulp-data:1 ulp-steps:5 ulp-leak:1 hang:5/m,
-    "no device model: one count",
+    "no device model: one count, no hw-complete",
   );
   t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
 });

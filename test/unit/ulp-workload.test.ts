@@ -230,3 +230,29 @@ t.test("a run that selects a ULP workload gets the ulp config fragment, once", a
   );
   t.equal(withUlpConfig(spec, [verbs]), spec, "a verbs-only run keeps its kernel");
 });
+
+t.test("a completion fault's status picks the completions it hits", async (t) => {
+  const s = await loadScenarioFile(
+    scenarioFile(
+      t,
+      ULP.replace(
+        "{ kind: error-wqe, queue: sq, status: LOC_QP_OP_ERR }",
+        "{ kind: drop-cqe, queue: rq, status: WR_FLUSH_ERR }",
+      ),
+    ),
+  );
+  const c = compileScenario(s, { addr: "10.0.2.15", port: 7611 });
+  t.same(translateUlpFault(c.steps[2] as never), { kind: "drop-cqe", queue: "rq", syndrome: 15 });
+  await t.rejects(
+    loadScenarioFile(
+      scenarioFile(
+        t,
+        ULP.replace(
+          "{ kind: error-wqe, queue: sq, status: LOC_QP_OP_ERR }",
+          "{ kind: lose-irq, status: WR_FLUSH_ERR }",
+        ),
+      ),
+    ),
+    { message: /lose-irq takes no status/ },
+  );
+});
