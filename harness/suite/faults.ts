@@ -128,6 +128,15 @@ export function qpNumber(records: readonly TraceRecord[], qp: string): number {
   return created.qp_num;
 }
 
+/** The fault step's fault and the start of its FaultSpec (kind, count); throws when the model cannot carry it out. */
+function specOf(step: CompiledStep): { f: FaultStep; spec: Record<string, unknown> } {
+  const f = step.fault;
+  if (!f) throw new FaultTranslationError(`step ${step.index + 1} is not a fault`);
+  const gap = erdmaFaultGap(f);
+  if (gap) throw new FaultTranslationError(gap);
+  return { f, spec: { kind: f.kind, ...(f.count !== undefined ? { count: f.count } : {}) } };
+}
+
 /**
  * The FaultSpec (qemu/erdma/faults.ts) for a fault step, given the trace so far. Throws
  * FaultTranslationError when the scenario cannot be carried out (a wr_id no later event is for).
@@ -137,12 +146,7 @@ export function translateFault(
   compiled: CompiledScenario,
   records: readonly TraceRecord[],
 ): Record<string, unknown> {
-  const f = step.fault;
-  if (!f) throw new FaultTranslationError(`step ${step.index + 1} is not a fault`);
-  const gap = erdmaFaultGap(f);
-  if (gap) throw new FaultTranslationError(gap);
-  const spec: Record<string, unknown> = { kind: f.kind };
-  if (f.count !== undefined) spec.count = f.count;
+  const { f, spec } = specOf(step);
   if (f.kind === "lose-irq" || f.kind === "coalesce-irq") {
     if (f.vector !== undefined) spec.vector = f.vector;
     if (f.ms !== undefined) spec.ms = f.ms;
@@ -237,12 +241,7 @@ export async function armFault(
  * next matching event on any QP of the device (no qpn, no wr_id: the schema refuses one).
  */
 export function translateUlpFault(step: CompiledStep): Record<string, unknown> {
-  const f = step.fault;
-  if (!f) throw new FaultTranslationError(`step ${step.index + 1} is not a fault`);
-  const gap = erdmaFaultGap(f);
-  if (gap) throw new FaultTranslationError(gap);
-  const spec: Record<string, unknown> = { kind: f.kind };
-  if (f.count !== undefined) spec.count = f.count;
+  const { f, spec } = specOf(step);
   if (f.vector !== undefined) spec.vector = f.vector;
   if (f.queue === "sq" || f.queue === "rq") spec.queue = f.queue;
   if (f.kind === "error-wqe")

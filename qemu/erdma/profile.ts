@@ -66,6 +66,15 @@ export interface ErdmaProfile {
   maxEqDepthLog2: number;
   /** largest CMDQ SQ, in 32-byte WQEBBs */
   maxCmdqDepth: number;
+  /**
+   * iWARP: what MODIFY_QP to CLOSING or TERMINATE gets when the QP is already in ERROR (a WQE
+   * failed, the device moved it there itself). "refuse" (the default): BAD_STATE, ERROR leads
+   * nowhere but ERROR; "accept": the command completes and the QP stays in ERROR. erdma's driver
+   * arms its REFLUSH only when the command to stop the QP succeeds (erdma_qp.c
+   * erdma_modify_qp_internal: need_reflush && !ret), so the answer decides whether a drain after a
+   * hardware error can complete.
+   */
+  closeInError?: "refuse" | "accept";
 }
 
 const baseCaps: ErdmaCaps = {

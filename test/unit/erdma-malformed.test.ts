@@ -535,6 +535,29 @@ t.test("bad state transitions fail and leave the state alone", async (t) => {
   noInternalErrors(t, s);
 });
 
+t.test(
+  "closeInError accept: MODIFY_QP to CLOSING or TERMINATE in ERROR completes, the QP stays in ERROR",
+  async (t) => {
+    const s = await setupErdma({ version: "6.12", profile: { ...profileReflush, closeInError: "accept" } });
+    const { cq } = await s.drv.createCq(8);
+    const { qp } = await s.drv.createQp({ scq: cq, rcq: cq, maxSendWr: 4, maxRecvWr: 4 });
+    const mqp = s.dev.state.qps.get(qp.qpn);
+    const send = async (to: number) => (await s.drv.post(R.modifyQp(qp.qpn, to))).status;
+    t.equal(await send(QpState.CLOSING), S.BAD_STATE, "IDLE -> CLOSING is still refused");
+    t.equal(await send(QpState.ERROR), 0);
+    t.equal(await send(QpState.CLOSING), 0, "ERROR -> CLOSING accepted");
+    t.equal(await send(QpState.TERMINATE), 0, "ERROR -> TERMINATE accepted");
+    t.equal(mqp?.stateName, "ERROR", "and the QP stays in ERROR");
+    t.equal(await send(QpState.IDLE), S.BAD_STATE, "ERROR -> IDLE still refused");
+    const accepted = s.host.ofKind("cmd").filter((e) => e.detail?.accepted !== undefined);
+    t.match(accepted[0], {
+      status: 0,
+      detail: { from: "ERROR", to: "ERROR", accepted: "CLOSING in ERROR (closeInError: accept)" },
+    });
+    noInternalErrors(t, s);
+  },
+);
+
 t.test("guest memory vanishing under the device", async (t) => {
   await t.test("CMDQ SQ unmapped: the header read faults, the command fails", async (t) => {
     const s = await setupErdma({ version: "6.12" });

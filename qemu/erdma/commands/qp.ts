@@ -7,6 +7,7 @@
 import { get32, hex, put64 } from "../bits.ts";
 import {
   HW_PAGE_SHIFT,
+  IwarpState,
   MAX_INLINE_MTT_ENTRIES,
   MAX_SEND_WR,
   MAX_WQEBB_PER_SQE,
@@ -233,6 +234,12 @@ export const modifyQp: Command = {
       return { detail };
     }
     if (!isValidState(qp.proto, to)) fail(CmdStatus.BAD_PARAM, `state ${to}`);
+    const stopping = to === IwarpState.CLOSING || to === IwarpState.TERMINATE;
+    if (qp.state === IwarpState.ERROR && stopping && s.profile.closeInError === "accept") {
+      detail.to = qp.stateName;
+      detail.accepted = `${stateName(qp.proto, to)} in ERROR (closeInError: accept)`;
+      return { detail };
+    }
     if (!transitionAllowed(qp.proto, qp.state, to))
       fail(CmdStatus.BAD_STATE, `${qp.stateName} -> ${stateName(qp.proto, to)}`);
     if (to === 2 /* RTS */) {
