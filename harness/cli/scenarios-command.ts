@@ -8,12 +8,13 @@ import type { Command } from "commander";
 import { listProfiles } from "../../qemu/erdma/profile-file.ts";
 import { HilError, isHilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
-import { RULES } from "../oracle/judge.ts";
+import { ulpCommand } from "../executor/ulp.ts";
+import { RULES, ULP_RULE_SET } from "../oracle/judge.ts";
 import { commandLine } from "../protocol/commands.ts";
 import { type CompiledScenario, type CompiledStep, compileScenario } from "../scenario/compile.ts";
 import { stepRules } from "../scenario/exercise.ts";
 import { loadScenarioFile } from "../scenario/load.ts";
-import { DRIVERS, EXECUTORS, type FaultStep, type Scenario } from "../scenario/schema.ts";
+import { DRIVERS, EXECUTORS, type FaultStep, type Scenario, type Workload } from "../scenario/schema.ts";
 import { SCENARIO_DIR, selectScenarioFiles } from "../scenario/select.ts";
 import { type Plan, planScenario, planSteps } from "../suite/plan.ts";
 import { FIRST_PORT, GUEST_ADDR } from "../suite/suite.ts";
@@ -212,8 +213,8 @@ function faultLine(f: FaultStep): string {
   });
 }
 
-function ruleTitle(rule: number | string): string {
-  return RULES.find((r) => r.id === String(rule))?.title ?? "?";
+function ruleTitle(rule: number | string, workload: Workload): string {
+  return (workload === "verbs" ? RULES : ULP_RULE_SET).find((r) => r.id === String(rule))?.title ?? "?";
 }
 
 /** --show: per scenario, what it is meant for and the command lines each stage runs. */
@@ -228,7 +229,7 @@ export function renderShow(entries: readonly ScenarioEntry[]): string {
     const s = c.scenario;
     out.push(`${s.name}  (${e.file})`, `  ${oneLine(s.description, 10_000)}`);
     out.push("  covers:");
-    for (const r of s.covers) out.push(`    rule ${r}: ${ruleTitle(r)}`);
+    for (const r of s.covers) out.push(`    rule ${r}: ${ruleTitle(r, s.workload)}`);
     out.push(
       `  oracle profiles: ${s.profiles.join(", ")}`,
       `  meant for: drivers ${s.drivers.join(", ")}; executors ${s.executors.join(", ")}; device profiles ${s.device_profiles?.join(", ") ?? "any"}`,
@@ -256,6 +257,10 @@ export function renderShow(entries: readonly ScenarioEntry[]): string {
       out.push(
         `    ${t.driver}/${t.executor}: ${t.plan.run ? "runs" : `${t.plan.verdict}: ${t.plan.reason}`}`,
       );
+    if (s.workload !== "verbs") {
+      out.push(...ulpStages(c), "");
+      continue;
+    }
     out.push(`  setup (watchdog ${c.setupTimeoutMs} ms):`, ...c.setup.map((l) => `    ${l}`));
     const exercised = stepRules(c);
     for (const step of c.steps) {
@@ -284,6 +289,29 @@ export function renderShow(entries: readonly ScenarioEntry[]): string {
     );
   }
   return out.join("\n");
+}
+
+/** A ULP workload's stages: the guest command of each step, its faults, the counts and the barrier. */
+function ulpStages(c: CompiledScenario): string[] {
+  const out = [
+    "  before the first step: the RDMA objects counted (rdma resource show; the device model's QPs and MRs)",
+  ];
+  for (const step of c.steps) {
+    const head = `  step ${step.index + 1}, line ${step.line}: ${step.kind}`;
+    if (step.fault)
+      out.push(
+        `${head} (armed on the device's control channel, on any QP)`,
+        `    ${faultLine(step.fault).replace(" on=qp", "")}`,
+      );
+    else if (step.ulp !== undefined)
+      out.push(`${head} (watchdog ${step.timeoutMs} ms)`, `    ${ulpCommand(c, step.ulp)}`);
+    else out.push(`${head} (watchdog ${step.timeoutMs} ms)`, ...step.commands.map((l) => `    ${l}`));
+  }
+  out.push(
+    "  after the last step: the objects counted again (teardown leaves none behind), then the console barrier",
+    "    echo hil-mark <n> > /dev/kmsg",
+  );
+  return out;
 }
 
 function errorJson(e: ScenarioEntry): Record<string, unknown> {

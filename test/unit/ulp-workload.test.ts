@@ -4,6 +4,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
+import { renderShow } from "../../harness/cli/scenarios-command.ts";
 import {
   parseRdmaResources,
   parseTaskStacks,
@@ -255,4 +256,21 @@ t.test("a completion fault's status picks the completions it hits", async (t) =>
     ),
     { message: /lose-irq takes no status/ },
   );
+});
+
+t.test("--show: a ULP workload's guest command per step, its ULP rules' titles", async (t) => {
+  const file = scenarioFile(t, ULP);
+  const compiled = compileScenario(await loadScenarioFile(file), { addr: "10.0.2.15", port: 7600 });
+  const text = renderShow([{ file, compiled } as never]);
+  t.match(text, /rule ulp-data: data the block layer acknowledged reads back as written/);
+  t.match(text, /rule hang: every ULP step returns/);
+  t.match(
+    text,
+    /step 4, line \d+: ulp \(watchdog 10000 ms\)\n {4}sh \/tmp\/hil-ulp\.sh nvme-rdma io 10\.0\.2\.15 7600 hil-ulp-x-7600 64/,
+  );
+  t.match(
+    text,
+    /step 3, line \d+: fault \(armed on the device's control channel, on any QP\)\n {4}device fault: kind=error-wqe queue=sq/,
+  );
+  t.notMatch(text, /setup \(watchdog|settle \(kernel executor\)/, "no verbs setup or settle");
 });
