@@ -89,8 +89,8 @@ const STACKS = (pidFile: string) =>
     `for d in /proc/$p /proc/[0-9]*; do`,
     `  [ -r "$d/status" ] || continue`,
     `  pp=$(sed -n 's/^PPid:[[:space:]]*//p' "$d/status"); st=$(sed -n 's/^State:[[:space:]]*//p' "$d/status")`,
-    `  [ "$d" = "/proc/$p" ] || [ "$pp" = "$p" ] || [ "\${st#D}" != "$st" ] || continue`,
-    `  echo "task $(basename "$d") $(cat "$d/comm") $st"`,
+    `  if [ "$d" = "/proc/$p" ]; then r=step; elif [ "$pp" = "$p" ]; then r=child; elif [ "\${st#D}" != "$st" ]; then r=blocked; else continue; fi`,
+    `  echo "task $(basename "$d") $r $(tr ' ' _ < "$d/comm") $st"`,
     `  cat "$d/stack" 2>/dev/null; echo end`,
     "done",
     "echo w > /proc/sysrq-trigger",
@@ -98,6 +98,8 @@ const STACKS = (pidFile: string) =>
 
 interface TaskStack {
   pid: string;
+  /** the step's own task, its child, or another task in uninterruptible sleep */
+  role: "step" | "child" | "blocked";
   comm: string;
   state: string;
   stack: string;
@@ -107,9 +109,9 @@ export function parseTaskStacks(text: string): TaskStack[] {
   const tasks: TaskStack[] = [];
   let cur: TaskStack | undefined;
   for (const line of text.split("\n")) {
-    const head = /^task (\d+) (\S+) (.*)$/.exec(line);
-    if (head?.[1] && head[2] && head[3] !== undefined) {
-      cur = { pid: head[1], comm: head[2], state: head[3], stack: "" };
+    const head = /^task (\d+) (step|child|blocked) (\S+) (.*)$/.exec(line);
+    if (head?.[1] && head[3] && head[4] !== undefined) {
+      cur = { pid: head[1], role: head[2] as TaskStack["role"], comm: head[3], state: head[4], stack: "" };
       if (!tasks.some((t) => t.pid === cur?.pid)) tasks.push(cur);
     } else if (line === "end") cur = undefined;
     else if (cur && line.trim()) cur.stack += `${line}\n`;
@@ -117,9 +119,17 @@ export function parseTaskStacks(text: string): TaskStack[] {
   return tasks;
 }
 
-/** The step's task (first listed) or its child in uninterruptible sleep, else the step's own. */
+/**
+ * The task whose stack the hang is told by: the step's own task or its child in uninterruptible
+ * sleep, else the step's own task, else the first other blocked task.
+ */
 function stuckTask(tasks: readonly TaskStack[]): TaskStack | undefined {
-  return tasks.find((t) => t.state.startsWith("D")) ?? tasks[0];
+  const blocked = (t: TaskStack) => t.state.startsWith("D");
+  return (
+    tasks.find((t) => t.role !== "blocked" && blocked(t)) ??
+    tasks.find((t) => t.role === "step") ??
+    tasks.find(blocked)
+  );
 }
 
 /** The stuck task's stack, then the other blocked tasks' under a line naming each. */

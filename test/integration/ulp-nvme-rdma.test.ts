@@ -29,7 +29,7 @@ t.test(
     const r = await hil(["run", "--scenario", "ulp-*", "--run-dir", dir], iso.env);
     t.match(
       r.stderr,
-      /3 ULP workload scenario\(s\) selected: the kernel gets --config ulp/,
+      /5 ULP workload scenario\(s\) selected: the kernel gets --config ulp/,
       "the fragment is said",
     );
     t.match(
@@ -67,6 +67,22 @@ t.test(
     const counted = io?.observations?.filter((o) => o.ev === "ulp-objects").map((o) => o.source);
     t.same(counted, ["kernel", "device"], "objects counted by rdma resource and by the device model");
 
+    t.match(
+      r.stdout,
+      /^ulp-nvme-rdma-stall-sq +PASS +ulp-data:1 ulp-steps:5 ulp-leak:2 hw-complete:\d+ hang:5 +every rule holds$/m,
+      "a send queue stalled for 2 s mid-I/O: late, intact, torn down",
+    );
+    // a lost completion interrupt: the device wrote every completion, nobody polls the unarmed CQ
+    t.match(
+      r.stdout,
+      /^ulp-nvme-rdma-lost-irq +XFAIL +hang:3 hw-complete:\d+ +rule hang: injected fault \(a lost completion interrupt/m,
+    );
+    const lostIrq = v.scenarios.find((s) => s.name === "ulp-nvme-rdma-lost-irq");
+    t.match(
+      String(lostIrq?.observations?.find((o) => o.ev === "stuck")?.stack),
+      /ib_drain_qp|blk_wait_io/,
+      "the stuck I/O or drain's stack",
+    );
     const lostFlush = v.scenarios.find((s) => s.name === "ulp-nvme-rdma-lost-flush");
     t.same(
       lostFlush?.judgements[0]?.rules.filter((x) => x.verdict !== "PASS").map((x) => [x.rule, x.verdict]),
@@ -107,6 +123,40 @@ t.test(
     t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
   },
 );
+
+t.test("the same hardware error on a device that accepts MODIFY_QP CLOSING in ERROR: no hang", async (t) => {
+  const iso = isolate();
+  const dir = t.testdir({
+    // a profile of one's own: erdma-reflush with the other answer (qemu/erdma/profile.ts closeInError)
+    "erdma-close-in-error.json": JSON.stringify({
+      name: "erdma-close-in-error",
+      extends: "erdma-reflush",
+      closeInError: "accept",
+    }),
+  });
+  const run = join(dir, "run");
+  const r = await hil(
+    [
+      "run",
+      "--device-profile",
+      join(dir, "erdma-close-in-error.json"),
+      "--scenario",
+      "ulp-nvme-rdma-error-mid-io",
+      "--run-dir",
+      run,
+    ],
+    iso.env,
+  );
+  const s = verdicts(run).scenarios.find((x) => x.name === "ulp-nvme-rdma-error-mid-io");
+  const rules = Object.fromEntries(s?.judgements[0]?.rules.map((x) => [x.rule, x.verdict]) ?? []);
+  t.equal(rules.hang, "PASS", `the error recovery's drain completes: ${r.stdout}`);
+  t.equal(rules["ulp-steps"], "PASS", "every step returned what it meant");
+  t.equal(rules["ulp-data"], "PASS", "the I/O's data is intact after the recovery");
+  t.equal(rules["hw-complete"], "PASS", "every WQE the device took completed once");
+  const hw = readFileSync(join(run, "traces", "ulp-nvme-rdma-error-mid-io.hw.jsonl"), "utf8");
+  t.match(hw, /"accepted":"CLOSING in ERROR \(closeInError: accept\)"/, "the device accepted the disconnect");
+  t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+});
 
 t.test("the same workload on siw passes", async (t) => {
   const iso = isolate();

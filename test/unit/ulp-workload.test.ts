@@ -110,28 +110,35 @@ t.test("the script's reports, rdma resource counts and blocked tasks' stacks", a
   );
   const tasks = parseTaskStacks(
     [
-      "task 140 sh S (sleeping)",
+      "task 140 step sh S (sleeping)",
       "[<0>] do_wait+0x1/0x2",
       "end",
-      "task 145 dd D (disk sleep)",
-      "[<0>] blk_wait_io+0x25/0x38",
-      "end",
-      "task 33 kworker/u2:1 D (disk sleep)",
+      "task 33 blocked kworker/u2:1+nvme-wq D (disk sleep)",
       "[<0>] __ib_drain_sq+0x106/0x110 [ib_core]",
       "[<0>] nvme_rdma_stop_queue+0x33/0x3e [nvme_rdma]",
       "end",
-      "task 145 dd D (disk sleep)",
+      "task 145 child dd D (disk sleep)",
+      "[<0>] blk_wait_io+0x25/0x38",
+      "end",
+      "task 140 step sh S (sleeping)",
       "end",
     ].join("\n"),
   );
   t.same(
-    tasks.map((x) => x.pid),
-    ["140", "145", "33"],
+    tasks.map((x) => [x.pid, x.role, x.comm]),
+    [
+      ["140", "step", "sh"],
+      ["33", "blocked", "kworker/u2:1+nvme-wq"],
+      ["145", "child", "dd"],
+    ],
     "a task listed twice is kept once",
   );
   const stack = stuckStack(tasks);
-  t.match(stack, /^\[<0>\] blk_wait_io/, "the step's blocked child first");
-  t.match(stack, /-- also blocked: kworker\/u2:1 \(pid 33, D \(disk sleep\)\)\n\[<0>\] __ib_drain_sq/);
+  t.match(stack, /^\[<0>\] blk_wait_io/, "the step's blocked child first, though listed after a worker");
+  t.match(
+    stack,
+    /-- also blocked: kworker\/u2:1\+nvme-wq \(pid 33, D \(disk sleep\)\)\n\[<0>\] __ib_drain_sq/,
+  );
   t.notMatch(stack, /do_wait/, "the step's shell, sleeping, is not the evidence");
 });
 
