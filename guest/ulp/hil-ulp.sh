@@ -9,7 +9,8 @@
 # /dev/nvme-fabrics (drivers/nvme/host/fabrics.c). It prints "hil-ulp <key>=<value>" lines the
 # harness reads and exits 0 when the step did what it meant; otherwise non-zero, the reason on
 # stderr. io exits 5 when the block layer reported an I/O error (dd failed): an error reported,
-# which is not a loss.
+# which is not a loss. Exit 3: the guest cannot run the workload at all (a module or configfs
+# missing: the kernel lacks --config ulp), which says nothing of the driver.
 set -u
 workload=$1 action=$2 addr=$3 port=$4 nqn=$5 kib=${6:-0}
 state=/tmp/hil-ulp
@@ -20,6 +21,10 @@ echo $$ >"$state/step.pid"
 fail() {
 	echo "$*" >&2
 	exit 1
+}
+unavailable() {
+	echo "$*" >&2
+	exit 3
 }
 say() { echo "hil-ulp $*"; }
 
@@ -36,10 +41,11 @@ controller() {
 
 nvme_target_up() {
 	grep -q " /sys/kernel/config " /proc/mounts || mount -t configfs none /sys/kernel/config ||
-		fail "cannot mount configfs on /sys/kernel/config"
-	[ -b /dev/nullb0 ] || modprobe null_blk nr_devices=1 memory_backed=1 gb=1 || fail "modprobe null_blk failed"
-	[ -b /dev/nullb0 ] || fail "null_blk made no /dev/nullb0"
-	modprobe nvmet-rdma || fail "modprobe nvmet-rdma failed"
+		unavailable "cannot mount configfs on /sys/kernel/config (CONFIG_CONFIGFS_FS)"
+	[ -b /dev/nullb0 ] || modprobe null_blk nr_devices=1 memory_backed=1 gb=1 ||
+		unavailable "modprobe null_blk failed (CONFIG_BLK_DEV_NULL_BLK)"
+	[ -b /dev/nullb0 ] || unavailable "null_blk made no /dev/nullb0"
+	modprobe nvmet-rdma || unavailable "modprobe nvmet-rdma failed (CONFIG_NVME_TARGET_RDMA)"
 	sub=$cfg/subsystems/$nqn
 	mkdir "$sub" || fail "cannot make subsystem $nqn"
 	echo 1 >"$sub/attr_allow_any_host" || fail "attr_allow_any_host"
@@ -55,8 +61,8 @@ nvme_target_up() {
 }
 
 nvme_connect() {
-	modprobe nvme-rdma || fail "modprobe nvme-rdma failed"
-	exec 3<>/dev/nvme-fabrics || fail "cannot open /dev/nvme-fabrics"
+	modprobe nvme-rdma || unavailable "modprobe nvme-rdma failed (CONFIG_NVME_RDMA)"
+	exec 3<>/dev/nvme-fabrics || unavailable "cannot open /dev/nvme-fabrics"
 	echo "transport=rdma,traddr=$addr,trsvcid=$port,nqn=$nqn,nr_io_queues=1,reconnect_delay=1,ctrl_loss_tmo=5" >&3 ||
 		fail "connect to $nqn at rdma $addr:$port failed: see the kernel log"
 	read -r reply <&3

@@ -20,6 +20,8 @@ import type { ExecutorGuest } from "./executor.ts";
 
 export const ULP_SCRIPT = fileURLToPath(new URL("../../guest/ulp/hil-ulp.sh", import.meta.url));
 const GUEST_SCRIPT = "/tmp/hil-ulp.sh";
+/** hil-ulp.sh's exit status when the guest cannot run the workload at all (a module missing) */
+const UNAVAILABLE = 3;
 /** how long the evidence of a stuck step may take to collect */
 const EVIDENCE_MS = 15_000;
 /** how long the teardown's objects may take to go (nvmet frees its queues from a workqueue) */
@@ -170,6 +172,13 @@ export class UlpRunner {
       if (step.ulp === undefined) continue;
       const ran = await this.step(compiled, step, step.ulp);
       if ("stuck" in ran) return { observations, stuck: [ran.stuck], wedged: true };
+      if (ran.observation.exitCode === UNAVAILABLE)
+        return {
+          observations,
+          stuck: [],
+          wedged: false,
+          error: `step ${step.index + 1} (${ran.observation.action}): the guest cannot run the ${compiled.scenario.workload} workload: ${ran.observation.stderr ?? "(no reason given)"}`,
+        };
       observations.push(ran.observation);
     }
     const after = await this.settledCounts(hooks, before);

@@ -164,3 +164,23 @@ t.test("the script cannot be copied: the run broke, nothing ran", async (t) => {
   t.match(out.error, /cannot copy hil-ulp\.sh/);
   t.same(commands, []);
 });
+
+t.test(
+  "a guest that cannot run the workload (exit 3: a module missing) breaks the run: no verdict on the driver",
+  async (t) => {
+    const { guest, commands } = scriptedGuest((c) => {
+      if (c.includes(" target-up "))
+        return { exitCode: 3, stdout: "", stderr: "modprobe nvmet-rdma failed (CONFIG_NVME_TARGET_RDMA)" };
+      return ok("0: erdma_0: qp 0\n");
+    });
+    const out = await new UlpRunner(guest).run(await compiled(t, "  - ulp: target-up\n  - ulp: connect\n"));
+    t.equal(
+      out.error,
+      "step 1 (target-up): the guest cannot run the nvme-rdma workload: modprobe nvmet-rdma failed (CONFIG_NVME_TARGET_RDMA)",
+    );
+    t.notOk(
+      commands.some((x) => x.includes(" connect ")),
+      "nothing runs after it",
+    );
+  },
+);
