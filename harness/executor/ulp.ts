@@ -146,13 +146,31 @@ export function stuckStack(tasks: readonly TaskStack[]): string {
     .join("\n");
 }
 
+/** The steps a ULP target runs; the others are the host's. */
+const TARGET_ACTIONS: readonly string[] = ["target-up", "target-down"];
+
+/**
+ * Runs a ULP workload's steps in one guest, or in two (`target`: the target's steps there, the
+ * host's in `host`); the objects are counted in both.
+ */
 export class UlpRunner {
-  constructor(private readonly guest: ExecutorGuest) {}
+  private readonly guests: readonly ExecutorGuest[];
+
+  constructor(
+    private readonly host: ExecutorGuest,
+    private readonly target: ExecutorGuest = host,
+  ) {
+    this.guests = target === host ? [host] : [host, target];
+  }
+
+  private guestFor(action: UlpAction): ExecutorGuest {
+    return typeof action === "string" && TARGET_ACTIONS.includes(action) ? this.target : this.host;
+  }
 
   async run(compiled: CompiledScenario, hooks: UlpHooks = {}): Promise<UlpOutcome> {
     const observations: Observation[] = [];
     try {
-      await this.guest.copyTo(ULP_SCRIPT, GUEST_SCRIPT, { mode: 0o755 });
+      for (const g of this.guests) await g.copyTo(ULP_SCRIPT, GUEST_SCRIPT, { mode: 0o755 });
     } catch (err) {
       return { observations, stuck: [], wedged: false, error: (err as Error).message };
     }
@@ -196,7 +214,8 @@ export class UlpRunner {
   ): Promise<{ observation: UlpStepObservation } | { stuck: StuckObservation }> {
     const started = Date.now();
     const command = ulpCommand(compiled, action);
-    const run = this.guest.exec(command, { timeoutMs: step.timeoutMs + EVIDENCE_MS + 60_000 });
+    const guest = this.guestFor(action);
+    const run = guest.exec(command, { timeoutMs: step.timeoutMs + EVIDENCE_MS + 60_000 });
     let timer: NodeJS.Timeout | undefined;
     const watchdog = new Promise<"stuck">((resolve) => {
       timer = setTimeout(() => resolve("stuck"), step.timeoutMs);
@@ -205,7 +224,7 @@ export class UlpRunner {
     if (first === "stuck") {
       // the stuck command settles when the guest is disposed of; nothing waits for it
       run.catch(() => {});
-      const evidence = await this.guest
+      const evidence = await guest
         .exec(STACKS("/tmp/hil-ulp/step.pid"), { timeoutMs: EVIDENCE_MS })
         .catch((err: Error) => ({ exitCode: -1, stdout: "", stderr: err.message }));
       const tasks = parseTaskStacks(evidence.stdout);
@@ -237,9 +256,14 @@ export class UlpRunner {
   }
 
   private async counts(hooks: UlpHooks): Promise<{ kernel: ObjectCounts; device?: ObjectCounts }> {
-    const r = await this.guest.exec("rdma resource show", { timeoutMs: 10_000 });
+    const kernel: ObjectCounts = {};
+    for (const g of this.guests) {
+      const r = await g.exec("rdma resource show", { timeoutMs: 10_000 });
+      for (const [kind, n] of Object.entries(parseRdmaResources(r.stdout)))
+        kernel[kind] = (kernel[kind] ?? 0) + n;
+    }
     const device = await hooks.deviceObjects?.();
-    return { kernel: parseRdmaResources(r.stdout), ...(device ? { device } : {}) };
+    return { kernel, ...(device ? { device } : {}) };
   }
 
   /** The counts after the teardown, once nothing more goes (or SETTLE_MS passed). */
@@ -257,7 +281,7 @@ export class UlpRunner {
   }
 
   private async mark(id: number): Promise<boolean> {
-    const r = await this.guest
+    const r = await this.host
       .exec(`echo "hil-mark ${id}" > /dev/kmsg`, { timeoutMs: 10_000 })
       .catch(() => ({ exitCode: -1 }));
     return r.exitCode === 0;

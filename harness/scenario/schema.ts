@@ -321,6 +321,11 @@ const scenarioBase = z.strictObject({
     .optional(),
   description: z.string().min(1),
   workload: z.enum(WORKLOADS).default("verbs"),
+  /**
+   * A ULP workload's guests: 1 (target and host in one guest, loopback) or 2 (the target in the
+   * second guest, the host in the first, their erdma devices joined by the fabric)
+   */
+  guests: z.union([z.literal(1), z.literal(2)]).default(1),
   /** the rules (README, What is judged) this scenario is written to exercise (all rules are judged) */
   covers: z.array(ruleRef).min(1),
   profiles: z.array(z.enum(ORACLE_PROFILES)).min(1).default(["ib", "iwarp-rdmac", "linux"]),
@@ -487,6 +492,13 @@ function workloadProblems(s: z.infer<typeof scenarioBase>): { path: (string | nu
         message: "a ulp step needs a ULP workload (workload: nvme-rdma)",
       });
   });
+  if (s.guests === 2 && !ulp)
+    out.push({ path: ["guests"], message: "two guests are for a ULP workload (workload: nvme-rdma)" });
+  if (s.guests === 2 && ulp && s.drivers.includes("siw"))
+    out.push({
+      path: ["drivers"],
+      message: "two guests are joined by the emulated erdma fabric: drivers: [erdma]",
+    });
   s.covers.forEach((rule, i) => {
     const ulpRule = (ULP_RULES as readonly string[]).includes(String(rule));
     if (ulp && typeof rule === "number")

@@ -252,10 +252,17 @@ export function translateUlpFault(step: CompiledStep): Record<string, unknown> {
   return spec;
 }
 
-/** Arms a ULP workload's fault step on the device; throws with the device's reason when it refuses. */
-export async function armUlpFault(control: DeviceControl, step: CompiledStep): Promise<ArmedFault> {
+/**
+ * Arms a ULP workload's fault step on the device (on a server of several, the one named); throws
+ * with the device's reason when it refuses.
+ */
+export async function armUlpFault(
+  control: DeviceControl,
+  step: CompiledStep,
+  device?: string,
+): Promise<ArmedFault> {
   const spec = translateUlpFault(step);
-  const reply = await control.control({ op: "fault", fault: spec });
+  const reply = await control.control({ op: "fault", fault: spec, ...(device ? { device } : {}) });
   if (!reply.ok) throw new Error(`the device refused fault ${JSON.stringify(spec)}: ${reply.error}`);
   return { step: step.index, id: typeof reply.id === "number" ? reply.id : -1, spec };
 }
@@ -263,8 +270,9 @@ export async function armUlpFault(control: DeviceControl, step: CompiledStep): P
 /** The device model's objects by kind (its control channel's snapshot): QPs, CQs, MRs. */
 export async function deviceObjectCounts(
   control: DeviceControl,
+  device?: string,
 ): Promise<Record<string, number> | undefined> {
-  const reply = await control.control({ op: "snapshot" });
+  const reply = await control.control({ op: "snapshot", ...(device ? { device } : {}) });
   if (!reply.ok) return undefined;
   const state = reply.state as { qps?: unknown[]; cqs?: unknown[]; mrs?: unknown[] } | null;
   if (!state) return undefined;

@@ -9,7 +9,7 @@ import { judgeTrace, type ProfileJudgement, ULP_RULE_SET } from "../oracle/judge
 import { applyExpectedFailures, applyKnownBugs, type BugTarget, knownBugsFor } from "../oracle/known-bugs.ts";
 import type { Observation } from "../oracle/observations.ts";
 import type { WrRef } from "../oracle/rule.ts";
-import { deviceWr } from "../oracle/rules/hw-complete.ts";
+import { devicesNamed, deviceWr } from "../oracle/rules/hw-complete.ts";
 import type { SentCommand } from "../oracle/run-commands.ts";
 import { type HwTraceEvent, isServerLine } from "../protocol/hw-trace.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
@@ -76,11 +76,13 @@ export function judgeScenarioRun(
  * WRs an expected failure must name.
  */
 function firedOnWqes(hw: readonly HwTraceEvent[]): WrRef[] {
-  return hw.flatMap((e) => {
+  const events = hw.filter((e) => !isServerLine(e));
+  const named = devicesNamed(events);
+  return events.flatMap((e) => {
     if (isServerLine(e) || e.kind !== "fault" || e.action !== "fired") return [];
     const c = e.context as { qpn?: unknown; queue?: unknown; index?: unknown } | undefined;
     return typeof c?.qpn === "number" && (c.queue === "sq" || c.queue === "rq") && typeof c.index === "number"
-      ? [deviceWr(c.qpn, c.queue, c.index)]
+      ? [deviceWr(c.qpn, c.queue, c.index, named ? e.dev : undefined)]
       : [];
   });
 }

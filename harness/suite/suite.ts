@@ -35,6 +35,7 @@ import { harnessDeath, watchHarness } from "./harness-watch.ts";
 import { hwEvidence, hwTraceName, readSlice, settledSize } from "./hw-trace.ts";
 import { consoleObservations, judgeScenarioRun } from "./judge-run.ts";
 import { hangsLast } from "./order.ts";
+import { observePair } from "./pair-run.ts";
 import { planScenario, planSteps, type SuiteTarget } from "./plan.ts";
 import {
   expandRepeats,
@@ -303,6 +304,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
   const external = opts.driver === "erdma" ? opts.deviceSocket : undefined;
   const pci = opts.driver === "erdma" ? opts.devicePci : undefined;
   const todo: QueuedRun[] = [];
+  const pairs: QueuedRun[] = [];
   for (const r of runs) {
     const s = r.scenario;
     const profiles = profilesFor(s, opts.profiles);
@@ -323,6 +325,9 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
     else if (pci && compiled.steps.some((x) => x.fault))
       report.scenarios.push(notRun(r, profiles, "SKIP", passthroughFaultReason(pci)));
     else if (!steps.run) report.scenarios.push(notRun(r, profiles, steps.verdict, steps.reason));
+    else if (s.guests === 2 && (external || pci))
+      report.scenarios.push(notRun(r, profiles, "SKIP", "two guests need the emulated erdma fabric"));
+    else if (s.guests === 2) pairs.push({ r, profiles, compiled });
     else todo.push({ r, profiles, compiled });
   }
   const finish = (): SuiteReport => {
@@ -331,10 +336,25 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
     if (repeat > 1) report.stability = suiteStability(report.scenarios);
     return report;
   };
-  if (todo.length === 0 || typeof factory === "string") return finish();
+  if (typeof factory === "string") return finish();
+  if (todo.length > 0)
+    await runLanes(opts, factory, report, todo, external !== undefined || pci !== undefined);
+  for (const item of pairs) await runPair(opts, item, report);
+  return finish();
+}
+
+/** The scenarios that run on one guest each, on the suite's guests side by side. */
+async function runLanes(
+  opts: SuiteOptions,
+  factory: ExecutorFactory,
+  report: SuiteReport,
+  todo: QueuedRun[],
+  oneDevice: boolean,
+): Promise<void> {
+  const repeat = opts.repeat ?? 1;
   const units = unitsOf(hangsLast(todo), (item) => item.r.scenario.name);
   // one device behind a socket or a host PCI function: one guest at a time can have it
-  const guests = external || pci ? 1 : Math.max(1, Math.min(opts.guests ?? 1, units.length));
+  const guests = oneDevice ? 1 : Math.max(1, Math.min(opts.guests ?? 1, units.length));
   const what =
     repeat > 1
       ? `${opts.scenarios.length} scenario(s) x ${repeat} repetitions`
@@ -354,7 +374,28 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
       ? `${todo.length} run(s) of ${opts.scenarios.length} scenario(s), ${report.boots} boot(s)`
       : `${todo.length} scenario(s), ${report.boots} boot(s)`,
   );
-  return finish();
+}
+
+/** A ULP workload across two guests: a pair booted for it alone (pair-run.ts), judged like any run. */
+async function runPair(opts: SuiteOptions, item: QueuedRun, report: SuiteReport): Promise<void> {
+  const { r } = item;
+  const step = progress.step(`[suite] ${repetitionLabel(r)} on two guests joined by the erdma fabric`);
+  const first = report.boots + 1;
+  report.boots += 2;
+  const traceFor = (boot: number) =>
+    opts.hwTraceFile ? hwTraceFileFor(opts.hwTraceFile, boot) : join(opts.runDir, hwTraceName(boot));
+  const outcome = await observePair(
+    {
+      prepared: opts.prepared,
+      ...(opts.deviceProfile ? { deviceProfile: opts.deviceProfile } : {}),
+      consoles: [join(opts.runDir, `console-${first}.log`), join(opts.runDir, `console-${first + 1}.log`)],
+      hwTraces: [traceFor(first), traceFor(first + 1)],
+    },
+    item.compiled,
+  );
+  await recordRun(opts, item, outcome, outcome.hwText, report);
+  if (outcome.error !== undefined) step.fail();
+  else step.succeed();
 }
 
 type QueuedRun = { r: Repetition; profiles: OracleProfile[]; compiled: CompiledScenario };
@@ -470,19 +511,43 @@ async function runOne(
     if (!cleared.ok)
       progress.info(`[suite] ${r.name}: clearing the device's faults failed: ${cleared.error}`);
   }
+  let hwText: string | undefined;
+  if (hwFile) {
+    const hwTo = await settledSize(hwFile);
+    session.hwAt = hwTo;
+    hwText = await readSlice(hwFile, hwFrom, hwTo);
+    checkHwTrace(session.guest);
+  }
+  await recordRun(opts, item, outcome, hwText, report);
+  if (session.executor.wedged || outcome.wedged || outcome.error !== undefined) {
+    progress.info(`[suite] ${r.name}: the guest is rebooted for the scenarios after it`);
+    await session.guest.dispose({ now: outcome.harnessFault !== undefined });
+    return true;
+  }
+  return false;
+}
+
+/**
+ * A run's traces written to the run directory (the executor's, and the device's slice when there
+ * is one), judged, and added to the report.
+ */
+async function recordRun(
+  opts: SuiteOptions,
+  item: QueuedRun,
+  outcome: ObservedOutcome,
+  hwText: string | undefined,
+  report: SuiteReport,
+): Promise<void> {
+  const { r } = item;
   report.timings.runMs += outcome.durationMs;
   const traceName = `${TRACE_DIR}/${r.name}.jsonl`;
   await writeRunFile(opts.runDir, traceName, outcome.records.map((x) => `${JSON.stringify(x)}\n`).join(""));
   let hw: string[] = [];
   let hwEvents: HwTraceEvent[] | undefined;
   let hwTrace: string | undefined;
-  if (hwFile) {
+  if (hwText !== undefined) {
     hwTrace = `${TRACE_DIR}/${r.name}.hw.jsonl`;
-    const hwTo = await settledSize(hwFile);
-    session.hwAt = hwTo;
-    const text = await readSlice(hwFile, hwFrom, hwTo);
-    checkHwTrace(session.guest);
-    await writeRunFile(opts.runDir, hwTrace, text);
+    await writeRunFile(opts.runDir, hwTrace, hwText);
     const qpns = ulpWorkload(item.compiled)
       ? undefined
       : new Set(
@@ -490,7 +555,7 @@ async function runOne(
             x.ev === "create" && x.kind === "qp" && x.qp_num !== undefined ? [x.qp_num] : [],
           ),
         );
-    hwEvents = parseHwTrace(text, { lenient: true });
+    hwEvents = parseHwTrace(hwText, { lenient: true });
     hw = hwEvidence(hwEvents, qpns);
   }
   const t1 = Date.now();
@@ -514,12 +579,6 @@ async function runOne(
     ...(judged.knownBugs ? { knownBugs: judged.knownBugs } : {}),
     durationMs: outcome.durationMs,
   });
-  if (session.executor.wedged || outcome.wedged || outcome.error !== undefined) {
-    progress.info(`[suite] ${r.name}: the guest is rebooted for the scenarios after it`);
-    await session.guest.dispose({ now: outcome.harnessFault !== undefined });
-    return true;
-  }
-  return false;
 }
 
 async function closeSession(session: GuestSession): Promise<void> {

@@ -29,7 +29,7 @@ t.test(
     const r = await hil(["run", "--scenario", "ulp-*", "--run-dir", dir], iso.env);
     t.match(
       r.stderr,
-      /5 ULP workload scenario\(s\) selected: the kernel gets --config ulp/,
+      /6 ULP workload scenario\(s\) selected: the kernel gets --config ulp/,
       "the fragment is said",
     );
     t.match(
@@ -77,6 +77,22 @@ t.test(
       r.stdout,
       /^ulp-nvme-rdma-lost-irq +XFAIL +hang:3 hw-complete:\d+ +rule hang: injected fault \(a lost completion interrupt/m,
     );
+    // across two guests: the host in the first connects to the target in the second over the fabric
+    t.match(
+      r.stdout,
+      /^ulp-nvme-rdma-two-guests +PASS +ulp-data:1 ulp-steps:5 ulp-leak:2 hw-complete:\d{3,} hang:5 +every rule holds$/m,
+    );
+    t.match(
+      r.stderr,
+      /\[suite\] ulp-nvme-rdma-two-guests on two guests joined by the erdma fabric: done/,
+      "the pair's progress",
+    );
+    const two = v.scenarios.find((s) => s.name === "ulp-nvme-rdma-two-guests");
+    const connect = two?.observations?.find((o) => o.ev === "ulp-step" && o.action === "connect");
+    t.match(connect?.values, { connected: /^instance=\d+,cntlid=\d+$/ });
+    const twoHw = readFileSync(join(dir, "traces", "ulp-nvme-rdma-two-guests.hw.jsonl"), "utf8");
+    t.match(twoHw, /"dev":"erdma0"/, "the host's device in the trace");
+    t.match(twoHw, /"dev":"erdma1"/, "and the target's");
     const lostIrq = v.scenarios.find((s) => s.name === "ulp-nvme-rdma-lost-irq");
     t.match(
       String(lostIrq?.observations?.find((o) => o.ev === "stuck")?.stack),

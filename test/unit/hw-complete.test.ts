@@ -78,11 +78,11 @@ t.test("owed and written: unsignaled successes owe nothing, receives and errors 
   t.same(
     completionAccounts(hw).map((a) => [a.key, a.owed, a.written]),
     [
-      ["3/sq/1", 1, 1],
-      ["3/rq/0", 1, 1],
-      ["3/sq/2", 1, 1],
-      ["3/rq/1", 1, 1],
-      ["3/rq/2", 1, 1],
+      ["erdma/3/sq/1", 1, 1],
+      ["erdma/3/rq/0", 1, 1],
+      ["erdma/3/sq/2", 1, 1],
+      ["erdma/3/rq/1", 1, 1],
+      ["erdma/3/rq/2", 1, 1],
     ],
   );
 });
@@ -123,3 +123,18 @@ t.test("a completion fault with a syndrome hits only completions of that status"
   t.notOk(plan.fire("drop-cqe", { qpn: 4, queue: "rq", syndrome: WcStatus.FLUSH_ERR }), "once");
   t.match(events.at(-1), { kind: "fault", action: "fired", context: { qpn: 4, queue: "rq", index: 34 } });
 });
+
+t.test(
+  "two devices on one fabric: the same QP number on each is two QPs, named with their device",
+  async (t) => {
+    const on = (dev: string, e: ErdmaTraceEvent) => ({ ...e, dev }) as ErdmaTraceEvent;
+    const r = judge([
+      on("erdma0", cqe(2, "rq", 5, WcStatus.FLUSH_ERR)),
+      on("erdma0", flush(2, "rq", [5])),
+      on("erdma1", flush(2, "rq", [5])),
+    ]);
+    t.equal(r.verdict, "FAIL");
+    t.equal(r.reason, "erdma1 QP 2 rq WQE 5 (flushed): 1 completion(s) owed and never written (a WR lost)");
+    t.same(r.problems?.[0]?.wrs, [{ qp: "erdma1 QP 2", queue: "rq", wrId: 5 }]);
+  },
+);

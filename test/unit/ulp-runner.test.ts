@@ -184,3 +184,32 @@ t.test(
     );
   },
 );
+
+t.test(
+  "two guests: the target's steps in the second, the host's in the first, objects counted in both",
+  async (t) => {
+    const host = scriptedGuest((c) => (c === "rdma resource show" ? ok("0: erdma_0: qp 1\n") : ok()));
+    const target = scriptedGuest((c) => (c === "rdma resource show" ? ok("0: erdma_0: qp 2\n") : ok()));
+    const c = await compiled(
+      t,
+      "  - ulp: target-up\n  - ulp: connect\n  - ulp: { io: { kib: 4 } }\n  - ulp: disconnect\n  - ulp: target-down\n",
+    );
+    const out = await new UlpRunner(host.guest, target.guest).run({
+      ...c,
+      endpoint: { addr: "10.99.0.2", port: 7601 },
+    });
+    const verbs = (cmds: string[]) => cmds.filter((x) => x.startsWith("sh ")).map((x) => x.split(" ")[3]);
+    t.same(verbs(target.commands), ["target-up", "target-down"]);
+    t.same(verbs(host.commands), ["connect", "io", "disconnect"]);
+    t.match(
+      host.commands.find((x) => x.includes(" connect ")),
+      / 10\.99\.0\.2 7601 /,
+      "the host connects to the target's address",
+    );
+    t.equal(host.copies.length + target.copies.length, 2, "the script copied into each guest");
+    t.match(
+      out.observations.find((o) => o.ev === "ulp-objects"),
+      { source: "kernel", before: { qp: 3 }, after: { qp: 3 } },
+    );
+  },
+);

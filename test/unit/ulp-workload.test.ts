@@ -281,3 +281,19 @@ t.test("--show: a ULP workload's guest command per step, its ULP rules' titles",
   );
   t.notMatch(text, /setup \(watchdog|settle \(kernel executor\)/, "no verbs setup or settle");
 });
+
+t.test("two guests: a ULP workload on erdma only", async (t) => {
+  const two = ULP.replace("workload: nvme-rdma\n", "workload: nvme-rdma\nguests: 2\ndrivers: [erdma]\n");
+  t.equal((await loadScenarioFile(scenarioFile(t, two))).guests, 2);
+  await t.rejects(
+    loadScenarioFile(
+      scenarioFile(t, ULP.replace("workload: nvme-rdma\n", "workload: nvme-rdma\nguests: 2\n")),
+    ),
+    { message: /drivers: two guests are joined by the emulated erdma fabric: drivers: \[erdma\]/ },
+    "siw is among the default drivers",
+  );
+  await t.rejects(
+    loadScenarioFile(scenarioFile(t, "description: d\nguests: 2\ncovers: [9]\nsteps:\n  - drain: {}\n")),
+    { message: /guests: two guests are for a ULP workload/ },
+  );
+});

@@ -11,13 +11,21 @@ import { fail, notUnder, type Problem, pass, type Rule, skip, type WrRef } from 
 
 type Owed = { key: string; what: string; wr: WrRef; owed: number; written: number };
 
-/** A WQE as the device knows it, as a problem names its WR: the QP by its number, the WQE index as wr_id. */
-export function deviceWr(qpn: number, queue: "sq" | "rq", index: number): WrRef {
-  return { qp: `QP ${qpn}`, queue, wrId: index };
+/**
+ * A WQE as the device knows it, as a problem names its WR: the QP by its number (and its device's
+ * name, where a trace has several devices), the WQE index as wr_id.
+ */
+export function deviceWr(qpn: number, queue: "sq" | "rq", index: number, dev?: string): WrRef {
+  return { qp: dev ? `${dev} QP ${qpn}` : `QP ${qpn}`, queue, wrId: index };
 }
 
-function wqeName(qpn: number, queue: string, index: number): string {
-  return `QP ${qpn} ${queue} WQE ${index}`;
+/** The device names of a trace, when it has more than one (two guests on one fabric). */
+export function devicesNamed(events: readonly { dev: string }[]): boolean {
+  return new Set(events.map((e) => e.dev)).size > 1;
+}
+
+function wqeName(wr: WrRef): string {
+  return `${wr.qp} ${wr.queue} WQE ${wr.wrId}`;
 }
 
 /**
@@ -26,24 +34,24 @@ function wqeName(qpn: number, queue: string, index: number): string {
  */
 export function completionAccounts(events: readonly ErdmaTraceEvent[]): Owed[] {
   const accounts = new Map<string, Owed>();
-  const account = (qpn: number, queue: "sq" | "rq", index: number, what: string): Owed => {
-    const key = `${qpn}/${queue}/${index}`;
+  const named = devicesNamed(events);
+  const account = (dev: string, qpn: number, queue: "sq" | "rq", index: number, how?: string): Owed => {
+    const key = `${dev}/${qpn}/${queue}/${index}`;
     let a = accounts.get(key);
     if (!a) {
-      a = { key, what, wr: deviceWr(qpn, queue, index), owed: 0, written: 0 };
+      const wr = deviceWr(qpn, queue, index, named ? dev : undefined);
+      a = { key, what: `${wqeName(wr)}${how ? ` (${how})` : ""}`, wr, owed: 0, written: 0 };
       accounts.set(key, a);
     }
     return a;
   };
   for (const e of events) {
-    if (e.kind === "wqe" && (e.queue === "rq" || e.signaled === true || e.status !== WcStatus.SUCCESS)) {
-      const a = account(e.qpn, e.queue, e.index, `${wqeName(e.qpn, e.queue, e.index)} (${e.op})`);
-      a.owed++;
-    } else if (e.kind === "flush")
-      for (const index of e.wqes ?? [])
-        account(e.qpn, e.queue, index, `${wqeName(e.qpn, e.queue, index)} (flushed)`).owed++;
+    if (e.kind === "wqe" && (e.queue === "rq" || e.signaled === true || e.status !== WcStatus.SUCCESS))
+      account(e.dev, e.qpn, e.queue, e.index, e.op).owed++;
+    else if (e.kind === "flush")
+      for (const index of e.wqes ?? []) account(e.dev, e.qpn, e.queue, index, "flushed").owed++;
     else if (e.kind === "cqe" && e.cq !== "cmdq" && e.queue !== undefined && e.wqe !== undefined)
-      account(e.qpn, e.queue, e.wqe, wqeName(e.qpn, e.queue, e.wqe)).written++;
+      account(e.dev, e.qpn, e.queue, e.wqe).written++;
   }
   return [...accounts.values()];
 }
