@@ -13,6 +13,7 @@ import { UlpRunner } from "../executor/ulp.ts";
 import type { FaultObservation, ObjectCounts, Observation } from "../oracle/observations.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
 import { armUlpFault, deviceObjectCounts } from "./faults.ts";
+import { harnessDeath } from "./harness-watch.ts";
 import { consoleObservations } from "./judge-run.ts";
 import type { UlpRunOutcome } from "./ulp-run.ts";
 
@@ -29,6 +30,8 @@ export interface PairRunOptions {
 
 export type PairOutcome = UlpRunOutcome & {
   durationMs: number;
+  /** the device server or a QEMU died while the scenario ran */
+  harnessFault?: string;
   /** both devices' hardware traces, one after the other */
   hwText: string;
 };
@@ -50,7 +53,7 @@ export async function observePair(opts: PairRunOptions, compiled: CompiledScenar
     ],
     keepConsoles: opts.consoles,
   });
-  let outcome: UlpRunOutcome;
+  let outcome: UlpRunOutcome & { harnessFault?: string };
   try {
     for (const g of pair.guests) {
       const r = await g.exec("modprobe erdma", { timeoutMs: 60_000 });
@@ -82,13 +85,17 @@ export async function observePair(opts: PairRunOptions, compiled: CompiledScenar
       ...ran.observations,
       ...pair.guests.flatMap((g) => consoleObservations(g.consoleLog())),
     ];
+    // the device server or a QEMU that died meanwhile is the harness's fault: nothing is said of the driver
+    const died = pair.guests
+      .map((g) => harnessDeath({ pid: g.pid, qemuExit: g.qemuExit, device: pair.server as never }))
+      .find((why) => why !== undefined);
     outcome = {
       records: [],
       sent: [],
       stuck: ran.stuck,
       observations,
       wedged: ran.wedged,
-      ...(ran.error !== undefined ? { error: ran.error } : {}),
+      ...(died ? { error: died, harnessFault: died } : ran.error !== undefined ? { error: ran.error } : {}),
     };
   } catch (err) {
     outcome = {
