@@ -146,6 +146,9 @@ export function stuckStack(tasks: readonly TaskStack[]): string {
     .join("\n");
 }
 
+/** The RDMA objects the kernel tracks and the device model holds (either may be unknown). */
+type Counts = { kernel?: ObjectCounts; device?: ObjectCounts };
+
 /** The steps a ULP target runs; the others are the host's. */
 const TARGET_ACTIONS: readonly string[] = ["target-up", "target-down"];
 
@@ -200,7 +203,8 @@ export class UlpRunner {
       observations.push(ran.observation);
     }
     const after = await this.settledCounts(hooks, before);
-    observations.push({ ev: "ulp-objects", before: before.kernel, after: after.kernel, source: "kernel" });
+    if (before.kernel && after.kernel)
+      observations.push({ ev: "ulp-objects", before: before.kernel, after: after.kernel, source: "kernel" });
     if (before.device && after.device)
       observations.push({ ev: "ulp-objects", before: before.device, after: after.device, source: "device" });
     const barrier = hooks.barrier === undefined ? undefined : await this.mark(hooks.barrier);
@@ -255,22 +259,26 @@ export class UlpRunner {
     };
   }
 
-  private async counts(hooks: UlpHooks): Promise<{ kernel: ObjectCounts; device?: ObjectCounts }> {
-    const kernel: ObjectCounts = {};
+  /**
+   * The objects held now. A guest whose `rdma resource show` fails or counts nothing leaves the
+   * kernel's count out: no count is no evidence that nothing was left behind.
+   */
+  private async counts(hooks: UlpHooks): Promise<Counts> {
+    let kernel: ObjectCounts | undefined = {};
     for (const g of this.guests) {
-      const r = await g.exec("rdma resource show", { timeoutMs: 10_000 });
-      for (const [kind, n] of Object.entries(parseRdmaResources(r.stdout)))
-        kernel[kind] = (kernel[kind] ?? 0) + n;
+      const r = await g
+        .exec("rdma resource show", { timeoutMs: 10_000 })
+        .catch(() => ({ exitCode: -1, stdout: "" }));
+      const counted = parseRdmaResources(r.stdout);
+      if (r.exitCode !== 0 || Object.keys(counted).length === 0) kernel = undefined;
+      if (kernel) for (const [kind, n] of Object.entries(counted)) kernel[kind] = (kernel[kind] ?? 0) + n;
     }
     const device = await hooks.deviceObjects?.();
-    return { kernel, ...(device ? { device } : {}) };
+    return { ...(kernel ? { kernel } : {}), ...(device ? { device } : {}) };
   }
 
   /** The counts after the teardown, once nothing more goes (or SETTLE_MS passed). */
-  private async settledCounts(
-    hooks: UlpHooks,
-    before: { kernel: ObjectCounts; device?: ObjectCounts },
-  ): Promise<{ kernel: ObjectCounts; device?: ObjectCounts }> {
+  private async settledCounts(hooks: UlpHooks, before: Counts): Promise<Counts> {
     const deadline = Date.now() + SETTLE_MS;
     for (;;) {
       const now = await this.counts(hooks);

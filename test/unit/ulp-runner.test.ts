@@ -213,3 +213,20 @@ t.test(
     );
   },
 );
+
+t.test(
+  "rdma resource that fails or counts nothing: no kernel count, so ulp-leak has nothing to vouch with",
+  async (t) => {
+    for (const reply of [{ exitCode: 1, stdout: "", stderr: "rdma: not found" }, ok("")]) {
+      const { guest } = scriptedGuest((c) => (c === "rdma resource show" ? reply : ok()));
+      const out = await new UlpRunner(guest).run(await compiled(t, "  - ulp: connect\n"), {
+        deviceObjects: async () => ({ qp: 0, mr: 0 }),
+      });
+      t.same(
+        out.observations.filter((o) => o.ev === "ulp-objects").map((o) => o.source),
+        ["device"],
+        `exit ${reply.exitCode}: the device's count only`,
+      );
+    }
+  },
+);
