@@ -78,6 +78,18 @@ nvme_connect() {
 	say "device=/dev/${c}n1"
 }
 
+# dd failed: an I/O error the block layer reported (exit 5), or dd itself broken (exit 1)
+io_error() {
+	why=$(tr '\n' ' ' <"$state/dd.err")
+	case "$why" in
+	*"I/O error"* | *"Input/output error"*)
+		say "$1-error=$why"
+		exit 5
+		;;
+	esac
+	fail "dd could not $1 $dev: $why"
+}
+
 # writes $kib KiB of random data to the namespace and reads it back, both with O_DIRECT
 io() {
 	c=$(controller) || fail "no controller of $nqn: not connected"
@@ -86,14 +98,8 @@ io() {
 	count=$((kib / 4))
 	dd if=/dev/urandom of="$state/written" bs=4096 count=$count 2>/dev/null || fail "cannot make $kib KiB of data"
 	say "written-sha256=$(sha256sum <"$state/written" | cut -d' ' -f1) bytes=$((count * 4096)) device=$dev"
-	if ! dd if="$state/written" of="$dev" bs=4096 count=$count oflag=direct 2>"$state/dd.err"; then
-		say "write-error=$(tr '\n' ' ' <"$state/dd.err")"
-		exit 5
-	fi
-	if ! dd if="$dev" of="$state/read" bs=4096 count=$count iflag=direct 2>"$state/dd.err"; then
-		say "read-error=$(tr '\n' ' ' <"$state/dd.err")"
-		exit 5
-	fi
+	dd if="$state/written" of="$dev" bs=4096 count=$count oflag=direct 2>"$state/dd.err" || io_error write
+	dd if="$dev" of="$state/read" bs=4096 count=$count iflag=direct 2>"$state/dd.err" || io_error read
 	say "read-sha256=$(sha256sum <"$state/read" | cut -d' ' -f1) bytes=$(wc -c <"$state/read")"
 	first=$(cmp "$state/written" "$state/read" 2>&1 | head -n 1)
 	[ -z "$first" ] || say "differ=$first"
