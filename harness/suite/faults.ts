@@ -259,12 +259,40 @@ export function translateUlpFault(step: CompiledStep): Record<string, unknown> {
 export async function armUlpFault(
   control: DeviceControl,
   step: CompiledStep,
-  device?: string,
+  device: string | undefined,
+  port: number,
 ): Promise<ArmedFault> {
   const spec = translateUlpFault(step);
+  const f = step.fault;
+  if (f && f.kind !== "lose-irq" && f.kind !== "coalesce-irq")
+    spec.qpn = await ulpQp(control, device, f.on === "peer" ? "target" : "host", port);
   const reply = await control.control({ op: "fault", fault: spec, ...(device ? { device } : {}) });
   if (!reply.ok) throw new Error(`the device refused fault ${JSON.stringify(spec)}: ${reply.error}`);
   return { step: step.index, id: typeof reply.id === "number" ? reply.id : -1, spec };
+}
+
+/**
+ * The QP of a ULP's I/O queue on one side of its connection, as the device knows it: the host's
+ * QPs connect to the target's port (dport), the target's accept on it (sport); with an admin
+ * queue and one I/O queue per side, the I/O queue's QP is the newer one (the higher number).
+ */
+export async function ulpQp(
+  control: DeviceControl,
+  device: string | undefined,
+  side: "host" | "target",
+  port: number,
+): Promise<number> {
+  const reply = await control.control({ op: "snapshot", ...(device ? { device } : {}) });
+  type Qp = { qpn: number; connection?: { sport: number; dport: number } };
+  const qps = reply.ok ? ((reply.state as { qps?: Qp[] } | null)?.qps ?? []) : [];
+  const mine = qps
+    .filter((q) => (side === "host" ? q.connection?.dport : q.connection?.sport) === port)
+    .map((q) => q.qpn);
+  if (mine.length === 0)
+    throw new Error(
+      `no QP of the ULP's ${side} is connected on port ${port}${device ? ` on ${device}` : ""}: a fault on a QP comes after the connect`,
+    );
+  return Math.max(...mine);
 }
 
 /** The device model's objects by kind (its control channel's snapshot): QPs, CQs, MRs. */

@@ -68,7 +68,7 @@ export async function observePair(opts: PairRunOptions, compiled: CompiledScenar
       {
         fault: async (step) => {
           const device = devices[step.fault?.on === "peer" ? 1 : 0];
-          const armed = await armUlpFault(pair.server, step, device);
+          const armed = await armUlpFault(pair.server, step, device, compiled.endpoint.port);
           const seen: FaultObservation = {
             ev: "fault",
             step: step.index,

@@ -28,7 +28,7 @@ export async function runUlp(
     ...(control
       ? {
           fault: async (step) => {
-            const armed = await armUlpFault(control, step);
+            const armed = await armUlpFault(control, step, undefined, compiled.endpoint.port);
             const seen: FaultObservation = {
               ev: "fault",
               step: step.index,

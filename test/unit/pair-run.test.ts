@@ -36,9 +36,12 @@ function fakePair(opts: { serverExit?: { code: number | null; signal: NodeJS.Sig
       devices: [{ name: "erdma0" }, { name: "erdma1" }],
       async control(req: Record<string, unknown>) {
         requests.push(req);
-        return req.op === "snapshot"
-          ? { ok: true, state: { qps: [], cqs: [], mrs: [] } }
-          : { ok: true, id: 1 };
+        // the host's QP connects to the target's port, the target's accepted on it
+        const qps = [
+          { qpn: 2, connection: { sport: 40000, dport: 7602 } },
+          { qpn: 3, connection: { sport: 7602, dport: 40000 } },
+        ];
+        return req.op === "snapshot" ? { ok: true, state: { qps, cqs: [], mrs: [] } } : { ok: true, id: 1 };
       },
     },
     async dispose() {
@@ -103,13 +106,13 @@ t.test(
       fake.requests.find((r) => r.op === "fault"),
       {
         device: "erdma1",
-        fault: { kind: "drop-cqe", queue: "rq", syndrome: 15 },
+        fault: { kind: "drop-cqe", queue: "rq", syndrome: 15, qpn: 3 },
       },
     );
     t.same(
       fake.requests.filter((r) => r.op === "snapshot").map((r) => r.device),
-      ["erdma0", "erdma1", "erdma0", "erdma1"],
-      "both devices counted before and after",
+      ["erdma0", "erdma1", "erdma1", "erdma0", "erdma1"],
+      "both devices counted before and after; the target's device asked for its QP",
     );
     t.match(
       out.observations.find((o) => o.ev === "fault"),

@@ -16,7 +16,7 @@ import { judgeTrace, ULP_RULE_SET } from "../../harness/oracle/judge.ts";
 import type { Observation, UlpStepObservation } from "../../harness/oracle/observations.ts";
 import { compileScenario } from "../../harness/scenario/compile.ts";
 import { loadScenarioFile } from "../../harness/scenario/load.ts";
-import { translateUlpFault } from "../../harness/suite/faults.ts";
+import { translateUlpFault, ulpQp } from "../../harness/suite/faults.ts";
 import { withUlpConfig } from "../../harness/workflows/job.ts";
 
 function scenarioFile(t: { testdir(): string }, text: string): string {
@@ -297,3 +297,24 @@ t.test("two guests: a ULP workload on erdma only", async (t) => {
     { message: /guests: two guests are for a ULP workload/ },
   );
 });
+
+t.test(
+  "a ULP fault on a QP: the host's I/O queue (on: qp) or the target's (on: peer), by the connection's port",
+  async (t) => {
+    const qps = [
+      { qpn: 2, connection: { sport: 40000, dport: 7611 } },
+      { qpn: 3, connection: { sport: 7611, dport: 40000 } },
+      { qpn: 4, connection: { sport: 40001, dport: 7611 } },
+      { qpn: 5, connection: { sport: 7611, dport: 40001 } },
+      { qpn: 9, connection: { sport: 40002, dport: 7700 } },
+      { qpn: 11 },
+    ];
+    const control = { control: async () => ({ ok: true as const, state: { qps } }) };
+    t.equal(await ulpQp(control, undefined, "host", 7611), 4, "the host's newer QP: its I/O queue");
+    t.equal(await ulpQp(control, undefined, "target", 7611), 5);
+    await t.rejects(ulpQp(control, "erdma1", "host", 7612), {
+      message:
+        "no QP of the ULP's host is connected on port 7612 on erdma1: a fault on a QP comes after the connect",
+    });
+  },
+);
