@@ -1,7 +1,7 @@
 /**
  * A ULP workload's scenario in the guest: each ulp step runs guest/ulp/hil-ulp.sh over SSH under
- * the step's watchdog, fault steps are armed on the device (any of its QPs: the ULP's QPs are not
- * the scenario's to name), and the RDMA objects the kernel (and the device model) hold are counted
+ * the step's watchdog, fault steps are armed on the device by the suite's hook (on the QP of the
+ * host's or the target's I/O queue), and the RDMA objects the kernel (and the device model) hold are counted
  * before the first step and after the last, so what the teardown left behind shows. A step past its
  * watchdog is a hang: the stacks of its task and children are taken (and sysrq-w is asked for the
  * kernel log) and the guest is wedged, as a stuck verbs call wedges it.
@@ -185,14 +185,22 @@ export class UlpRunner {
         observations.push(await hooks.fault(step));
         continue;
       }
-      if (step.kind === "sleep") {
-        const ms = Number(/ms=(\d+)/.exec(step.commands[0] ?? "")?.[1] ?? 0);
-        await new Promise((r) => setTimeout(r, ms));
+      const written = compiled.scenario.steps[step.index];
+      if (written && "sleep" in written) {
+        await new Promise((r) => setTimeout(r, written.sleep));
         continue;
       }
       if (step.ulp === undefined) continue;
       const ran = await this.step(compiled, step, step.ulp);
       if ("stuck" in ran) return { observations, stuck: [ran.stuck], wedged: true };
+      // no exit status: the SSH channel closed under the step, which says nothing of the driver
+      if (ran.observation.exitCode === -1)
+        return {
+          observations,
+          stuck: [],
+          wedged: false,
+          error: `step ${step.index + 1} (${ran.observation.action}): the guest's SSH channel closed without the step's exit status`,
+        };
       if (ran.observation.exitCode === UNAVAILABLE)
         return {
           observations,

@@ -614,7 +614,7 @@ async function observeScenario(session: GuestSession, compiled: CompiledScenario
   let harnessFault: string | undefined;
   try {
     const run = ulpWorkload(compiled)
-      ? runUlp(session.guest, compiled, barrier, faults)
+      ? runUlp(session.guest, compiled, barrier)
       : session.executor.runScenario(
           compiled,
           control

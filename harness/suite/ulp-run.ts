@@ -1,6 +1,7 @@
 /**
  * A ULP workload's scenario on a suite guest: the UlpRunner's steps, its faults armed on the
- * device's control channel (any QP) and the device model's objects counted before and after.
+ * device's control channel (on the host's or the target's I/O queue QP) and the device model's
+ * objects counted before and after.
  */
 import type { BootedGuest } from "../boot.ts";
 import type { ExecutorOutcome } from "../executor/executor.ts";
@@ -15,12 +16,11 @@ export function ulpWorkload(compiled: CompiledScenario): boolean {
   return compiled.scenario.workload !== "verbs";
 }
 
-/** Runs the scenario's ULP steps; `faults` receives each fault armed (the suite's observations). */
+/** Runs the scenario's ULP steps; the faults it armed are among its observations. */
 export async function runUlp(
   guest: BootedGuest,
   compiled: CompiledScenario,
   barrier: number,
-  faults: FaultObservation[],
 ): Promise<UlpRunOutcome> {
   const control = controlOf(guest.device);
   const outcome = await new UlpRunner(guest).run(compiled, {
@@ -35,7 +35,6 @@ export async function runUlp(
               kind: step.fault?.kind ?? "?",
               spec: armed.spec,
             };
-            faults.push(seen);
             return seen;
           },
           deviceObjects: () => deviceObjectCounts(control),
@@ -46,8 +45,7 @@ export async function runUlp(
     records: [],
     sent: [],
     stuck: outcome.stuck,
-    // the faults are the suite's observations already
-    observations: outcome.observations.filter((o) => o.ev !== "fault"),
+    observations: outcome.observations,
     wedged: outcome.wedged,
     ...(outcome.error !== undefined ? { error: outcome.error } : {}),
     ...(outcome.barrier !== undefined ? { barrier: outcome.barrier } : {}),

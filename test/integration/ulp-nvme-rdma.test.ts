@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
+import { ULP_SCRIPT } from "../../harness/executor/ulp.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 
 t.setTimeout(12 * 60 * 1000);
@@ -173,6 +174,37 @@ t.test("the same hardware error on a device that accepts MODIFY_QP CLOSING in ER
   t.match(hw, /"accepted":"CLOSING in ERROR \(closeInError: accept\)"/, "the device accepted the disconnect");
   t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
 });
+
+t.test(
+  "on a kernel without the ULP fragment the step script says it cannot run (exit 3), naming what is missing",
+  async (t) => {
+    const iso = isolate();
+    const script = readFileSync(ULP_SCRIPT, "utf8");
+    // the default kernel: no block layer, no configfs, no nvmet
+    const r = await hil(
+      [
+        "boot",
+        "--kernel",
+        "debian:6.12",
+        "--",
+        "sh",
+        "-c",
+        script,
+        "hil-ulp",
+        "nvme-rdma",
+        "target-up",
+        "10.0.2.15",
+        "7600",
+        "hil-x",
+        "0",
+      ],
+      iso.env,
+    );
+    t.equal(r.exitCode, 3, `${r.stdout}${r.stderr}`.slice(-2000));
+    t.match(r.stderr, /cannot mount configfs on \/sys\/kernel\/config \(CONFIG_CONFIGFS_FS\)/);
+    t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+  },
+);
 
 t.test("the same workload on siw passes", async (t) => {
   const iso = isolate();

@@ -230,3 +230,30 @@ t.test(
     }
   },
 );
+
+t.test(
+  "a sleep step waits and runs nothing; a step whose channel closed without a status breaks the run",
+  async (t) => {
+    const { guest, commands } = scriptedGuest((c) => {
+      if (c === "rdma resource show") return ok("0: erdma_0: qp 0\n");
+      if (c.includes(" connect ")) return { exitCode: -1, stdout: "", stderr: "" };
+      return ok();
+    });
+    const started = Date.now();
+    const out = await new UlpRunner(guest).run(
+      await compiled(t, "  - ulp: target-up\n  - sleep: 120\n  - ulp: connect\n  - ulp: disconnect\n"),
+    );
+    t.ok(Date.now() - started >= 120, "the sleep waited");
+    t.same(
+      commands.filter((x) => x.startsWith("sh ")).map((x) => x.split(" ")[3]),
+      ["target-up", "connect"],
+      "no command for the sleep; nothing after the lost status",
+    );
+    t.equal(
+      out.error,
+      "step 3 (connect): the guest's SSH channel closed without the step's exit status",
+      "an ERROR, not a ulp-steps FAIL of the driver",
+    );
+    t.notOk(out.observations.some((o) => o.ev === "ulp-step" && o.action === "connect"));
+  },
+);

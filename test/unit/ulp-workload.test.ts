@@ -18,6 +18,7 @@ import { compileScenario } from "../../harness/scenario/compile.ts";
 import { loadScenarioFile } from "../../harness/scenario/load.ts";
 import { translateUlpFault, ulpQp } from "../../harness/suite/faults.ts";
 import { withUlpConfig } from "../../harness/workflows/job.ts";
+import { loadProfile } from "../../qemu/erdma/profile-file.ts";
 
 function scenarioFile(t: { testdir(): string }, text: string): string {
   const dir = t.testdir();
@@ -318,3 +319,13 @@ t.test(
     });
   },
 );
+
+t.test("a profile's closeInError that is neither refuse nor accept is the file's error", async (t) => {
+  const dir = t.testdir({
+    "erdma-odd.json": JSON.stringify({ name: "erdma-odd", extends: "erdma-reflush", closeInError: "maybe" }),
+  });
+  t.throws(() => loadProfile(join(dir, "erdma-odd.json")), {
+    message: "invalid device profile",
+    detail: /closeInError/,
+  });
+});
