@@ -266,24 +266,27 @@ export async function withGuest<T>(
   }
 }
 
-/** One guest of a pair: its erdma device (on the shared fabric) and its fabric NIC. */
-export interface PairedGuest extends Guest {
+/** One guest of two joined by the fabric network: its fabric NIC's address and MAC. */
+export interface WiredGuest extends Guest {
   /** 0 or 1 */
   readonly index: number;
-  readonly device: FabricErdma;
   /** this guest's IPv4 address on the fabric network (prefix FABRIC_PREFIX) */
   readonly fabricIp: string;
-  /** the fabric NIC's MAC, which the erdma device reports (so the driver binds to that NIC) */
+  /** the fabric NIC's MAC */
   readonly fabricMac: string;
 }
 
-export interface PairOptions
+/** One guest of a pair: its erdma device (on the shared fabric) and its fabric NIC. */
+export interface PairedGuest extends WiredGuest {
+  /** the erdma device, which reports the fabric NIC's MAC (so the driver binds to that NIC) */
+  readonly device: FabricErdma;
+}
+
+export interface WireOptions
   extends Omit<
     BootOptions,
     "device" | "mac" | "sshPort" | "keepConsole" | "onConsoleLine" | "onQemuStarted"
   > {
-  /** each guest's erdma device (profile, trace file); default: the default profile, no trace */
-  devices?: readonly [DeviceOptions?, DeviceOptions?];
   /** copy guest i's console log to keepConsoles[i] when it is disposed of (or fails to boot) */
   keepConsoles?: readonly [string?, string?];
   /** boot the two guests at the same time (default) or one after the other */
@@ -291,15 +294,27 @@ export interface PairOptions
   onQemuStarted?: (guest: number, info: { pid: number; workDir: string; sshPort: number }) => void;
 }
 
-/** Two running guests whose erdma devices share one fabric, their fabric NICs on one wire. */
-export interface BootedPair {
-  readonly guests: readonly [PairedGuest, PairedGuest];
+export interface PairOptions extends WireOptions {
+  /** each guest's erdma device (profile, trace file); default: the default profile, no trace */
+  devices?: readonly [DeviceOptions?, DeviceOptions?];
+}
+
+/** Two running guests whose fabric NICs are on one wire, and no RDMA device (siw goes on the NIC). */
+export interface WiredPair {
+  readonly guests: readonly [WiredGuest, WiredGuest];
   /** the guests' fabric addresses, in guest order */
   readonly fabricIps: readonly [string, string];
-  /** the device server process serving both devices */
-  readonly server: AttachedErdmaFabric;
   /** the wire's run dir (its unix datagram sockets) */
   readonly network: FabricNetwork;
+  /** disposes of both guests, removes every temp dir; safe to call twice */
+  dispose(): Promise<void>;
+}
+
+/** Two running guests whose erdma devices share one fabric, their fabric NICs on one wire. */
+export interface BootedPair extends WiredPair {
+  readonly guests: readonly [PairedGuest, PairedGuest];
+  /** the device server process serving both devices */
+  readonly server: AttachedErdmaFabric;
   /** disposes of both guests, stops the server, removes every temp dir; safe to call twice */
   dispose(): Promise<void>;
 }
@@ -311,7 +326,7 @@ export interface BootedPair {
  * IPv4. A failed boot disposes of whatever started before the error propagates.
  */
 export async function bootPair(prepared: PreparedGuest, opts: PairOptions = {}): Promise<BootedPair> {
-  const { devices: deviceOpts, keepConsoles, parallel = true, onQemuStarted, ...guestOpts } = opts;
+  const { devices: deviceOpts, ...wireOpts } = opts;
   const step = progress.step("[device] erdma fabric (2 devices, one server)");
   let server: AttachedErdmaFabric;
   try {
@@ -328,18 +343,60 @@ export async function bootPair(prepared: PreparedGuest, opts: PairOptions = {}):
     step.fail();
     throw err;
   }
+  const devices = server.devices as readonly FabricErdma[];
+  let wire: Wire<{ device: FabricErdma }>;
+  try {
+    wire = await bootWire(prepared, wireOpts, (i) => {
+      const device = devices[i] as FabricErdma;
+      return { mac: device.mac, qemuArgs: device.qemuArgs, extra: { device } };
+    });
+  } catch (err) {
+    await server.stop().catch(() => {});
+    throw err;
+  }
+  let disposed: Promise<void> | undefined;
+  return {
+    ...wire,
+    server,
+    dispose() {
+      disposed ??= wire.dispose().finally(() => server.stop());
+      return disposed;
+    },
+  };
+}
+
+/**
+ * Boots two guests (same kernel and image) with no RDMA device, their fabric NICs on one wire with
+ * static IPv4s: the pair a software RDMA driver (siw) runs on. A failed boot disposes of whatever
+ * started before the error propagates.
+ */
+export function bootWiredPair(prepared: PreparedGuest, opts: WireOptions = {}): Promise<WiredPair> {
+  return bootWire(prepared, opts, (i) => ({ mac: FABRIC_MACS[i], qemuArgs: [], extra: {} }));
+}
+
+type Wire<E> = Omit<WiredPair, "guests"> & { readonly guests: readonly [WiredGuest & E, WiredGuest & E] };
+
+/** Guest i's fabric NIC: its MAC, the QEMU arguments of the device beside it, what the guest carries. */
+type NicOf<E> = (i: 0 | 1) => { mac: string; qemuArgs: readonly string[]; extra: E };
+
+/** The two guests on one wire, each with the fabric NIC (and device) `nicOf` says. */
+async function bootWire<E extends object>(
+  prepared: PreparedGuest,
+  opts: WireOptions,
+  nicOf: NicOf<E>,
+): Promise<Wire<E>> {
+  const { keepConsoles, parallel = true, onQemuStarted, ...guestOpts } = opts;
   let network: FabricNetwork | undefined;
-  const booted: (PairedGuest | undefined)[] = [undefined, undefined];
+  const booted: ((WiredGuest & E) | undefined)[] = [undefined, undefined];
   const cleanUp = async () => {
     await Promise.allSettled(booted.map((g) => g?.dispose()));
-    await server.stop();
     await network?.dispose();
   };
   try {
     const net = await createFabricNetwork();
     network = net;
-    const bootOne = async (i: 0 | 1): Promise<PairedGuest> => {
-      const device = server.devices[i] as FabricErdma;
+    const bootOne = async (i: 0 | 1): Promise<WiredGuest & E> => {
+      const nic = nicOf(i);
       const fabricIp = FABRIC_IPS[i];
       const guest = await startGuest({
         ...guestOpts,
@@ -347,27 +404,27 @@ export async function bootPair(prepared: PreparedGuest, opts: PairOptions = {}):
         qemu: prepared.qemu,
         kernel: prepared.kernel.bzImage,
         initrd: prepared.initrd,
-        fabric: { mac: device.mac, ipCidr: `${fabricIp}/${FABRIC_PREFIX}`, link: net.links[i] },
+        fabric: { mac: nic.mac, ipCidr: `${fabricIp}/${FABRIC_PREFIX}`, link: net.links[i] },
         ...slowKernelLimits(prepared.kernel, guestOpts),
         kernelArgs: [`hil.hostname=hil-guest${i}`, ...(guestOpts.kernelArgs ?? [])],
         keepConsole: keepConsoles?.[i],
         onQemuStarted: onQemuStarted ? (info) => onQemuStarted(i, info) : undefined,
-        extraQemuArgs: [...device.qemuArgs, ...(guestOpts.extraQemuArgs ?? [])],
+        extraQemuArgs: [...nic.qemuArgs, ...(guestOpts.extraQemuArgs ?? [])],
       });
-      const paired = extendGuest(
+      const wired = extendGuest(
         guest,
-        { index: i, device, fabricIp, fabricMac: device.mac },
+        { ...nic.extra, index: i, fabricIp, fabricMac: nic.mac },
         async () => {},
       );
-      booted[i] = paired;
-      return paired;
+      booted[i] = wired;
+      return wired;
     };
-    let guests: [PairedGuest, PairedGuest];
+    let guests: [WiredGuest & E, WiredGuest & E];
     if (parallel) {
       const results = await Promise.allSettled([bootOne(0), bootOne(1)]);
       const failed = results.find((r) => r.status === "rejected");
       if (failed) throw failed.reason;
-      guests = [booted[0] as PairedGuest, booted[1] as PairedGuest];
+      guests = [booted[0] as WiredGuest & E, booted[1] as WiredGuest & E];
     } else {
       guests = [await bootOne(0), await bootOne(1)];
     }
@@ -375,7 +432,6 @@ export async function bootPair(prepared: PreparedGuest, opts: PairOptions = {}):
     return {
       guests,
       fabricIps: [guests[0].fabricIp, guests[1].fabricIp],
-      server,
       network: net,
       dispose() {
         disposed ??= cleanUp();
