@@ -192,10 +192,11 @@ const fault = z.strictObject({
 
 /**
  * A workload: `verbs` drives one QP pair through hil_kverbs or hil-uverbs; the others run a kernel
- * upper-layer protocol unmodified over the device (guest/ulp/hil-ulp.sh), `nvme-rdma` NVMe over
- * Fabrics (nvmet-rdma target and nvme-rdma host in one guest).
+ * upper-layer protocol unmodified over the device (guest/ulp/hil-ulp.sh): `nvme-rdma` NVMe over
+ * Fabrics (nvmet-rdma target, nvme-rdma host), `rnbd` the RDMA Network Block Device over RTRS
+ * (rnbd-server, rnbd-client; two guests, over IPv6: rtrs-srv listens on the IPv6 wildcard).
  */
-export const WORKLOADS = ["verbs", "nvme-rdma"] as const;
+export const WORKLOADS = ["verbs", "nvme-rdma", "rnbd"] as const;
 export type Workload = (typeof WORKLOADS)[number];
 /** What a ULP step does; io writes `kib` KiB of random data to the ULP's block device and reads it back. */
 export const ULP_ACTIONS = ["target-up", "connect", "disconnect", "target-down"] as const;
@@ -323,7 +324,8 @@ const scenarioBase = z.strictObject({
   workload: z.enum(WORKLOADS).default("verbs"),
   /**
    * A ULP workload's guests: 1 (target and host in one guest, loopback) or 2 (the target in the
-   * second guest, the host in the first, their erdma devices joined by the fabric)
+   * second guest, the host in the first, joined by the fabric network: erdma devices on one
+   * emulated fabric, or siw on each guest's fabric NIC)
    */
   guests: z.union([z.literal(1), z.literal(2)]).default(1),
   /** the rules (README, What is judged) this scenario is written to exercise (all rules are judged) */
@@ -489,15 +491,19 @@ function workloadProblems(s: z.infer<typeof scenarioBase>): { path: (string | nu
     if (!ulp && kind === "ulp")
       out.push({
         path: ["steps", i, kind],
-        message: "a ulp step needs a ULP workload (workload: nvme-rdma)",
+        message: "a ulp step needs a ULP workload (workload: nvme-rdma or rnbd)",
       });
   });
   if (s.guests === 2 && !ulp)
-    out.push({ path: ["guests"], message: "two guests are for a ULP workload (workload: nvme-rdma)" });
-  if (s.guests === 2 && ulp && s.drivers.includes("siw"))
     out.push({
-      path: ["drivers"],
-      message: "two guests are joined by the emulated erdma fabric: drivers: [erdma]",
+      path: ["guests"],
+      message: "two guests are for a ULP workload (workload: nvme-rdma or rnbd)",
+    });
+  if (s.workload === "rnbd" && s.guests !== 2)
+    out.push({
+      path: ["guests"],
+      message:
+        "rnbd needs two guests (guests: 2): rtrs-srv listens on the IPv6 wildcard, and siw binds a wildcard listen to its netdev, which a connection from the same guest does not arrive on",
     });
   s.covers.forEach((rule, i) => {
     const ulpRule = (ULP_RULES as readonly string[]).includes(String(rule));
@@ -507,7 +513,10 @@ function workloadProblems(s: z.infer<typeof scenarioBase>): { path: (string | nu
         message: `rule ${rule} is judged on a verbs trace; the ${s.workload} workload covers ${ULP_RULES.join(", ")}, hang, console`,
       });
     if (!ulp && ulpRule)
-      out.push({ path: ["covers", i], message: `${rule} is a ULP workload's rule (workload: nvme-rdma)` });
+      out.push({
+        path: ["covers", i],
+        message: `${rule} is a ULP workload's rule (workload: nvme-rdma or rnbd)`,
+      });
   });
   return out;
 }

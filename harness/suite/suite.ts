@@ -379,7 +379,8 @@ async function runLanes(
 /** A ULP workload across two guests: a pair booted for it alone (pair-run.ts), judged like any run. */
 async function runPair(opts: SuiteOptions, item: QueuedRun, report: SuiteReport): Promise<void> {
   const { r } = item;
-  const step = progress.step(`[suite] ${repetitionLabel(r)} on two guests joined by the erdma fabric`);
+  const joined = opts.driver === "siw" ? "siw on their fabric NICs" : "the erdma fabric";
+  const step = progress.step(`[suite] ${repetitionLabel(r)} on two guests joined by ${joined}`);
   const first = report.boots + 1;
   report.boots += 2;
   const traceFor = (boot: number) =>
@@ -387,6 +388,7 @@ async function runPair(opts: SuiteOptions, item: QueuedRun, report: SuiteReport)
   const outcome = await observePair(
     {
       prepared: opts.prepared,
+      driver: opts.driver,
       ...(opts.deviceProfile ? { deviceProfile: opts.deviceProfile } : {}),
       consoles: [join(opts.runDir, `console-${first}.log`), join(opts.runDir, `console-${first + 1}.log`)],
       hwTraces: [traceFor(first), traceFor(first + 1)],

@@ -17,6 +17,9 @@ const DIR_PREFIX = "hil-fabric-";
 export const FABRIC_MACS = ["52:54:00:fa:b0:01", "52:54:00:fa:b0:02"] as const;
 export const FABRIC_IPS = ["10.99.0.1", "10.99.0.2"] as const;
 export const FABRIC_PREFIX = 24;
+/** guest i's IPv6 address on the fabric (a unique local address, RFC 4193), added once it is up */
+export const FABRIC_IP6S = ["fd99::1", "fd99::2"] as const;
+export const FABRIC_IP6_PREFIX = 64;
 
 export interface FabricNetwork {
   readonly dir: string;

@@ -30,7 +30,7 @@ t.test(
     const r = await hil(["run", "--scenario", "ulp-*", "--run-dir", dir], iso.env);
     t.match(
       r.stderr,
-      /6 ULP workload scenario\(s\) selected: the kernel gets --config ulp/,
+      /7 ULP workload scenario\(s\) selected: the kernel gets --config ulp/,
       "the fragment is said",
     );
     t.match(

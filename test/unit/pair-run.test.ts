@@ -1,10 +1,11 @@
 // A ULP workload on two guests with a fake pair (no QEMU): the target's steps in the second guest
 // on its fabric address, faults armed on the device the step names, both devices counted, the pair
-// disposed of; a device server that died meanwhile makes the run the harness's fault.
+// disposed of; a device server that died meanwhile makes the run the harness's fault; on siw, siw
+// on each fabric NIC and no device; rnbd connects to the target's IPv6 address.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import type { bootPair } from "../../harness/boot.ts";
+import type { bootPair, bootWiredPair } from "../../harness/boot.ts";
 import { compileScenario } from "../../harness/scenario/compile.ts";
 import { loadScenarioFile } from "../../harness/scenario/load.ts";
 import { observePair } from "../../harness/suite/pair-run.ts";
@@ -18,11 +19,14 @@ function fakePair(opts: { serverExit?: { code: number | null; signal: NodeJS.Sig
   let disposed = 0;
   const guest = (index: number) => ({
     index,
+    fabricMac: `52:54:00:FA:B0:0${index + 1}`,
     pid: 1000 + index,
     qemuExit: undefined,
     consoleLog: () => "[    1.0] booted\n",
     async exec(command: string) {
       commands[index]?.push(command);
+      if (command.startsWith("for d in /sys/class/net/"))
+        return command.includes(`"52:54:00:fa:b0:0${index + 1}"`) ? ok("eth1\n") : ok();
       return command === "rdma resource show" ? ok("0: erdma_0: qp 0\n") : ok();
     },
     async copyTo() {},
@@ -49,23 +53,24 @@ function fakePair(opts: { serverExit?: { code: number | null; signal: NodeJS.Sig
     },
   };
   const boot = (async () => pair) as unknown as typeof bootPair;
-  return { boot, commands, requests, disposed: () => disposed };
+  const { server: _, ...wired } = pair;
+  const bootWired = (async () => wired) as unknown as typeof bootWiredPair;
+  return { boot, bootWired, commands, requests, disposed: () => disposed };
 }
 
-async function compiled(t: { testdir(): string }) {
+async function compiled(t: { testdir(): string }, workload = "nvme-rdma", fault = true) {
   const file = join(t.testdir(), "ulp-p.yaml");
   writeFileSync(
     file,
     [
       "description: d",
-      "workload: nvme-rdma",
+      `workload: ${workload}`,
       "guests: 2",
-      "drivers: [erdma]",
       "covers: [hang]",
       "profiles: [linux]",
       "steps:",
       "  - ulp: target-up",
-      "  - fault: { kind: drop-cqe, on: peer, queue: rq, status: WR_FLUSH_ERR }",
+      ...(fault ? ["  - fault: { kind: drop-cqe, on: peer, queue: rq, status: WR_FLUSH_ERR }"] : []),
       "  - ulp: connect",
       "  - ulp: target-down",
       "",
@@ -76,6 +81,7 @@ async function compiled(t: { testdir(): string }) {
 
 const opts = (boot: typeof bootPair, dir: string) => ({
   prepared: {} as never,
+  driver: "erdma" as const,
   consoles: [join(dir, "c1.log"), join(dir, "c2.log")] as const,
   hwTraces: [join(dir, "none-1.jsonl"), join(dir, "none-2.jsonl")] as const,
   boot,
@@ -98,9 +104,12 @@ t.test(
     );
     t.match(steps(0)[0], / 10\.99\.0\.2 7602 /, "the host connects to the second guest's fabric address");
     t.same(
-      fake.commands.map((c) => c[0]),
-      ["modprobe erdma", "modprobe erdma"],
-      "erdma loaded in each guest first",
+      fake.commands.map((c) => c.slice(1, 3)),
+      [
+        ["ip -6 addr add fd99::1/64 dev eth1 nodad", "modprobe erdma"],
+        ["ip -6 addr add fd99::2/64 dev eth1 nodad", "modprobe erdma"],
+      ],
+      "in each guest first: the fabric NIC's IPv6 address, then erdma",
     );
     t.match(
       fake.requests.find((r) => r.op === "fault"),
@@ -129,5 +138,48 @@ t.test("a device server that died while the scenario ran: the harness's fault", 
   const out = await observePair(opts(fake.boot, t.testdir()), await compiled(t));
   t.match(out.harnessFault, /the device server \(pid 999\) was killed by SIGKILL while the scenario ran/);
   t.equal(out.error, out.harnessFault);
+  t.equal(fake.disposed(), 1);
+});
+
+t.test("on siw: siw on each guest's fabric NIC, no device; rnbd connects to the target's IPv6", async (t) => {
+  const fake = fakePair();
+  const out = await observePair(
+    { ...opts(fake.boot, t.testdir()), driver: "siw", bootWired: fake.bootWired },
+    await compiled(t, "rnbd", false),
+  );
+  t.equal(out.error, undefined);
+  for (const [i, cmds] of fake.commands.entries()) {
+    t.equal(cmds[1], `ip -6 addr add fd99::${i + 1}/64 dev eth1 nodad`);
+    t.match(
+      cmds[2],
+      /^modprobe siw && rdma link add siw0 type siw netdev eth1 /,
+      `siw on guest ${i + 1}'s fabric NIC`,
+    );
+    t.notOk(cmds.includes("modprobe erdma"));
+  }
+  const connect = fake.commands[0]?.find((c) => c.startsWith("sh ") && c.includes(" connect "));
+  t.match(connect, /hil-ulp\.sh rnbd connect fd99::2 7602 /, "the host maps the target's IPv6 address");
+  t.same(fake.requests, [], "no device to ask");
+  t.equal(out.hwText, undefined, "no hardware trace on siw (hw-complete has nothing to judge)");
+  t.equal(fake.disposed(), 1);
+});
+
+t.test("a guest without the fabric NIC: an error naming it, and the pair disposed of", async (t) => {
+  const fake = fakePair();
+  const out = await observePair(
+    {
+      ...opts(fake.boot, t.testdir()),
+      driver: "siw",
+      bootWired: async (...a) => {
+        const pair = await fake.bootWired(...a);
+        return {
+          ...pair,
+          guests: [pair.guests[0], { ...pair.guests[1], fabricMac: "52:54:00:00:00:09" }],
+        } as never;
+      },
+    },
+    await compiled(t, "rnbd", false),
+  );
+  t.match(out.error, /guest 2 has no NIC with the fabric MAC 52:54:00:00:00:09/);
   t.equal(fake.disposed(), 1);
 });

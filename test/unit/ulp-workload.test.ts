@@ -283,19 +283,23 @@ t.test("--show: a ULP workload's guest command per step, its ULP rules' titles",
   t.notMatch(text, /setup \(watchdog|settle \(kernel executor\)/, "no verbs setup or settle");
 });
 
-t.test("two guests: a ULP workload on erdma only", async (t) => {
+t.test("two guests: a ULP workload, on erdma or siw; rnbd only on two", async (t) => {
   const two = ULP.replace("workload: nvme-rdma\n", "workload: nvme-rdma\nguests: 2\ndrivers: [erdma]\n");
   t.equal((await loadScenarioFile(scenarioFile(t, two))).guests, 2);
-  await t.rejects(
-    loadScenarioFile(
-      scenarioFile(t, ULP.replace("workload: nvme-rdma\n", "workload: nvme-rdma\nguests: 2\n")),
-    ),
-    { message: /drivers: two guests are joined by the emulated erdma fabric: drivers: \[erdma\]/ },
-    "siw is among the default drivers",
-  );
+  const both = ULP.replace("workload: nvme-rdma\n", "workload: nvme-rdma\nguests: 2\n");
+  t.same((await loadScenarioFile(scenarioFile(t, both))).drivers, ["siw", "erdma"], "siw pairs too");
   await t.rejects(
     loadScenarioFile(scenarioFile(t, "description: d\nguests: 2\ncovers: [9]\nsteps:\n  - drain: {}\n")),
     { message: /guests: two guests are for a ULP workload/ },
+  );
+  const rnbd = ULP.replace("workload: nvme-rdma\n", "workload: rnbd\n");
+  await t.rejects(loadScenarioFile(scenarioFile(t, rnbd)), {
+    message: /guests: rnbd needs two guests \(guests: 2\): rtrs-srv listens on the IPv6 wildcard/,
+  });
+  t.equal(
+    (await loadScenarioFile(scenarioFile(t, rnbd.replace("workload: rnbd\n", "workload: rnbd\nguests: 2\n"))))
+      .workload,
+    "rnbd",
   );
 });
 
