@@ -2,11 +2,15 @@
 # One step of a kernel upper-layer protocol workload, run in the guest by the harness
 # (harness/executor/ulp.ts) under the step's watchdog:
 #
-#   hil-ulp.sh nvme-rdma <target-up|connect|io|disconnect|target-down> <addr> <port> <nqn> [kib]
+#   hil-ulp.sh <nvme-rdma|rnbd> <target-up|connect|io|disconnect|target-down> <addr> <port> <name> [kib]
 #
-# NVMe over Fabrics on RDMA in one guest: nvmet-rdma exports null_blk through configfs
-# (drivers/nvme/target/configfs.c), nvme-rdma connects through
-# /dev/nvme-fabrics (drivers/nvme/host/fabrics.c). It prints "hil-ulp <key>=<value>" lines the
+# nvme-rdma: NVMe over Fabrics on RDMA: nvmet-rdma exports null_blk through configfs
+# (drivers/nvme/target/configfs.c), nvme-rdma connects through /dev/nvme-fabrics
+# (drivers/nvme/host/fabrics.c); <name> is the subsystem's NQN.
+# rnbd: the RDMA Network Block Device over RTRS: rnbd_server (its listen port a module parameter)
+# exports null_blk, rnbd_client maps it through /sys/devices/virtual/rnbd-client/ctl/map_device
+# (drivers/block/rnbd/rnbd-clt-sysfs.c); <name> is the RTRS session's name, <addr> an IPv6 address
+# (rtrs-srv listens on the IPv6 wildcard). The step scripts print "hil-ulp <key>=<value>" lines the
 # harness reads and exits 0 when the step did what it meant; otherwise non-zero, the reason on
 # stderr. io exits 5 when the block layer reported an I/O error (dd failed): an error reported,
 # which is not a loss. Exit 3: the guest cannot run the workload at all (a module or configfs
@@ -78,6 +82,72 @@ nvme_connect() {
 	say "device=/dev/${c}n1"
 }
 
+# the kernel's last lines from RTRS and RNBD, on one line (why a step failed)
+rtrs_log() {
+	dmesg | grep -E 'rtrs|rnbd' | tail -n 3 | tr '\n' ' '
+}
+
+# fails with exit 3 when the module is not there at all, else with the kernel's reason
+load_module() {
+	modprobe "$1" ${2:-} && return 0
+	find "/lib/modules/$(uname -r)" -name "$(echo "$1" | tr _ -).ko*" -o -name "$1.ko*" | grep -q . ||
+		unavailable "modprobe $1 failed: no such module (CONFIG_BLK_DEV_RNBD, CONFIG_INFINIBAND_RTRS)"
+	fail "modprobe $1${2:+ $2} failed: $(rtrs_log)"
+}
+
+# the rnbd block device of session $nqn
+rnbd_device() {
+	for d in /sys/block/rnbd*; do
+		[ -e "$d/rnbd/session" ] && [ "$(cat "$d/rnbd/session")" = "$nqn" ] && {
+			basename "$d"
+			return 0
+		}
+	done
+	return 1
+}
+
+rnbd_target_up() {
+	[ -b /dev/nullb0 ] || modprobe null_blk nr_devices=1 memory_backed=1 gb=1 ||
+		unavailable "modprobe null_blk failed (CONFIG_BLK_DEV_NULL_BLK)"
+	[ -b /dev/nullb0 ] || unavailable "null_blk made no /dev/nullb0"
+	seen=$(dmesg | wc -l)
+	load_module rnbd_server "port_nr=$port"
+	# rtrs-srv listens from its ib_client's add (rtrs_srv_add_one): a listen that fails there is
+	# logged, and the module stays loaded with no listener
+	failed=$(dmesg | tail -n +$((seen + 1)) | grep -E 'rtrs_server.*(Listening on RDMA connection failed|Failed to initialize RDMA connection)|cma_listen_on_dev, error' | tr '\n' ' ')
+	[ -z "$failed" ] || fail "rnbd_server loaded but RTRS cannot listen on port $port: $failed"
+	say "target=rnbd port=rtrs:[::]:$port device=/dev/nullb0"
+}
+
+rnbd_connect() {
+	load_module rnbd_client
+	echo "dest_port=$port sessname=$nqn path=ip:$addr device_path=/dev/nullb0" \
+		>/sys/devices/virtual/rnbd-client/ctl/map_device 2>"$state/map.err" ||
+		fail "map_device of /dev/nullb0 at ip:$addr port $port failed ($(tr '\n' ' ' <"$state/map.err")): $(rtrs_log)"
+	i=0
+	while :; do
+		d=$(rnbd_device) && [ -b "/dev/$d" ] && break
+		i=$((i + 1))
+		[ $i -lt 100 ] || fail "mapped, but no rnbd block device of session $nqn appeared in 10 s"
+		sleep 0.1
+	done
+	say "connected=$nqn device=/dev/$d"
+}
+
+rnbd_disconnect() {
+	d=$(rnbd_device) || fail "no rnbd device of session $nqn: not connected"
+	echo normal >"/sys/block/$d/rnbd/unmap_device" || fail "unmap_device of $d failed: $(rtrs_log)"
+	rmmod rnbd_client && rmmod rtrs_client ||
+		fail "rnbd_client or rtrs_client cannot be unloaded after the unmap (still in use)"
+	say "disconnected=$d"
+}
+
+rnbd_target_down() {
+	rmmod rnbd_server && rmmod rtrs_server ||
+		fail "rnbd_server or rtrs_server cannot be unloaded after the client went (still in use)"
+	say "target-down=rnbd"
+}
+
 # dd failed: an I/O error the block layer reported (exit 5), or dd itself broken (exit 1)
 io_error() {
 	why=$(tr '\n' ' ' <"$state/dd.err")
@@ -90,10 +160,23 @@ io_error() {
 	fail "dd could not $1 $dev: $why"
 }
 
-# writes $kib KiB of random data to the namespace and reads it back, both with O_DIRECT
+# the workload's block device
+block_device() {
+	case "$workload" in
+	nvme-rdma)
+		c=$(controller) || fail "no controller of $nqn: not connected"
+		echo "/dev/${c}n1"
+		;;
+	rnbd)
+		d=$(rnbd_device) || fail "no rnbd device of session $nqn: not connected"
+		echo "/dev/$d"
+		;;
+	esac
+}
+
+# writes $kib KiB of random data to the block device and reads it back, both with O_DIRECT
 io() {
-	c=$(controller) || fail "no controller of $nqn: not connected"
-	dev=/dev/${c}n1
+	dev=$(block_device) || exit 1
 	[ -b "$dev" ] || fail "$dev is not a block device"
 	count=$((kib / 4))
 	dd if=/dev/urandom of="$state/written" bs=4096 count=$count 2>/dev/null || fail "cannot make $kib KiB of data"
@@ -129,5 +212,10 @@ nvme-rdma:connect) nvme_connect ;;
 nvme-rdma:io) io ;;
 nvme-rdma:disconnect) nvme_disconnect ;;
 nvme-rdma:target-down) nvme_target_down ;;
+rnbd:target-up) rnbd_target_up ;;
+rnbd:connect) rnbd_connect ;;
+rnbd:io) io ;;
+rnbd:disconnect) rnbd_disconnect ;;
+rnbd:target-down) rnbd_target_down ;;
 *) fail "hil-ulp.sh: no step $action of workload $workload" ;;
 esac

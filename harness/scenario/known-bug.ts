@@ -93,10 +93,11 @@ export const knownBugSchema = z.strictObject({
   failure: pattern,
   /**
    * covered rules the bug keeps a scenario from exercising (a post it refuses leaves nothing for
-   * the rules about that post to judge): where the record applies, under every oracle profile,
-   * such a rule that judged nothing is a SKIP naming the record, not a MISS
+   * the rules about that post to judge; a ULP that cannot connect moves no data): where the record
+   * applies, under every oracle profile, such a rule that judged nothing is a SKIP naming the
+   * record, not a MISS
    */
-  hides: z.array(designRule).min(1).optional(),
+  hides: z.array(ruleRef).min(1).optional(),
   reference: z
     .string()
     .regex(

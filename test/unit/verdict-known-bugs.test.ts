@@ -6,6 +6,7 @@ import type { ProfileJudgement, RuleVerdict } from "../../harness/oracle/judge.t
 import { applyExpectedFailures, applyKnownBugs, knownBugsFor } from "../../harness/oracle/known-bugs.ts";
 import { renderScenarioTable } from "../../harness/report/scenario-table.ts";
 import { summaryLine } from "../../harness/report/table.ts";
+import { knownBugSchema } from "../../harness/scenario/known-bug.ts";
 import { parseScenario } from "../../harness/scenario/load.ts";
 import type { KnownBug } from "../../harness/scenario/schema.ts";
 import {
@@ -425,6 +426,30 @@ t.test(
     t.match(hidden?.rules[1]?.reason, /not exercised: .*a known bug keeps it from being exercised here/);
     const [other] = applyKnownBugs([judgement([{ ...rule("4", "MISS"), judged: 0 }])], [bug]);
     t.equal(other?.verdict, "MISS", "a rule the record does not hide stays a MISS");
+  },
+);
+
+t.test(
+  "hides takes a ULP rule: a ULP that cannot connect moves no data, a SKIP naming the record",
+  async (t) => {
+    const bug: KnownBug = { ...BUG, rules: ["ulp-steps"], failure: "-99", hides: ["ulp-data"] };
+    const steps = failing("ulp-steps", [{ reason: "step 2 (connect) exited 1: rdma_connect_locked(): -99" }]);
+    const miss = { ...rule("ulp-data", "MISS"), reason: "rule ulp-data not exercised: no I/O", judged: 0 };
+    const [hidden] = applyKnownBugs([judgement([steps, miss])], [bug]);
+    t.same(
+      hidden?.rules.map((r) => r.verdict),
+      ["XFAIL", "SKIP"],
+    );
+    t.equal(hidden?.verdict, "XFAIL");
+    t.same(
+      knownBugSchema.parse({ ...BUG, hides: ["ulp-data"] }).hides,
+      ["ulp-data"],
+      "the record's schema takes it",
+    );
+    t.throws(
+      () => knownBugSchema.parse({ ...BUG, hides: ["ulp-nothing"] }),
+      "a rule that does not exist is refused",
+    );
   },
 );
 

@@ -1,0 +1,112 @@
+// Two guests joined by siw on their fabric NICs, and RNBD (RTRS) as a workload: NVMe-oF across the
+// siw pair moves checked data; RNBD meets a known bug on each driver (siw: rtrs-clt pins every
+// connection to the first one's source port; erdma: its CM takes IPv4 only, rtrs-srv listens on
+// IPv6), each an XFAIL naming its record; with the source port fixed by a series, the next failure
+// on siw (no RDMA WRITE WITH IMMEDIATE) is a FAIL the record does not absorb.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import t from "tap";
+import { hil, isolate, leftovers } from "../support/cli.ts";
+
+t.setTimeout(12 * 60 * 1000);
+
+const SERIES = new URL("../../fixtures/series/rtrs-clt-src-port.mbox", import.meta.url).pathname;
+
+type Obs = { ev: string; [k: string]: unknown };
+type Rule = { rule: string; verdict: string; reason: string; knownBug?: unknown };
+type Scen = { name: string; judgements: { verdict: string; rules: Rule[] }[]; observations?: Obs[] };
+
+function scenario(dir: string, name: string): Scen | undefined {
+  const v = JSON.parse(readFileSync(join(dir, "verdicts.json"), "utf8")) as { scenarios: Scen[] };
+  return v.scenarios.find((s) => s.name === name);
+}
+
+const rule = (s: Scen | undefined, id: string) => s?.judgements[0]?.rules.find((r) => r.rule === id);
+
+t.test("on siw: NVMe-oF across the pair passes; RNBD is the known rtrs-clt source-port bug", async (t) => {
+  const iso = isolate();
+  const dir = join(t.testdir({}), "run");
+  const r = await hil(
+    ["run", "--driver", "siw", "--scenario", "ulp-*-two-guests", "--run-dir", dir],
+    iso.env,
+  );
+  t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-3000));
+  t.match(
+    r.stderr,
+    /\[suite\] ulp-nvme-rdma-two-guests on two guests joined by siw on their fabric NICs: done/,
+  );
+  t.match(
+    r.stdout,
+    /^ulp-nvme-rdma-two-guests +PASS +ulp-data:1 ulp-steps:5 ulp-leak:1 hang:5 +every rule holds$/m,
+    "no device model: no hw-complete, one count",
+  );
+  const nvme = scenario(dir, "ulp-nvme-rdma-two-guests");
+  const io = nvme?.observations?.find((o) => o.ev === "ulp-step" && o.action === "io 1024 KiB");
+  const data = io?.values as Record<string, string>;
+  t.equal(data?.bytes, "1048576");
+  t.equal(data?.["read-sha256"], data?.["written-sha256"], "the data read back as written");
+
+  const rnbd = scenario(dir, "ulp-rnbd-two-guests");
+  t.equal(rnbd?.judgements[0]?.verdict, "XFAIL", r.stdout);
+  const steps = rule(rnbd, "ulp-steps");
+  t.match(steps, { verdict: "XFAIL", knownBug: { id: "rtrs-clt-iwarp-source-port" } });
+  t.match(
+    steps?.reason,
+    /step 2 \(connect\) exited 1: map_device .* at ip:fd99::2 .*rdma_connect_locked\(\): -99/,
+  );
+  t.equal(rule(rnbd, "ulp-data")?.verdict, "SKIP", "no connection, no data: the record hides it");
+  t.equal(rule(rnbd, "hang")?.verdict, "PASS", "every step returned");
+  const up = rnbd?.observations?.find((o) => o.ev === "ulp-step" && o.action === "target-up");
+  t.match(up, { exitCode: 0, values: { target: "rnbd", port: /^rtrs:\[::\]:\d+$/ } }, "the server listens");
+  t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+});
+
+t.test("on erdma: RNBD is the known IPv4-only CM; rtrs-srv cannot listen", async (t) => {
+  const iso = isolate();
+  const dir = join(t.testdir({}), "run");
+  const r = await hil(["run", "--scenario", "ulp-rnbd-two-guests", "--run-dir", dir], iso.env);
+  t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-3000));
+  const rnbd = scenario(dir, "ulp-rnbd-two-guests");
+  const steps = rule(rnbd, "ulp-steps");
+  t.match(steps, { verdict: "XFAIL", knownBug: { id: "erdma-cm-ipv4-only" } });
+  t.match(
+    steps?.reason,
+    /step 1 \(target-up\) exited 1: rnbd_server loaded but RTRS cannot listen on port \d+: .*cma_listen_on_dev, error -97/,
+  );
+  t.equal(rule(rnbd, "hw-complete")?.verdict, "PASS", "the device's own WQEs all completed");
+  t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+});
+
+t.test(
+  "siw with rtrs-clt's source port fixed: the next failure (no RDMA WRITE WITH IMMEDIATE) is a FAIL the record does not absorb",
+  async (t) => {
+    const iso = isolate();
+    const dir = join(t.testdir({}), "run");
+    const r = await hil(
+      ["run", "--driver", "siw", "--series", SERIES, "--scenario", "ulp-rnbd-two-guests", "--run-dir", dir],
+      iso.env,
+    );
+    t.equal(r.exitCode, 1, `${r.stdout}${r.stderr}`.slice(-3000));
+    const rnbd = scenario(dir, "ulp-rnbd-two-guests");
+    t.equal(rnbd?.judgements[0]?.verdict, "FAIL");
+    const steps = rule(rnbd, "ulp-steps");
+    t.equal(steps?.verdict, "FAIL");
+    t.match(
+      steps?.reason,
+      /Read request failed: error=-22/,
+      "rtrs posts RDMA WRITE WITH IMM, which siw refuses",
+    );
+    t.notMatch(steps?.reason, /rdma_connect_locked\(\): -99/, "the connections are established");
+    t.match(steps?.reason, /does not describe/, "the known-bug record says it does not describe this one");
+    t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+  },
+);
+
+t.test("hil repro rtrs-clt-iwarp-source-port: the second connection's EADDRNOTAVAIL", async (t) => {
+  const iso = isolate();
+  const dir = join(t.testdir({}), "run");
+  const r = await hil(["repro", "rtrs-clt-iwarp-source-port", "--run-dir", dir], iso.env);
+  t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-3000));
+  t.match(r.stdout, /rtrs-clt-iwarp-source-port: REPRODUCES/);
+  t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+});
