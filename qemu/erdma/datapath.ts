@@ -29,11 +29,12 @@ import {
   WQ_INDEX_BITS,
   WqeOp,
 } from "./hw.ts";
+import type { MemoryRegion } from "./mr.ts";
 import { errorState, type QueuePair, stateName } from "./qp.ts";
 import { distance, slot } from "./ring.ts";
 import type { DeviceState } from "./state.ts";
 import type { Tracer } from "./trace.ts";
-import { decodeRqe, decodeSqe, type Rqe, type Sqe, sqeWqebbs } from "./wqe.ts";
+import { decodeRqe, decodeSqe, type RegMrSqe, type Rqe, type Sqe, sqeWqebbs } from "./wqe.ts";
 
 const IDX_MASK = 0xffff;
 const opNames: Record<number, string> = Object.fromEntries(
@@ -50,8 +51,37 @@ export interface DataPathEnv {
 }
 
 /** Why an SQE did not complete now. */
+/** A fast registration as the device took it: the pages it was given and the page size it walks them in. */
+type Registration = {
+  stag: string;
+  va: string;
+  length: number;
+  pages: number;
+  pageSize: number;
+  mtt: "inline" | "table";
+};
+
+function registrationOf(mr: MemoryRegion, sqe: RegMrSqe): Registration {
+  return {
+    stag: `0x${mr.stag.toString(16)}`,
+    va: `0x${sqe.addr.toString(16)}`,
+    length: sqe.length,
+    pages: sqe.inlineMtt?.length ?? sqe.mttCount,
+    pageSize: 2 ** (mr.mtt?.pageShift ?? 12),
+    mtt: sqe.inlineMtt ? "inline" : "table",
+  };
+}
+
 type Outcome =
-  | { done: true; status: number; length: number; reason?: string; remoteError?: boolean }
+  | {
+      done: true;
+      status: number;
+      length: number;
+      reason?: string;
+      remoteError?: boolean;
+      /** what a REG_MR registered, for its trace event */
+      registered?: Registration;
+    }
   | { done: false; reason: string };
 
 const localStatus: Record<AccessFailure, number> = {
@@ -268,6 +298,7 @@ export class DataPath implements FabricPort {
         length: outcome.length,
         signaled: sqe.sqe.signaled,
         ...(outcome.reason ? { reason: outcome.reason } : {}),
+        ...(outcome.registered ? { mr: outcome.registered } : {}),
       });
       if (sqe.sqe.signaled || outcome.status !== WcStatus.SUCCESS) {
         await this.complete(st, qp, "sq", index, sqe.sqe.opcode, outcome.status, outcome.length);
@@ -315,7 +346,7 @@ export class DataPath implements FabricPort {
           rights: access,
           ...(sqe.inlineMtt ? { inlinePages: sqe.inlineMtt } : {}),
         });
-        return { done: true, status: WcStatus.SUCCESS, length: 0 };
+        return { done: true, status: WcStatus.SUCCESS, length: 0, registered: registrationOf(mr, sqe) };
       }
       case "local-inv": {
         const mr = st.mrs.get(sqe.stag >>> 8);
@@ -711,7 +742,7 @@ export class DataPath implements FabricPort {
     index: number,
     opcode: number,
     status: number,
-    extra: { length?: number; signaled?: boolean; peer?: string; reason?: string },
+    extra: { length?: number; signaled?: boolean; peer?: string; reason?: string; mr?: Registration },
   ): void {
     this.env.tracer.emit({
       kind: "wqe",

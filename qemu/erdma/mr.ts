@@ -89,7 +89,10 @@ export class MemoryRegion {
       const within = rel & (pageSize - 1n);
       const chunk = left < pageSize - within ? left : pageSize - within;
       const page = inline ? inline[index] : await walker?.page(index, context);
-      if (page === undefined) throw new RangeError(`MR 0x${this.stag.toString(16)} has no page ${index}`);
+      if (page === undefined)
+        throw new RangeError(
+          `MR 0x${this.stag.toString(16)} has no page ${index}: registered with ${inline?.length ?? 0} page(s) of ${pageSize} bytes for ${this.length} bytes at 0x${this.va.toString(16)}`,
+        );
       const address = page + within;
       const last = out[out.length - 1];
       if (last && last.address + BigInt(last.length) === address) last.length += Number(chunk);

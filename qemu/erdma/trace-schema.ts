@@ -108,6 +108,17 @@ export const erdmaTraceEventSchema = z.discriminatedUnion("kind", [
     signaled: z.boolean().optional(),
     peer: z.string().optional(),
     reason: z.string().optional(),
+    /** a REG_MR's registration: the pages it was given, the page size the device walks them in */
+    mr: z
+      .strictObject({
+        stag: z.string(),
+        va: z.string(),
+        length: int,
+        pages: int,
+        pageSize: int,
+        mtt: z.enum(["inline", "table"]),
+      })
+      .optional(),
   }),
   z.strictObject({
     ...base,

@@ -270,6 +270,64 @@ t.test("REG_MR with an inline MTT, then a remote WRITE through it", async (t) =>
   t.match(p.b.drv.pollWc(p.b.scq), [{ wrId: 42n, status: S.RECV_STAG_INVALID_ERR }]);
 });
 
+t.test(
+  "REG_MR of fewer pages than its length needs (erdma with a ULP's page size above PAGE_SIZE): the trace says what was registered, and the WRITE past the first page names it",
+  async (t) => {
+    const p = await pair();
+    const { mr } = await p.a.drv.allocFrmr(p.a.pd, 1);
+    // ib_map_mr_sg(..., 128 KiB) over one contiguous chunk: one "page" for the whole region, but the
+    // REG_MR SQE carries no page size, and the MR was created with 4 KiB pages
+    const chunk = p.a.drv.mem.alloc(8192);
+    const key = ((mr.stag & ~0xff) | 0x01) >>> 0;
+    const iova = 0x7000_0000n;
+    p.a.drv.postSend(
+      p.a.qp,
+      p.a.drv.fastRegWr(mr, {
+        wrId: 60n,
+        signaled: true,
+        key,
+        iova,
+        length: 8192,
+        access: Acc.RW,
+        pages: [chunk],
+      }),
+    );
+    await p.settle();
+    t.match(p.a.drv.pollWc(p.a.scq), [{ wrId: 60n, opcode: Op.REG_MR, status: 0 }]);
+    t.match(
+      p.a.host.ofKind("wqe").find((e) => e.op === "REG_MR"),
+      {
+        mr: {
+          stag: `0x${key.toString(16)}`,
+          va: "0x70000000",
+          length: 8192,
+          pages: 1,
+          pageSize: 4096,
+          mtt: "inline",
+        },
+      },
+      "the registration in the trace: 1 page of 4096 bytes for 8192 bytes",
+    );
+    const src = await buffer(p.b.drv, p.b.pd, 16);
+    p.b.drv.postSend(p.b.qp, {
+      opcode: "WRITE",
+      wrId: 61n,
+      signaled: true,
+      remoteAddr: iova + 4096n,
+      rkey: key,
+      sgl: [src.sge()],
+    });
+    await p.settle();
+    t.notMatch(p.b.drv.pollWc(p.b.scq), [{ wrId: 61n, status: 0 }], "the WRITE into the second page fails");
+    const write = p.a.host.ofKind("wqe").find((e) => e.op === "WRITE");
+    t.match(
+      write?.reason,
+      /has no page 1: registered with 1 page\(s\) of 4096 bytes for 8192 bytes at 0x70000000/,
+      "the error says why",
+    );
+  },
+);
+
 t.test("REG_MR with the MTT in the FRMR's table, LOCAL_INV after", async (t) => {
   const p = await pair();
   const { mr } = await p.a.drv.allocFrmr(p.a.pd, 16);
