@@ -24,7 +24,7 @@ import { UlpRunner } from "../executor/ulp.ts";
 import type { FaultObservation, ObjectCounts, Observation } from "../oracle/observations.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
 import { armUlpFault, deviceObjectCounts } from "./faults.ts";
-import { harnessDeath } from "./harness-watch.ts";
+import { harnessDeath, watchHarness } from "./harness-watch.ts";
 import { consoleObservations } from "./judge-run.ts";
 import type { UlpRunOutcome } from "./ulp-run.ts";
 
@@ -123,6 +123,9 @@ function targetAddr(compiled: CompiledScenario, pair: WiredPair): string {
   return compiled.scenario.workload === "rnbd" ? FABRIC_IP6S[1] : pair.fabricIps[1];
 }
 
+/** A QEMU or the device server died under the pair while the steps ran: why. */
+class HarnessDeath extends Error {}
+
 export async function observePair(opts: PairRunOptions, compiled: CompiledScenario): Promise<PairOutcome> {
   const started = Date.now();
   let pair: WiredPair & { server?: BootedPair["server"] };
@@ -141,11 +144,23 @@ export async function observePair(opts: PairRunOptions, compiled: CompiledScenar
     };
   }
   const server = pair.server;
+  // each guest's QEMU and the device server, watched while the steps run
+  const watches = pair.guests.map((g) =>
+    watchHarness({
+      get pid() {
+        return g.pid;
+      },
+      get qemuExit() {
+        return g.qemuExit;
+      },
+      device: server as never,
+    }),
+  );
   let outcome: UlpRunOutcome & { harnessFault?: string };
   try {
     const [host, target] = pair.guests;
     const devices = server ? server.devices.map((d) => d.name) : [];
-    const ran = await new UlpRunner(host, target).run(
+    const run = new UlpRunner(host, target).run(
       // the target listens on the second guest's fabric address, where the host connects
       { ...compiled, endpoint: { addr: targetAddr(compiled, pair), port: compiled.endpoint.port } },
       server
@@ -166,6 +181,11 @@ export async function observePair(opts: PairRunOptions, compiled: CompiledScenar
           }
         : {},
     );
+    // settles once the pair is disposed of, after a death; nothing waits for it then
+    run.catch(() => {});
+    const first = await Promise.race([run, ...watches.map((w) => w.died.then((why) => ({ died: why })))]);
+    if ("died" in first) throw new HarnessDeath(first.died);
+    const ran = first;
     const observations: Observation[] = [
       ...ran.observations,
       ...pair.guests.flatMap((g) => consoleObservations(g.consoleLog())),
@@ -183,6 +203,7 @@ export async function observePair(opts: PairRunOptions, compiled: CompiledScenar
       ...(died ? { error: died, harnessFault: died } : ran.error !== undefined ? { error: ran.error } : {}),
     };
   } catch (err) {
+    const why = err instanceof HarnessDeath ? err.message : undefined;
     outcome = {
       records: [],
       sent: [],
@@ -190,8 +211,10 @@ export async function observePair(opts: PairRunOptions, compiled: CompiledScenar
       observations: [],
       wedged: false,
       error: err instanceof Error ? err.message : String(err),
+      ...(why ? { harnessFault: why } : {}),
     };
   } finally {
+    for (const w of watches) w.stop();
     await pair.dispose().catch((err: unknown) => {
       progress.info(`[suite] the guest pair did not stop cleanly: ${(err as Error).message}`);
     });

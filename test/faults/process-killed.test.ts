@@ -2,7 +2,8 @@
 // device: the device server or QEMU killed while a scenario runs makes that scenario an ERROR
 // naming the dead process and the run exit 3, within seconds of the kill (noticed from the
 // process's exit, not from the executor's timeouts), with nothing left running. A QEMU stopped
-// with SIGSTOP (frozen: alive, answering nothing) is noticed from its state, as fast.
+// with SIGSTOP (frozen: alive, answering nothing) is noticed from its state, as fast. The same for
+// a two-guest ULP scenario: the device server serving both guests killed mid-scenario.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
@@ -74,3 +75,58 @@ for (const [target, victim] of Object.entries(VICTIMS)) {
     t.same(left, { processes: [], entries: [] }, "nothing left behind");
   });
 }
+
+t.test(
+  "the device server of a guest pair killed mid-scenario: an ERROR naming it, exit 3, within 10 s",
+  async (t) => {
+    const row = table.row(t, "SIGKILL of the device server of a two-guest ULP scenario");
+    const iso = isolate();
+    const root = t.testdir({});
+    const file = join(root, "pair-killed.yaml");
+    writeFileSync(
+      file,
+      [
+        "description: NVMe-oF across two guests, a long pause once connected (the fault is made in it)",
+        "workload: nvme-rdma",
+        "guests: 2",
+        "covers: [ulp-steps, hang]",
+        "profiles: [linux]",
+        "drivers: [erdma]",
+        "executors: [kernel]",
+        "steps:",
+        "  - ulp: target-up",
+        "  - ulp: connect",
+        "  - sleep: 8000",
+        "  - ulp: disconnect",
+        "  - ulp: target-down",
+        "",
+      ].join("\n"),
+    );
+    const dir = join(root, "run");
+    const run = startHil(["run", "--scenario", file, "--run-dir", dir], iso);
+    t.teardown(() => void run.child.kill("SIGKILL"));
+    await scenarioRunning(run, dir);
+    const pid = pidUnder(iso.tmp, /node$/);
+    t.ok(pid, `the device server runs under ${iso.tmp}`);
+    if (pid === undefined) return;
+    process.kill(pid, "SIGKILL");
+    const killedAt = Date.now();
+    const exit = await run.exited;
+    const out = run.output().slice(-5000);
+    row.exit = exitText(exit);
+    row.ms = exit.at - killedAt;
+    t.equal(exit.code, 3, "a harness fault is an ERROR: exit 3", { output: out });
+    t.ok(row.ms < 10_000, `hil ended ${row.ms} ms after the SIGKILL`);
+    const s = scenarioOf(dir, "pair-killed");
+    row.verdict = `${verdictsOf(s).join(", ")}: ${s.outcome?.reason ?? ""}`.replace(
+      /: a harness fault.*$/,
+      "",
+    );
+    t.same(verdictsOf(s), ["linux ERROR"], "the scenario's verdict", { output: out });
+    t.match(s.outcome?.reason, /^the device server \(pid \d+\) was killed by SIGKILL while the scenario ran/);
+    t.notMatch(out, /\bFAIL\b/, "nothing is blamed on the driver");
+    const left = leftovers(iso);
+    row.leftovers = [...left.processes, ...left.entries];
+    t.same(left, { processes: [], entries: [] }, "nothing left behind");
+  },
+);

@@ -13,7 +13,9 @@ import { observePair } from "../../harness/suite/pair-run.ts";
 type Reply = { exitCode: number; stdout: string; stderr: string };
 const ok = (stdout = ""): Reply => ({ exitCode: 0, stdout, stderr: "" });
 
-function fakePair(opts: { serverExit?: { code: number | null; signal: NodeJS.Signals | null } } = {}) {
+function fakePair(
+  opts: { serverExit?: { code: number | null; signal: NodeJS.Signals | null }; hangOn?: string } = {},
+) {
   const commands: string[][] = [[], []];
   const requests: Record<string, unknown>[] = [];
   let disposed = 0;
@@ -25,6 +27,7 @@ function fakePair(opts: { serverExit?: { code: number | null; signal: NodeJS.Sig
     consoleLog: () => "[    1.0] booted\n",
     async exec(command: string) {
       commands[index]?.push(command);
+      if (opts.hangOn && command.includes(opts.hangOn)) return new Promise<Reply>(() => {});
       if (command.startsWith("for d in /sys/class/net/"))
         return command.includes(`"52:54:00:fa:b0:0${index + 1}"`) ? ok("eth1\n") : ok();
       return command === "rdma resource show" ? ok("0: erdma_0: qp 0\n") : ok();
@@ -181,5 +184,19 @@ t.test("a guest without the fabric NIC: an error naming it, and the pair dispose
     await compiled(t, "rnbd", false),
   );
   t.match(out.error, /guest 2 has no NIC with the fabric MAC 52:54:00:00:00:09/);
+  t.equal(fake.disposed(), 1);
+});
+
+t.test("the device server dies while a step waits: the run ends at once, the harness's fault", async (t) => {
+  const fake = fakePair({ hangOn: " connect " });
+  const server = (await fake.boot({} as never)).server as unknown as { exit?: unknown };
+  setTimeout(() => {
+    server.exit = { code: null, signal: "SIGKILL" };
+  }, 300);
+  const out = await observePair(opts(fake.boot, t.testdir()), await compiled(t, "nvme-rdma", false));
+  t.match(out.harnessFault, /the device server \(pid 999\) was killed by SIGKILL while the scenario ran/);
+  t.equal(out.error, out.harnessFault);
+  t.same(out.stuck, [], "ended by the death, not by the step's watchdog: no hang is said of the driver");
+  t.equal(out.wedged, false);
   t.equal(fake.disposed(), 1);
 });
