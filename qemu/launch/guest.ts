@@ -212,11 +212,11 @@ class RunningGuest implements Guest {
   }
 
   exec(command: string, opts: ExecOptions = {}): Promise<ExecResult> {
-    return this.guard((c) => execCommand(c, command, opts));
+    return this.guard((c) => execCommand(c, fitsDropbear(command), opts));
   }
 
   execStream(command: string, opts: ExecStreamOptions = {}): Promise<ExecStream> {
-    return this.guard((c) => execStream(c, command, opts));
+    return this.guard((c) => execStream(c, fitsDropbear(command), opts));
   }
 
   shell(
@@ -516,4 +516,21 @@ function bootError(
     .filter(Boolean)
     .join("\n");
   return new HilError(`the guest never reached SSH ${why}`.replace(" :", ":"), { detail });
+}
+
+/**
+ * The guest's SSH server (dropbear) refuses an exec request longer than its MAX_CMD_LEN, 9000
+ * bytes (dropbear's sysoptions.h), with only "Unable to exec"; this says so before it is sent.
+ * The wrapper that reports the exit status adds a few bytes: 8900 leaves room for it.
+ */
+export const GUEST_COMMAND_MAX_BYTES = 8900;
+
+export function fitsDropbear(command: string): string {
+  const bytes = Buffer.byteLength(command);
+  if (bytes > GUEST_COMMAND_MAX_BYTES)
+    throw new HilError(
+      `the guest command is ${bytes} bytes: the guest's SSH server (dropbear) runs at most ${GUEST_COMMAND_MAX_BYTES} (its MAX_CMD_LEN, 9000, less the exit-status wrapper); copy a script into the guest and run that`,
+      { detail: `${command.slice(0, 200)}...` },
+    );
+  return command;
 }

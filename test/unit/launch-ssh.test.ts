@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import ssh2 from "ssh2";
 import t, { type Test } from "tap";
+import { fitsDropbear, GUEST_COMMAND_MAX_BYTES } from "../../qemu/launch/guest.ts";
 import {
   connectOnce,
   connectWithRetry,
@@ -18,6 +19,7 @@ import {
   type SshTarget,
   shellQuote,
   waitForStdout,
+  wrapForExitStatus,
 } from "../../qemu/launch/ssh.ts";
 
 /**
@@ -259,4 +261,17 @@ t.test("connecting retries until the server answers, and gives up at the deadlin
   ok.client.end();
   const wrongKey = { ...target, privateKey: generateSshKeyPair("other").privateKey };
   await t.rejects(connectOnce(wrongKey, 3000), /authentication/i);
+});
+
+t.test("a guest command longer than dropbear takes is refused before it is sent, saying why", async (t) => {
+  const fits = "x".repeat(GUEST_COMMAND_MAX_BYTES);
+  t.equal(fitsDropbear(fits), fits);
+  t.throws(() => fitsDropbear(`${fits}é`), {
+    message:
+      /^the guest command is 8902 bytes: the guest's SSH server \(dropbear\) runs at most 8900 \(its MAX_CMD_LEN, 9000/,
+  });
+  t.ok(
+    Buffer.byteLength(wrapForExitStatus(fits)) <= 9000,
+    "the longest command it lets through still fits dropbear once wrapped",
+  );
 });
