@@ -157,19 +157,47 @@ export function accelCachePath(qemu: QemuInstall, bootId = machineBootId()): str
 export interface ResolveAccelOptions {
   env?: NodeJS.ProcessEnv;
   probeTimeoutMs?: number;
+  /** whether /dev/kvm is usable (default: asked of the machine; tests say) */
+  kvmDevice?: boolean;
+  /** the probe boot (default probeKvm; tests fake it) */
+  probe?: typeof probeKvm;
 }
 
-/** The accelerator to use: HIL_ACCEL, else the cached probe answer, else a fresh probe. */
+/** Probes in flight in this process, by cache path: guests booting side by side share one. */
+const probing = new Map<string, Promise<AccelDecision>>();
+
+/**
+ * The accelerator to use: HIL_ACCEL, else the cached probe answer, else a fresh probe (one per
+ * process at a time: a guest booting beside one that probes waits for its answer).
+ */
 export async function resolveAccel(
   qemu: QemuInstall,
   image: ProbeImage,
   opts: ResolveAccelOptions = {},
 ): Promise<AccelDecision> {
   const env = opts.env ?? process.env;
-  const input: AccelInput = { override: env.HIL_ACCEL, kvmDevice: await kvmDeviceUsable() };
+  const input: AccelInput = {
+    override: env.HIL_ACCEL,
+    kvmDevice: opts.kvmDevice ?? (await kvmDeviceUsable()),
+  };
   const first = decideAccel(input);
   if (first !== "probe") return first;
   const cached = accelCachePath(qemu);
+  let answer = probing.get(cached);
+  if (!answer) {
+    const probe = () => (opts.probe ?? probeKvm)(qemu, image, opts.probeTimeoutMs ?? 10_000);
+    answer = probeOrRecall(input, cached, probe).finally(() => probing.delete(cached));
+    probing.set(cached, answer);
+  }
+  return answer;
+}
+
+/** The answer kept in `cached` for this machine boot and binary, else a probe's, kept there. */
+async function probeOrRecall(
+  input: AccelInput,
+  cached: string,
+  probe: () => Promise<ProbeOutcome>,
+): Promise<AccelDecision> {
   try {
     const saved = JSON.parse(await readFile(cached, "utf8")) as AccelDecision;
     if (saved.accel === "kvm" || saved.accel === "tcg") return saved;
@@ -177,7 +205,7 @@ export async function resolveAccel(
     // no answer yet for this boot and binary
   }
   const step = progress.step("[qemu] probing KVM with a tiny boot");
-  const outcome = await probeKvm(qemu, image, opts.probeTimeoutMs ?? 10_000);
+  const outcome = await probe();
   const decision = decideAccel({ ...input, probe: outcome });
   if (decision === "probe") throw new Error("unreachable: a probe outcome always decides");
   step.succeed(`${decision.accel} (${decision.reason})`);

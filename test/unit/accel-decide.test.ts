@@ -1,5 +1,5 @@
 import t from "tap";
-import { accelCachePath, decideAccel } from "../../qemu/launch/accel.ts";
+import { accelCachePath, decideAccel, resolveAccel } from "../../qemu/launch/accel.ts";
 
 t.test("no /dev/kvm: TCG without a probe", async (t) => {
   t.same(decideAccel({ kvmDevice: false }), { accel: "tcg", reason: "no usable /dev/kvm" });
@@ -58,4 +58,32 @@ t.test("the probe answer is cached per machine boot and QEMU binary", async (t) 
   t.equal(accelCachePath(q, "boot-a"), accelCachePath(q, "boot-a"));
   t.not(accelCachePath(q, "boot-a"), accelCachePath(q, "boot-b"));
   t.not(accelCachePath(q, "boot-a"), accelCachePath({ ...q, binary: "/other/qemu" }, "boot-a"));
+});
+
+t.test("guests booting side by side share one probe, and its answer is kept for the next", async (t) => {
+  const env = { HIL_CACHE_DIR: t.testdir({}) };
+  const qemu = { binary: "/opt/qemu/bin/qemu-system-x86_64", version: "10.2.2", firmwareDirs: [] } as never;
+  const image = { kernel: "/k", initrd: "/i" };
+  let probes = 0;
+  const probe = async () => {
+    probes++;
+    await new Promise((r) => setTimeout(r, 50));
+    return { kind: "timeout" as const, ms: 50 };
+  };
+  const saved = process.env.HIL_CACHE_DIR;
+  process.env.HIL_CACHE_DIR = env.HIL_CACHE_DIR;
+  t.teardown(() => {
+    if (saved === undefined) delete process.env.HIL_CACHE_DIR;
+    else process.env.HIL_CACHE_DIR = saved;
+  });
+  const both = await Promise.all([
+    resolveAccel(qemu, image, { env, kvmDevice: true, probe }),
+    resolveAccel(qemu, image, { env, kvmDevice: true, probe }),
+  ]);
+  t.equal(probes, 1, "one probe for the two");
+  t.same(both[0], both[1]);
+  t.match(both[0], { accel: "tcg", reason: /hung/ });
+  const later = await resolveAccel(qemu, image, { env, kvmDevice: true, probe });
+  t.equal(probes, 1, "the next boot reads the kept answer");
+  t.same(later, both[0]);
 });
