@@ -72,14 +72,26 @@ nvme_connect() {
 	read -r reply <&3
 	exec 3>&-
 	say "connected=$reply"
+	dev=$(wait_block namespace_device "connected ($reply) but no namespace block device of $nqn") || exit 1
+	say "device=$dev"
+}
+
+# the namespace block device of subsystem $nqn
+namespace_device() {
+	c=$(controller) && echo "/dev/${c}n1"
+}
+
+# prints the block device $1 names once there is one (10 s at most), else fails saying $2 (in a
+# command substitution: the caller exits on its status)
+wait_block() {
 	i=0
 	while :; do
-		c=$(controller) && [ -b "/dev/${c}n1" ] && break
+		dev=$($1) && [ -b "$dev" ] && break
 		i=$((i + 1))
-		[ $i -lt 100 ] || fail "connected ($reply) but no namespace block device of $nqn appeared in 10 s"
+		[ $i -lt 100 ] || fail "$2 appeared in 10 s"
 		sleep 0.1
 	done
-	say "device=/dev/${c}n1"
+	echo "$dev"
 }
 
 # the kernel's last lines from RTRS and RNBD, on one line (why a step failed)
@@ -93,6 +105,11 @@ load_module() {
 	find "/lib/modules/$(uname -r)" -name "$(echo "$1" | tr _ -).ko*" -o -name "$1.ko*" | grep -q . ||
 		unavailable "modprobe $1 failed: no such module (CONFIG_BLK_DEV_RNBD, CONFIG_INFINIBAND_RTRS)"
 	fail "modprobe $1${2:+ $2} failed: $(rtrs_log)"
+}
+
+# the rnbd block device's /dev path
+rnbd_dev_path() {
+	d=$(rnbd_device) && echo "/dev/$d"
 }
 
 # the rnbd block device of session $nqn
@@ -124,14 +141,8 @@ rnbd_connect() {
 	echo "dest_port=$port sessname=$nqn path=ip:$addr device_path=/dev/nullb0" \
 		>/sys/devices/virtual/rnbd-client/ctl/map_device 2>"$state/map.err" ||
 		fail "map_device of /dev/nullb0 at ip:$addr port $port failed ($(tr '\n' ' ' <"$state/map.err")): $(rtrs_log)"
-	i=0
-	while :; do
-		d=$(rnbd_device) && [ -b "/dev/$d" ] && break
-		i=$((i + 1))
-		[ $i -lt 100 ] || fail "mapped, but no rnbd block device of session $nqn appeared in 10 s"
-		sleep 0.1
-	done
-	say "connected=$nqn device=/dev/$d"
+	dev=$(wait_block rnbd_dev_path "mapped, but no rnbd block device of session $nqn") || exit 1
+	say "connected=$nqn device=$dev"
 }
 
 rnbd_disconnect() {
@@ -163,14 +174,8 @@ io_error() {
 # the workload's block device
 block_device() {
 	case "$workload" in
-	nvme-rdma)
-		c=$(controller) || fail "no controller of $nqn: not connected"
-		echo "/dev/${c}n1"
-		;;
-	rnbd)
-		d=$(rnbd_device) || fail "no rnbd device of session $nqn: not connected"
-		echo "/dev/$d"
-		;;
+	nvme-rdma) namespace_device || fail "no controller of $nqn: not connected" ;;
+	rnbd) rnbd_dev_path || fail "no rnbd device of session $nqn: not connected" ;;
 	esac
 }
 

@@ -126,6 +126,18 @@ function targetAddr(compiled: CompiledScenario, pair: WiredPair): string {
 /** A QEMU or the device server died under the pair while the steps ran: why. */
 class HarnessDeath extends Error {}
 
+/** The outcome of a run that broke before anything could be judged. */
+function broken(err: unknown): UlpRunOutcome {
+  return {
+    records: [],
+    sent: [],
+    stuck: [],
+    observations: [],
+    wedged: false,
+    error: err instanceof Error ? err.message : String(err),
+  };
+}
+
 export async function observePair(opts: PairRunOptions, compiled: CompiledScenario): Promise<PairOutcome> {
   const started = Date.now();
   let pair: WiredPair & { server?: BootedPair["server"] };
@@ -133,12 +145,7 @@ export async function observePair(opts: PairRunOptions, compiled: CompiledScenar
     pair = await bootForDriver(opts);
   } catch (err) {
     return {
-      records: [],
-      sent: [],
-      stuck: [],
-      observations: [],
-      wedged: false,
-      error: err instanceof Error ? err.message : String(err),
+      ...broken(err),
       durationMs: Date.now() - started,
       ...(opts.driver === "erdma" ? { hwText: "" } : {}),
     };
@@ -203,16 +210,7 @@ export async function observePair(opts: PairRunOptions, compiled: CompiledScenar
       ...(died ? { error: died, harnessFault: died } : ran.error !== undefined ? { error: ran.error } : {}),
     };
   } catch (err) {
-    const why = err instanceof HarnessDeath ? err.message : undefined;
-    outcome = {
-      records: [],
-      sent: [],
-      stuck: [],
-      observations: [],
-      wedged: false,
-      error: err instanceof Error ? err.message : String(err),
-      ...(why ? { harnessFault: why } : {}),
-    };
+    outcome = { ...broken(err), ...(err instanceof HarnessDeath ? { harnessFault: err.message } : {}) };
   } finally {
     for (const w of watches) w.stop();
     await pair.dispose().catch((err: unknown) => {
