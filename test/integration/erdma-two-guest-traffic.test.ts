@@ -4,11 +4,31 @@
 // rping verifies its data; ib_send_bw/ib_write_bw/ib_read_bw run with rdma_cm; both hardware traces
 // show the work on their own device and no model error.
 import { join } from "node:path";
-import t from "tap";
+import t, { type Test } from "tap";
+import { PERFTEST_PORT, RPING_PORT, untilListening } from "../../harness/bench/guest-listen.ts";
+import { MPA_REPLY_RACE, MPA_REPLY_TIMEOUT } from "../../harness/bench/mpa-reply-race.ts";
 import { type BootedPair, bootPair, prepareGuest } from "../../harness/boot.ts";
 import { eventsOf, readHwTrace } from "../../harness/protocol/hw-trace.ts";
 
 t.setTimeout(20 * 60 * 1000);
+
+/**
+ * Runs a client/server exchange again when its connect lost erdma's MPA reply race (a driver bug
+ * that a loaded host meets about once in 60 connections, mpa-reply-race.ts): the data path is what
+ * this file tests. Any other failure, and a third loss in a row, is returned as it is.
+ */
+async function retryingLostMpaReply<R extends { c: { exitCode: number | null; stderr: string } }>(
+  t: Test,
+  what: string,
+  once: () => Promise<R>,
+): Promise<R> {
+  let r = await once();
+  for (let attempt = 2; attempt <= 3 && r.c.exitCode !== 0 && MPA_REPLY_TIMEOUT.test(r.c.stderr); attempt++) {
+    t.comment(`${what}: ${MPA_REPLY_RACE}; attempt ${attempt}`);
+    r = await once();
+  }
+  return r;
+}
 
 function perftestAvg(out: string): number | undefined {
   const m = /^\s*(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$/m.exec(out);
@@ -31,22 +51,36 @@ t.test("two guests, two devices, one fabric (debian:6.12)", async (t) => {
   const serverIp = pair.fabricIps[0];
 
   await t.test("rping across the fabric verifies its data", async (t) => {
-    await server.exec(`(rping -s -a ${serverIp} -v -C 10 >/tmp/rping-s.log 2>&1 &)`);
-    await new Promise((r) => setTimeout(r, 1000));
-    const c = await client.exec(`timeout 60 rping -c -a ${serverIp} -v -C 10`, { timeoutMs: 90_000 });
+    const once = async () => {
+      const up = await server.exec(
+        `(rping -s -a ${serverIp} -v -C 10 >/tmp/rping-s.log 2>&1 &); ${untilListening(RPING_PORT)}`,
+      );
+      t.equal(up.exitCode, 0, `the rping server listens\n${up.stderr}`);
+      const c = await client.exec(`timeout 60 rping -c -a ${serverIp} -v -C 10`, { timeoutMs: 90_000 });
+      const s = await server.exec("sleep 1; pkill -x rping; cat /tmp/rping-s.log");
+      return { c, s };
+    };
+    const { c, s } = await retryingLostMpaReply(t, "rping", once);
     t.equal(c.exitCode, 0, `rping client exits 0\n${c.stderr}`);
     t.equal(c.stdout.split("\n").filter((l) => l.startsWith("ping data: rdma-ping-")).length, 10, "10 pings");
-    const s = await server.exec("sleep 1; cat /tmp/rping-s.log");
     t.equal(s.stdout.split("\n").filter((l) => l.startsWith("server ping data: rdma-ping-")).length, 10);
   });
 
   for (const tool of ["ib_send_bw", "ib_write_bw", "ib_read_bw"]) {
     await t.test(`${tool} across the fabric`, async (t) => {
       const args = "-R -d erdma_0 -n 200 -s 8192";
-      await server.exec(`(${tool} ${args} >/tmp/${tool}.log 2>&1 &)`);
-      await new Promise((r) => setTimeout(r, 1000));
-      const c = await client.exec(`timeout 120 ${tool} ${args} ${serverIp}`, { timeoutMs: 150_000 });
-      t.equal(c.exitCode, 0, `${tool} exits 0\n${c.stderr}`);
+      const once = async () => {
+        const up = await server.exec(
+          `(${tool} ${args} >/tmp/${tool}.log 2>&1 &); ${untilListening(PERFTEST_PORT)}`,
+        );
+        t.equal(up.exitCode, 0, `the ${tool} server listens\n${up.stderr}`);
+        const c = await client.exec(`timeout 120 ${tool} ${args} ${serverIp}`, { timeoutMs: 150_000 });
+        // a server left listening would take the next tool's client
+        const s = await server.exec(`sleep 1; pkill -x ${tool}; cat /tmp/${tool}.log`);
+        return { c, s };
+      };
+      const { c, s } = await retryingLostMpaReply(t, tool, once);
+      t.equal(c.exitCode, 0, `${tool} exits 0\n${c.stderr}\nits server:\n${s.stdout}`);
       t.ok((perftestAvg(c.stdout) ?? 0) > 0, `average ${perftestAvg(c.stdout)} MB/s`);
     });
   }
