@@ -193,7 +193,9 @@ export async function observePair(opts: PairRunOptions, compiled: CompiledScenar
     const first = await Promise.race([run, ...watches.map((w) => w.died.then((why) => ({ died: why })))]);
     if ("died" in first) throw new HarnessDeath(first.died);
     const ran = first;
+    // a stuck step is the hang rule's evidence, as on one guest (suite.ts observe)
     const observations: Observation[] = [
+      ...ran.stuck,
       ...ran.observations,
       ...pair.guests.flatMap((g) => consoleObservations(g.consoleLog())),
     ];

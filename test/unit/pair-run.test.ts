@@ -61,7 +61,7 @@ function fakePair(
   return { boot, bootWired, commands, requests, disposed: () => disposed };
 }
 
-async function compiled(t: { testdir(): string }, workload = "nvme-rdma", fault = true) {
+async function compiled(t: { testdir(): string }, workload = "nvme-rdma", fault = true, timeoutMs?: number) {
   const file = join(t.testdir(), "ulp-p.yaml");
   writeFileSync(
     file,
@@ -71,6 +71,7 @@ async function compiled(t: { testdir(): string }, workload = "nvme-rdma", fault 
       "guests: 2",
       "covers: [hang]",
       "profiles: [linux]",
+      ...(timeoutMs ? [`timeout_ms: ${timeoutMs}`] : []),
       "steps:",
       "  - ulp: target-up",
       ...(fault ? ["  - fault: { kind: drop-cqe, on: peer, queue: rq, status: WR_FLUSH_ERR }"] : []),
@@ -198,5 +199,19 @@ t.test("the device server dies while a step waits: the run ends at once, the har
   t.equal(out.error, out.harnessFault);
   t.same(out.stuck, [], "ended by the death, not by the step's watchdog: no hang is said of the driver");
   t.equal(out.wedged, false);
+  t.equal(fake.disposed(), 1);
+});
+
+t.test("a step past its watchdog is the hang rule's evidence, as on one guest", async (t) => {
+  const fake = fakePair({ hangOn: " connect " });
+  const out = await observePair(opts(fake.boot, t.testdir()), await compiled(t, "nvme-rdma", false, 300));
+  t.equal(out.error, undefined, "a hang is the driver's, not a broken run");
+  t.equal(out.wedged, true);
+  t.match(out.stuck, [{ ev: "stuck", op: "ulp connect", ms: 300 }]);
+  t.match(
+    out.observations.filter((o) => o.ev === "stuck"),
+    [{ ev: "stuck", op: "ulp connect", ms: 300 }],
+    "the stuck step is among the observations the rules judge",
+  );
   t.equal(fake.disposed(), 1);
 });
