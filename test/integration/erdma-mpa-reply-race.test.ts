@@ -1,0 +1,86 @@
+// erdma's lost MPA reply, through its real path: nvme-rdma connecting across two guests. With the
+// race's window widened (fixtures/series/erdma-mpa-reply-race-widen.mbox) every connection loses
+// its reply: hil repro says REPRODUCES, the host's connect is the step that hangs, in
+// nvme_rdma_alloc_queue, and the device model saw the target's QP reach RTS for a connection whose
+// host side never did. With the fix on top of the same widening the scenario passes.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import t from "tap";
+import { eventsOf, readHwTrace } from "../../harness/protocol/hw-trace.ts";
+import { hil, isolate, leftovers } from "../support/cli.ts";
+
+t.setTimeout(10 * 60 * 1000);
+
+const SCENARIO = "ulp-nvme-rdma-two-guests";
+type Obs = { ev: string; [k: string]: unknown };
+type Scen = { name: string; judgements: { verdict: string }[]; observations?: Obs[] };
+type Conn = { sip: string; dip: string; sport: number; dport: number };
+
+function scenario(dir: string): Scen | undefined {
+  const v: { scenarios: Scen[] } = JSON.parse(readFileSync(join(dir, "verdicts.json"), "utf8"));
+  return v.scenarios.find((s) => s.name === SCENARIO);
+}
+
+/** The connections each device's QPs reached RTS with (MODIFY_QP to RTS carries the tuple). */
+function rtsConnections(dir: string, dev: string): Conn[] {
+  return eventsOf(readHwTrace(join(dir, "traces", `${SCENARIO}.hw.jsonl`)), "cmd")
+    .filter((e) => e.dev === dev && e.name === "MODIFY_QP" && e.status === 0)
+    .flatMap((e) => {
+      const d = e.detail as { to?: string; connection?: Conn } | undefined;
+      return d?.to === "RTS" && d.connection ? [d.connection] : [];
+    });
+}
+
+const mirrors = (a: Conn, b: Conn) =>
+  a.sip === b.dip && a.dip === b.sip && a.sport === b.dport && a.dport === b.sport;
+
+t.test(
+  "hil repro erdma-mpa-reply-race: the host's connect never sees the reply its target sent",
+  async (t) => {
+    const iso = isolate();
+    const dir = join(t.testdir({}), "run");
+    const r = await hil(["repro", "erdma-mpa-reply-race", "--run-dir", dir], iso.env);
+    t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-3000));
+    t.match(r.stdout, /erdma-mpa-reply-race: REPRODUCES/);
+    const s = scenario(dir);
+    t.equal(s?.judgements[0]?.verdict, "FAIL");
+    const stuck = s?.observations?.filter((o) => o.ev === "stuck") ?? [];
+    t.equal(stuck.length, 1, "one step hung");
+    t.equal(stuck[0]?.op, "ulp connect", "the host's connect");
+    t.match(String(stuck[0]?.stack), /nvme_rdma_alloc_queue/);
+    const target = rtsConnections(dir, "erdma1");
+    const host = rtsConnections(dir, "erdma0");
+    t.ok(target.length > 0, "the target's QP reached RTS: it accepted and sent its reply");
+    t.ok(
+      target.some((c) => !host.some((h) => mirrors(c, h))),
+      `a connection the target is in RTS on, whose host side never reached RTS (target ${JSON.stringify(target)}, host ${JSON.stringify(host)})`,
+    );
+    t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+  },
+);
+
+t.test("the fix on top of the same widened window: the scenario passes", async (t) => {
+  const iso = isolate();
+  const dir = join(t.testdir({}), "run");
+  const r = await hil(
+    [
+      "run",
+      "--series",
+      "fixtures/series/erdma-mpa-reply-race-widen-fixed.mbox",
+      "--scenario",
+      SCENARIO,
+      "--run-dir",
+      dir,
+    ],
+    iso.env,
+  );
+  t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-3000));
+  t.match(r.stdout, new RegExp(`^${SCENARIO} +PASS .* every rule holds$`, "m"));
+  const host = rtsConnections(dir, "erdma0");
+  const target = rtsConnections(dir, "erdma1");
+  t.ok(
+    host.length > 0 && host.every((h) => target.some((c) => mirrors(c, h))),
+    "every connection reached RTS on both sides",
+  );
+  t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
+});
