@@ -8,8 +8,17 @@
  * fixtures/series/erdma-mpa-reply-race.mbox sets the state first, as siw_connect does.
  */
 
-/** What a perftest client ("Event: ...; error: -110") or rping ("cma event ..., error -110") prints when its connect timed out waiting for the MPA reply. */
-export const MPA_REPLY_TIMEOUT = /RDMA_CM_EVENT_UNREACHABLE[;,] error:? -110\b/;
+/**
+ * What a client prints when its connect timed out waiting for the MPA reply: the kernel's rdma_cm
+ * reports the driver's -ETIMEDOUT as RDMA_CM_EVENT_UNREACHABLE (core/cma.c cma_iw_handler).
+ * perftest prints it with the status for its test connections ("Event: RDMA_CM_EVENT_UNREACHABLE;
+ * error: -110") and without for its first, the one it exchanges its parameters on ("Unexpected CM
+ * event bl blka 7"); rping prints "cma event RDMA_CM_EVENT_UNREACHABLE, error -110". On iWARP the
+ * only other -ETIMEDOUT is a TCP connect that took 10 s (erdma_cm.h CONNECT_TIMEOUT), which two
+ * guests on one wire do not meet.
+ */
+export const MPA_REPLY_TIMEOUT =
+  /RDMA_CM_EVENT_UNREACHABLE[;,] error:? -110\b|Unexpected CM event bl blka 7\b/;
 
 export const MPA_REPLY_RACE =
   "erdma's CM lost the MPA reply (erdma_newconn_connected sets AWAIT_MPAREP after sending the request; fixtures/series/erdma-mpa-reply-race.mbox)";

@@ -11,7 +11,7 @@ import { progress } from "../../util/progress.ts";
 import { type BootedPair, bootPair, type PairedGuest, prepareGuest } from "../boot.ts";
 import type { KernelRequest } from "../kernel/types.ts";
 import { runBench } from "./bench-cli.ts";
-import { PERFTEST_PORT, untilListening } from "./guest-listen.ts";
+import { PERFTEST_PORT, startServer } from "./guest-listen.ts";
 import { num } from "./kverbs-cases.ts";
 import { MPA_REPLY_RACE, MPA_REPLY_TIMEOUT } from "./mpa-reply-race.ts";
 
@@ -34,15 +34,13 @@ async function perftest(
   iters: number,
 ): Promise<number> {
   const args = `-R -d ${dev} -n ${iters} -s 64`;
-  const up = await server.exec(
-    `(${tool} ${args} >/tmp/${tool}.srv 2>&1 &); ${untilListening(PERFTEST_PORT)}`,
-  );
+  const up = await server.exec(startServer(`${tool} ${args}`, PERFTEST_PORT, `/tmp/${tool}.srv`));
   if (up.exitCode !== 0) throw new Error(`${tool} on ${dev}: its server did not start: ${up.stderr}`);
   let r = await client.exec(`timeout 300 ${tool} ${args} ${server.fabricIp}`, { timeoutMs: 330_000 });
   if (r.exitCode !== 0 && MPA_REPLY_TIMEOUT.test(r.stderr)) {
     progress.info(`[bench] ${tool}: ${MPA_REPLY_RACE}; once more`);
     await server.exec(
-      `pkill -x ${tool}; (${tool} ${args} >/tmp/${tool}.srv 2>&1 &); ${untilListening(PERFTEST_PORT)}`,
+      `pkill -x ${tool}; ${startServer(`${tool} ${args}`, PERFTEST_PORT, `/tmp/${tool}.srv`)}`,
     );
     r = await client.exec(`timeout 300 ${tool} ${args} ${server.fabricIp}`, { timeoutMs: 330_000 });
   }

@@ -4,7 +4,7 @@
 // The hardware trace must show the opcodes executed, and no model error, DMA fault or warning.
 import { join } from "node:path";
 import t from "tap";
-import { PERFTEST_PORT, RPING_PORT, untilListening } from "../../harness/bench/guest-listen.ts";
+import { PERFTEST_PORT, RPING_PORT, startServer } from "../../harness/bench/guest-listen.ts";
 import { MPA_REPLY_RACE, MPA_REPLY_TIMEOUT } from "../../harness/bench/mpa-reply-race.ts";
 import { type BootedGuest, bootPrepared, prepareGuest } from "../../harness/boot.ts";
 import { eventsOf, readHwTrace } from "../../harness/protocol/hw-trace.ts";
@@ -33,7 +33,7 @@ t.test("rping and perftest over the model, debian:6.12", async (t) => {
   await t.test("rping loopback verifies its data", async (t) => {
     const once = () =>
       g.exec(
-        `(rping -s -a ${IP} -v -C 20 >/tmp/rping-s.log 2>&1 &); ${untilListening(RPING_PORT)}; ` +
+        `${startServer(`rping -s -a ${IP} -v -C 20`, RPING_PORT, "/tmp/rping-s.log")}; ` +
           `timeout 60 rping -c -a ${IP} -v -C 20; rc=$?; sleep 1; pkill -x rping; cat /tmp/rping-s.log; exit $rc`,
         { timeoutMs: 90_000 },
       );
@@ -55,7 +55,7 @@ t.test("rping and perftest over the model, debian:6.12", async (t) => {
       const args = "-R -d erdma_0 -n 300 -s 8192";
       const once = () =>
         g.exec(
-          `(${tool} ${args} >/tmp/${tool}.s 2>&1 &); ${untilListening(PERFTEST_PORT)}; ` +
+          `${startServer(`${tool} ${args}`, PERFTEST_PORT, `/tmp/${tool}.s`)}; ` +
             `timeout 120 ${tool} ${args} ${IP}; rc=$?; sleep 1; pkill -x ${tool}; cat /tmp/${tool}.s >&2; exit $rc`,
           { timeoutMs: 150_000 },
         );

@@ -5,7 +5,7 @@
 // show the work on their own device and no model error.
 import { join } from "node:path";
 import t, { type Test } from "tap";
-import { PERFTEST_PORT, RPING_PORT, untilListening } from "../../harness/bench/guest-listen.ts";
+import { PERFTEST_PORT, RPING_PORT, startServer } from "../../harness/bench/guest-listen.ts";
 import { MPA_REPLY_RACE, MPA_REPLY_TIMEOUT } from "../../harness/bench/mpa-reply-race.ts";
 import { type BootedPair, bootPair, prepareGuest } from "../../harness/boot.ts";
 import { eventsOf, readHwTrace } from "../../harness/protocol/hw-trace.ts";
@@ -53,7 +53,7 @@ t.test("two guests, two devices, one fabric (debian:6.12)", async (t) => {
   await t.test("rping across the fabric verifies its data", async (t) => {
     const once = async () => {
       const up = await server.exec(
-        `(rping -s -a ${serverIp} -v -C 10 >/tmp/rping-s.log 2>&1 &); ${untilListening(RPING_PORT)}`,
+        startServer(`rping -s -a ${serverIp} -v -C 10`, RPING_PORT, "/tmp/rping-s.log"),
       );
       t.equal(up.exitCode, 0, `the rping server listens\n${up.stderr}`);
       const c = await client.exec(`timeout 60 rping -c -a ${serverIp} -v -C 10`, { timeoutMs: 90_000 });
@@ -70,9 +70,7 @@ t.test("two guests, two devices, one fabric (debian:6.12)", async (t) => {
     await t.test(`${tool} across the fabric`, async (t) => {
       const args = "-R -d erdma_0 -n 200 -s 8192";
       const once = async () => {
-        const up = await server.exec(
-          `(${tool} ${args} >/tmp/${tool}.log 2>&1 &); ${untilListening(PERFTEST_PORT)}`,
-        );
+        const up = await server.exec(startServer(`${tool} ${args}`, PERFTEST_PORT, `/tmp/${tool}.log`));
         t.equal(up.exitCode, 0, `the ${tool} server listens\n${up.stderr}`);
         const c = await client.exec(`timeout 120 ${tool} ${args} ${serverIp}`, { timeoutMs: 150_000 });
         // a server left listening would take the next tool's client

@@ -1,8 +1,10 @@
 // The wait for a server's listener, run here by the host's sh against the host's /proc/net/tcp.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import { connect, createServer, type Server } from "node:net";
+import { join } from "node:path";
 import t from "tap";
-import { untilListening } from "../../harness/bench/guest-listen.ts";
+import { startServer, untilListening, untilPortFree } from "../../harness/bench/guest-listen.ts";
 
 function listen(host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
@@ -57,3 +59,51 @@ t.test("refuses what is not a TCP port", async (t) => {
   t.throws(() => untilListening(0), /port 0: not a TCP port/);
   t.throws(() => untilListening(70000), /not a TCP port/);
 });
+
+t.test("untilPortFree returns once the listener is gone, and gives up naming the port", async (t) => {
+  const server = await listen("127.0.0.1");
+  const port = portOf(server);
+  const held = run(untilPortFree(port, 1));
+  t.equal(held.status, 124);
+  t.equal(held.stderr.trim(), `TCP port ${port} is still listened on after 1 s`);
+  setTimeout(() => server.close(), 300);
+  const started = Date.now();
+  const freed = await new Promise<number | null>((resolve) => {
+    spawn("sh", ["-c", untilPortFree(port, 5)], { stdio: "ignore" }).on("exit", resolve);
+  });
+  t.equal(freed, 0, "free once the server closed");
+  t.ok(Date.now() - started >= 250, "and not before");
+});
+
+t.test(
+  "startServer waits for the last server's listener to go, starts the next and waits for its",
+  async (t) => {
+    const dir = t.testdir({});
+    const probe = await listen("127.0.0.1");
+    const port = portOf(probe);
+    // a server that writes its pid, then listens after 300 ms
+    const server = (name: string) =>
+      `node -e 'require("fs").writeFileSync("${join(dir, name)}", String(process.pid)); setTimeout(() => require("net").createServer().listen(${port}, "127.0.0.1"), 300)'`;
+    const pids: number[] = [];
+    t.teardown(() => {
+      for (const pid of pids) {
+        try {
+          process.kill(pid);
+        } catch {}
+      }
+    });
+    setTimeout(() => probe.close(), 400);
+    const started = Date.now();
+    const r = await new Promise<number | null>((resolve) => {
+      spawn("sh", ["-c", startServer(server("s.pid"), port, join(dir, "s.log"))], { stdio: "ignore" }).on(
+        "exit",
+        resolve,
+      );
+    });
+    if (existsSync(join(dir, "s.pid"))) pids.push(Number(readFileSync(join(dir, "s.pid"), "utf8")));
+    t.equal(r, 0);
+    t.ok(Date.now() - started >= 650, "it waited for the old listener to close, then for the new one");
+    t.equal(pids.length, 1, "the server was started");
+    t.equal(run(untilListening(port, 1)).status, 0, "and listens");
+  },
+);
