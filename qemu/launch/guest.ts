@@ -521,15 +521,16 @@ function bootError(
 /**
  * The guest's SSH server (dropbear) refuses an exec request longer than its MAX_CMD_LEN, 9000
  * bytes (dropbear's sysoptions.h), with only "Unable to exec"; this says so before it is sent.
- * The wrapper that reports the exit status adds a few bytes: 8900 leaves room for it.
+ * The wrapper that reports the exit status and tags the command's processes adds about 100 bytes:
+ * 8850 leaves room for it.
  */
-export const GUEST_COMMAND_MAX_BYTES = 8900;
+export const GUEST_COMMAND_MAX_BYTES = 8850;
 
 export function fitsDropbear(command: string): string {
   const bytes = Buffer.byteLength(command);
   if (bytes > GUEST_COMMAND_MAX_BYTES)
     throw new HilError(
-      `the guest command is ${bytes} bytes: the guest's SSH server (dropbear) runs at most ${GUEST_COMMAND_MAX_BYTES} (its MAX_CMD_LEN, 9000, less the exit-status wrapper); copy a script into the guest and run that`,
+      `the guest command is ${bytes} bytes: the guest's SSH server (dropbear) runs at most ${GUEST_COMMAND_MAX_BYTES} (its MAX_CMD_LEN, 9000, less the wrapper that reports the exit status); copy a script into the guest and run that`,
       { detail: `${command.slice(0, 200)}...` },
     );
   return command;

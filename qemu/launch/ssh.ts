@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
 import { rm } from "node:fs/promises";
 import { pipeline } from "node:stream/promises";
@@ -164,11 +165,36 @@ const EXIT_TRAILER = new RegExp(`\n?${EXIT_MARK}(\\d+)\n$`);
 /**
  * The command in a subshell, its status printed after it on stderr. Dropbear now and then closes an
  * exec channel without the exit-status request (seen under load: ssh2 then reports no code), so
- * the status travels in the stream too.
+ * the status travels in the stream too. With a `tag`, every process the command starts carries
+ * HIL_EXEC=<tag> in its environment, so the ones left after a kill can be found (killTagged).
  */
-export function wrapForExitStatus(command: string): string {
-  return `(${command}
+export function wrapForExitStatus(command: string, tag?: string): string {
+  return `${tag === undefined ? "" : `export HIL_EXEC=${tag}; `}(${command}
 ); __hil_rc=$?; printf '\n${EXIT_MARK}%d\n' "$__hil_rc" >&2; exit "$__hil_rc"`;
+}
+
+/**
+ * A guest command that SIGKILLs every process whose environment holds HIL_EXEC=<tag>. An SSH
+ * "signal" request reaches only the session's shell (dropbear kills the pid it forked), not the
+ * subshell and programs under it: those would run on after a timed-out command.
+ */
+export function killTagged(tag: string): string {
+  if (!/^[0-9a-f]+$/.test(tag)) throw new Error(`exec tag ${tag}: not hexadecimal`);
+  return `for p in /proc/[0-9]*; do tr '\\0' '\\n' < "$p/environ" 2>/dev/null | grep -qx 'HIL_EXEC=${tag}' && kill -9 "\${p#/proc/}" 2>/dev/null; done; true`;
+}
+
+/** How long a timed-out command's clean-up (killTagged) may take before the timeout is reported. */
+const REAP_MS = 5000;
+
+/** Runs killTagged(tag) over its own channel; settles within REAP_MS whatever happens. */
+async function reapTagged(client: Client, tag: string): Promise<void> {
+  const reaped = openExec(client, killTagged(tag)).then((channel) => {
+    channel.resume();
+    channel.stderr.resume();
+    channel.end();
+    return channelExit(channel);
+  });
+  await Promise.race([reaped.catch(() => {}), sleep(REAP_MS)]);
 }
 
 /** Splits the status trailer off a wrapped command's stderr. */
@@ -188,7 +214,10 @@ export interface ExecStream {
   readonly stdout: string;
   /** calls `listener` with each piece of stdout as it arrives (not with what came before) */
   onStdout(listener: (chunk: string) => void): () => void;
-  /** SIGKILL to the command (where the server honours signals) and the channel closed */
+  /**
+   * SIGKILL to the command's shell (where the server honours signals), the channel closed, and
+   * every process the command started killed over another channel (killTagged)
+   */
   kill(): void;
   /**
    * The command's result when its channel closes: as execCommand's (the exit-status trailer taken
@@ -208,7 +237,8 @@ export async function execStream(
   command: string,
   opts: ExecStreamOptions = {},
 ): Promise<ExecStream> {
-  const channel = await openExec(client, wrapForExitStatus(command));
+  const tag = randomBytes(4).toString("hex");
+  const channel = await openExec(client, wrapForExitStatus(command, tag));
   const decoder = new StringDecoder("utf8");
   let stdout = "";
   const err: Buffer[] = [];
@@ -237,17 +267,20 @@ export async function execStream(
   const timedOut = new Promise<"timeout">((resolve) => {
     if (opts.timeoutMs !== undefined) timer = setTimeout(() => resolve("timeout"), opts.timeoutMs);
   });
+  let reaped: Promise<void> | undefined;
   const kill = () => {
-    if (ended) return;
+    if (ended || reaped) return;
     signalChannel(channel, "KILL");
     channel.close();
+    reaped = reapTagged(client, tag);
   };
-  const result = Promise.race([exit, timedOut]).then((outcome): ExecResult => {
+  const result = Promise.race([exit, timedOut]).then(async (outcome): Promise<ExecResult> => {
     clearTimeout(timer);
     const trailer = splitExitTrailer(Buffer.concat(err).toString("utf8"));
     const stderr = trailer.stderr;
     if (outcome === "timeout") {
       kill();
+      await reaped;
       throw new HilError(`guest command timed out after ${opts.timeoutMs} ms: ${command}`, {
         detail:
           [stdout && `stdout:\n${stdout}`, stderr && `stderr:\n${stderr}`].filter(Boolean).join("\n") ||

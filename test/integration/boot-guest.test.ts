@@ -52,10 +52,15 @@ t.test("exit codes propagate; stdout and stderr stay apart", async (t) => {
 });
 
 t.test("a command past its timeout is killed in the guest", async (t) => {
-  await t.rejects(guest.exec("sleep 300", { timeoutMs: 1000 }), { name: "HilError", message: /timed out/ });
-  const left = await guest.exec('pgrep -x sleep | grep -v "^1$" || true');
-  // init's own `sleep 3600` is the only one expected
-  t.ok(left.stdout.trim().split("\n").filter(Boolean).length <= 1, `sleeps left: ${left.stdout}`);
+  // the pids whose command line is exactly `sleep 301` (busybox has no pgrep)
+  const SLEEPERS = `for p in /proc/[0-9]*; do [ "$(tr '\\0' ' ' < "$p/cmdline" 2>/dev/null)" = "sleep 301 " ] && echo "\${p#/proc/}"; done; true`;
+  const sleepers = async () => (await guest.exec(SLEEPERS)).stdout.trim().split("\n").filter(Boolean);
+  await guest.exec("(sleep 301 >/dev/null 2>&1 &); sleep 0.2");
+  t.equal((await sleepers()).length, 1, "the probe sees a running `sleep 301`");
+  await guest.exec(`kill $(${SLEEPERS}); sleep 0.2`);
+  t.same(await sleepers(), [], "and none once it is killed");
+  await t.rejects(guest.exec("sleep 301", { timeoutMs: 1000 }), { name: "HilError", message: /timed out/ });
+  t.same(await sleepers(), [], "the timed-out command left no `sleep 301` behind");
 });
 
 t.test("files go both ways", async (t) => {

@@ -16,6 +16,7 @@ import {
   execStream,
   generateSshKeyPair,
   interactiveShell,
+  killTagged,
   type SshTarget,
   shellQuote,
   waitForStdout,
@@ -268,10 +269,44 @@ t.test("a guest command longer than dropbear takes is refused before it is sent,
   t.equal(fitsDropbear(fits), fits);
   t.throws(() => fitsDropbear(`${fits}é`), {
     message:
-      /^the guest command is 8902 bytes: the guest's SSH server \(dropbear\) runs at most 8900 \(its MAX_CMD_LEN, 9000/,
+      /^the guest command is 8852 bytes: the guest's SSH server \(dropbear\) runs at most 8850 \(its MAX_CMD_LEN, 9000/,
   });
   t.ok(
-    Buffer.byteLength(wrapForExitStatus(fits)) <= 9000,
+    Buffer.byteLength(wrapForExitStatus(fits, "ffffffff")) <= 9000,
     "the longest command it lets through still fits dropbear once wrapped",
   );
 });
+
+t.test(
+  "killTagged kills every process of a tagged command and only those (run here, on the host's /proc)",
+  async (t) => {
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    // a tagged shell with a child of its own, as a timed-out command leaves them
+    const tagged = spawn("sh", ["-c", wrapForExitStatus("sleep 301 & echo $!; wait", "0badc0de")], {
+      stdio: ["ignore", "pipe", "ignore"],
+    });
+    const child = Number(
+      await new Promise<string>((resolve) => tagged.stdout.once("data", (d) => resolve(String(d)))),
+    );
+    const other = spawn("sleep", ["302"], { stdio: "ignore", env: { ...process.env, HIL_EXEC: "0badc0dd" } });
+    t.teardown(() => {
+      for (const pid of [child, other.pid]) if (pid && alive(pid)) process.kill(pid, "SIGKILL");
+    });
+    t.ok(alive(child) && tagged.pid !== undefined && alive(tagged.pid), "running before");
+    const exited = new Promise((resolve) => tagged.on("exit", resolve));
+    const r = spawn("sh", ["-c", killTagged("0badc0de")], { stdio: "ignore" });
+    t.equal(await new Promise((resolve) => r.on("exit", resolve)), 0);
+    await exited;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    t.notOk(alive(child), "the tagged command's child is gone");
+    t.ok(other.pid !== undefined && alive(other.pid), "a process with another tag is left alone");
+    t.throws(() => killTagged("x; reboot"), /not hexadecimal/);
+  },
+);
