@@ -49,7 +49,7 @@ async function exchanges(prepared: PreparedGuest, label: string, runs: number): 
       const up = await server.exec(startServer(`${TOOL} ${ARGS}`, PERFTEST_PORT, "/tmp/srv.log"));
       if (up.exitCode !== 0) throw new Error(`${label}: the ${TOOL} server did not start: ${up.stderr}`);
       const c = await client.exec(`timeout 60 ${TOOL} ${ARGS} ${server.fabricIp}`, { timeoutMs: 90_000 });
-      await server.exec(`pkill -x ${TOOL}; true`);
+      await server.exec(`killall -q ${TOOL}; true`);
       if (c.exitCode === 0) tally.ok++;
       else if (MPA_REPLY_TIMEOUT.test(c.stderr)) tally.lostReply++;
       else if (

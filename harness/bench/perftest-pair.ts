@@ -40,7 +40,7 @@ async function perftest(
   if (r.exitCode !== 0 && MPA_REPLY_TIMEOUT.test(r.stderr)) {
     progress.info(`[bench] ${tool}: ${MPA_REPLY_RACE}; once more`);
     await server.exec(
-      `pkill -x ${tool}; ${startServer(`${tool} ${args}`, PERFTEST_PORT, `/tmp/${tool}.srv`)}`,
+      `killall -q ${tool}; ${startServer(`${tool} ${args}`, PERFTEST_PORT, `/tmp/${tool}.srv`)}`,
     );
     r = await client.exec(`timeout 300 ${tool} ${args} ${server.fabricIp}`, { timeoutMs: 330_000 });
   }
@@ -50,7 +50,7 @@ async function perftest(
   // bw: #bytes #iterations BW-peak BW-average MsgRate[Mpps]; lat: #bytes #iterations t_min t_max t_typical ...
   const value = tool.endsWith("_bw") ? (cols[4] ?? Number.NaN) * 1e6 : (cols[4] ?? Number.NaN);
   if (!Number.isFinite(value)) throw new Error(`${tool}: no result line in\n${r.stdout}`);
-  await server.exec(`sleep 1; pkill -x ${tool} || true`);
+  await server.exec(`sleep 1; killall -q ${tool}; true`);
   return value;
 }
 

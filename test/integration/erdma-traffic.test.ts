@@ -34,7 +34,7 @@ t.test("rping and perftest over the model, debian:6.12", async (t) => {
     const once = () =>
       g.exec(
         `${startServer(`rping -s -a ${IP} -v -C 20`, RPING_PORT, "/tmp/rping-s.log")}; ` +
-          `timeout 60 rping -c -a ${IP} -v -C 20; rc=$?; sleep 1; pkill -x rping; cat /tmp/rping-s.log; exit $rc`,
+          `timeout 60 rping -c -a ${IP} -v -C 20; rc=$?; sleep 1; killall -q rping; cat /tmp/rping-s.log; exit $rc`,
         { timeoutMs: 90_000 },
       );
     let r = await once();
@@ -56,7 +56,7 @@ t.test("rping and perftest over the model, debian:6.12", async (t) => {
       const once = () =>
         g.exec(
           `${startServer(`${tool} ${args}`, PERFTEST_PORT, `/tmp/${tool}.s`)}; ` +
-            `timeout 120 ${tool} ${args} ${IP}; rc=$?; sleep 1; pkill -x ${tool}; cat /tmp/${tool}.s >&2; exit $rc`,
+            `timeout 120 ${tool} ${args} ${IP}; rc=$?; sleep 1; killall -q ${tool}; cat /tmp/${tool}.s >&2; exit $rc`,
           { timeoutMs: 150_000 },
         );
       // perftest times itself with the TSC and first checks its own clock against the guest's

@@ -57,7 +57,7 @@ t.test("two guests, two devices, one fabric (debian:6.12)", async (t) => {
       );
       t.equal(up.exitCode, 0, `the rping server listens\n${up.stderr}`);
       const c = await client.exec(`timeout 60 rping -c -a ${serverIp} -v -C 10`, { timeoutMs: 90_000 });
-      const s = await server.exec("sleep 1; pkill -x rping; cat /tmp/rping-s.log");
+      const s = await server.exec("sleep 1; killall -q rping; cat /tmp/rping-s.log");
       return { c, s };
     };
     const { c, s } = await retryingLostMpaReply(t, "rping", once);
@@ -74,7 +74,7 @@ t.test("two guests, two devices, one fabric (debian:6.12)", async (t) => {
         t.equal(up.exitCode, 0, `the ${tool} server listens\n${up.stderr}`);
         const c = await client.exec(`timeout 120 ${tool} ${args} ${serverIp}`, { timeoutMs: 150_000 });
         // a server left listening would take the next tool's client
-        const s = await server.exec(`sleep 1; pkill -x ${tool}; cat /tmp/${tool}.log`);
+        const s = await server.exec(`sleep 1; killall -q ${tool}; cat /tmp/${tool}.log`);
         return { c, s };
       };
       const { c, s } = await retryingLostMpaReply(t, tool, once);
