@@ -13,7 +13,11 @@ t.setTimeout(10 * 60 * 1000);
 
 const SCENARIO = "ulp-nvme-rdma-two-guests";
 type Obs = { ev: string; [k: string]: unknown };
-type Scen = { name: string; judgements: { verdict: string }[]; observations?: Obs[] };
+type Scen = {
+  name: string;
+  judgements: { verdict: string; rules: { rule: string; reason: string; evidence?: string[] }[] }[];
+  observations?: Obs[];
+};
 type Conn = { sip: string; dip: string; sport: number; dport: number };
 
 function scenario(dir: string): Scen | undefined {
@@ -48,6 +52,12 @@ t.test(
     t.equal(stuck.length, 1, "one step hung");
     t.equal(stuck[0]?.op, "ulp connect", "the host's connect");
     t.match(String(stuck[0]?.stack), /nvme_rdma_alloc_queue/);
+    const hang = s?.judgements[0]?.rules.find((r) => r.rule === "hang");
+    t.match(hang?.reason, /reach RTS on one side only$/, "the verdict says the connection is half open");
+    t.match(
+      hang?.evidence?.join("\n"),
+      /hw: erdma1 QP \d+ reached RTS on 10\.99\.0\.2:\d+ <-> 10\.99\.0\.1:\d+; no QP reached RTS on its other side/,
+    );
     const target = rtsConnections(dir, "erdma1");
     const host = rtsConnections(dir, "erdma0");
     t.ok(target.length > 0, "the target's QP reached RTS: it accepted and sent its reply");

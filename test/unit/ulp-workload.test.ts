@@ -14,6 +14,7 @@ import {
 } from "../../harness/executor/ulp.ts";
 import { judgeTrace, ULP_RULE_SET } from "../../harness/oracle/judge.ts";
 import type { Observation, UlpStepObservation } from "../../harness/oracle/observations.ts";
+import type { HwTraceEvent } from "../../harness/protocol/hw-trace.ts";
 import { compileScenario } from "../../harness/scenario/compile.ts";
 import { loadScenarioFile } from "../../harness/scenario/load.ts";
 import { translateUlpFault, ulpQp } from "../../harness/suite/faults.ts";
@@ -154,8 +155,8 @@ const step = (over: Partial<UlpStepObservation>): UlpStepObservation => ({
   ...over,
 });
 
-function judge(observations: Observation[]) {
-  const [j] = judgeTrace({ records: [], observations }, ["linux"], {
+function judge(observations: Observation[], hw?: HwTraceEvent[]) {
+  const [j] = judgeTrace({ records: [], observations, ...(hw ? { hw } : {}) }, ["linux"], {
     rules: ULP_RULE_SET,
     covers: ["ulp-data"],
   });
@@ -332,4 +333,52 @@ t.test("a profile's closeInError that is neither refuse nor accept is the file's
     message: "invalid device profile",
     detail: /closeInError/,
   });
+});
+
+t.test("hang of a connect: the device's half-open connections are its evidence", async (t) => {
+  const rts = (dev: string, qpn: number, sip: string, sport: number, dip: string, dport: number) =>
+    ({
+      t: 1,
+      dev,
+      kind: "cmd",
+      opcode: 3,
+      submod: 0,
+      name: "MODIFY_QP",
+      cookie: 0,
+      sqeIdx: 0,
+      status: 0,
+      statusName: "OK",
+      detail: { qpn, from: "IDLE", to: "RTS", connection: { sip, dip, sport, dport, cookie: 1 } },
+    }) as unknown as HwTraceEvent;
+  const connect = {
+    ev: "stuck",
+    step: 1,
+    op: "ulp connect",
+    ms: 10_000,
+    stack: "[<0>] nvme_rdma_alloc_queue",
+    state: "S (sh, pid 96)",
+  } as const;
+  // the admin queue's connection is open on both sides, the I/O queue's on the target's only
+  const hw = [
+    rts("erdma1", 1, "10.99.0.2", 7600, "10.99.0.1", 40000),
+    rts("erdma0", 1, "10.99.0.1", 40000, "10.99.0.2", 7600),
+    rts("erdma1", 2, "10.99.0.2", 7600, "10.99.0.1", 40001),
+  ];
+  const j = judge([step({ action: "target-up" }), connect], hw);
+  t.match(
+    rule(j, "hang")?.reason,
+    /^ulp connect \(step 2\) did not return within 10000 ms; its task is S \(sh, pid 96\); the device saw 1 connection\(s\) reach RTS on one side only$/,
+  );
+  t.same(
+    rule(j, "hang")
+      ?.evidence?.map((l) => l.trim())
+      .filter((l) => l.startsWith("hw:")),
+    [
+      "hw: erdma1 QP 2 reached RTS on 10.99.0.2:7600 <-> 10.99.0.1:40001; no QP reached RTS on its other side (10.99.0.1:40001)",
+    ],
+  );
+  const bothOpen = judge([step({ action: "target-up" }), connect], hw.slice(0, 2));
+  t.notMatch(rule(bothOpen, "hang")?.reason, /one side only/, "no half-open connection, no such words");
+  const disconnect = judge([step({}), { ...connect, op: "ulp disconnect" }], hw);
+  t.notMatch(rule(disconnect, "hang")?.evidence?.join("\n"), /hw:/, "said of a hung connect only");
 });

@@ -5,6 +5,7 @@
  * a disconnect or a target's teardown stuck in ib_drain_qp is a hang. The teardown leaves no QP,
  * MR, PD or connection behind, neither in the kernel nor on the device.
  */
+import { halfOpenConnections } from "../half-open.ts";
 import { leftBehind, type UlpObjectsObservation, type UlpStepObservation } from "../observations.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 
@@ -115,14 +116,23 @@ export const ulpReturnsRule: Rule = {
   title: "every ULP step returns (no hang in connect, I/O, disconnect or teardown)",
   citation:
     "Linux verbs.c ib_drain_qp() waits with no timeout: a ULP's disconnect or teardown stuck there is the driver's hang",
-  judge({ observations }) {
+  judge({ observations, hw }) {
     const watched = ulpSteps(observations).length;
     const stuck = observations.filter((o) => o.ev === "stuck");
     if (stuck.length === 0) return pass("every ULP step returned within its watchdog", watched);
+    // a connect that hangs while the device saw its peer accept: the connection is half open
+    const halfOpen = hw ? halfOpenConnections(hw) : [];
     return fail(
       stuck.map((s) => ({
-        reason: `${s.op} (step ${s.step + 1}) did not return within ${s.ms} ms; its task is ${s.state}`,
-        evidence: s.stack.split("\n").map((l) => `stack: ${l}`),
+        reason: `${s.op} (step ${s.step + 1}) did not return within ${s.ms} ms; its task is ${s.state}${
+          s.op === "ulp connect" && halfOpen.length > 0
+            ? `; the device saw ${halfOpen.length} connection(s) reach RTS on one side only`
+            : ""
+        }`,
+        evidence: [
+          ...s.stack.split("\n").map((l) => `stack: ${l}`),
+          ...(s.op === "ulp connect" ? halfOpen : []),
+        ],
       })),
       watched + stuck.length,
     );
