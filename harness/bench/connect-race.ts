@@ -30,6 +30,17 @@ interface Tally {
 const TOOL = "ib_send_bw";
 const ARGS = "-R -d erdma_0 -n 100 -s 64";
 
+/** The lines of a failed client's stderr that say what went wrong (perftest's CM event first). */
+function why(stderr: string): string {
+  const lines = stderr
+    .trim()
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
+  const telling = lines.filter((l) => /Event: |Unexpected CM event|Bad wc status|error:/.test(l));
+  return (telling.length > 0 ? telling : lines.slice(-3)).join(" | ");
+}
+
 async function exchanges(prepared: PreparedGuest, label: string, runs: number): Promise<Tally> {
   const tally: Tally = {
     kernel: label,
@@ -52,10 +63,7 @@ async function exchanges(prepared: PreparedGuest, label: string, runs: number): 
       await server.exec(`killall -q ${TOOL}; true`);
       if (c.exitCode === 0) tally.ok++;
       else if (MPA_REPLY_TIMEOUT.test(c.stderr)) tally.lostReply++;
-      else if (
-        tally.other.push(`exit ${c.exitCode}: ${c.stderr.trim().split("\n").slice(-3).join(" | ")}`) > 5
-      )
-        tally.other.length = 5;
+      else if (tally.other.push(`exit ${c.exitCode}: ${why(c.stderr)}`) > 5) tally.other.length = 5;
     }
     step.succeed(
       `${tally.ok} ok, ${tally.lostReply} lost MPA replies, ${runs - tally.ok - tally.lostReply} other`,
