@@ -16,13 +16,23 @@ const READ_ONLY = /^(tail -c \+\d+|cat) \/sys\/kernel\/debug\/hil_kverbs\/(trace
 const RETRIES = 2;
 const SYSRQ_ATTEMPTS = 3;
 const SYSRQ_SEEN = "sysrq-w dumped";
-/** sysrq-w, then proof in the kernel log that it ran: one more "Show Blocked State" than before */
-const SYSRQ_W = [
-  "before=$(dmesg | grep -c 'sysrq: Show Blocked State')",
-  "echo w > /proc/sysrq-trigger",
-  "after=$(dmesg | grep -c 'sysrq: Show Blocked State')",
-  `[ "$after" -gt "$before" ] && echo '${SYSRQ_SEEN}'`,
-].join("; ");
+const SYSRQ_LISTED = "sysrq-w listed the worker";
+/**
+ * sysrq-w, then proof in the kernel log that it ran (one more "Show Blocked State" than before) and
+ * whether its dump lists the stuck worker. A drain on a CQ polled directly is not always blocked:
+ * __ib_drain_sq/rq wake every HZ/10 to poll the CQ (verbs.c, IB_POLL_DIRECT), and a dump taken
+ * while it polls lists no task.
+ */
+export function sysrqW(workerPid: number, dmesg = "dmesg", trigger = "/proc/sysrq-trigger"): string {
+  return [
+    `before=$(${dmesg} | grep -c 'sysrq: Show Blocked State')`,
+    `echo w > ${trigger}`,
+    `after=$(${dmesg} | grep -c 'sysrq: Show Blocked State')`,
+    `[ "$after" -gt "$before" ] && echo '${SYSRQ_SEEN}' && ` +
+      `${dmesg} | awk -v n="$after" '/sysrq: Show Blocked State/ { c++ } c == n' | grep -q ' pid:${workerPid} ' && echo '${SYSRQ_LISTED}'`,
+    "true",
+  ].join("; ");
+}
 
 /**
  * The guest shell KverbsDriver uses, with one repair: a read-only command whose SSH channel closed
@@ -98,7 +108,7 @@ export class KernelExecutor implements ScenarioExecutor, CommandRunner {
     const ran = r.statuses.length;
     if (!r.stuck) return { records: r.records, ran };
     this.stuckOnce = true;
-    await this.dumpBlockedTasks();
+    await this.dumpBlockedTasks(r.stuck.status.pid);
     const busy = r.stuck.status.busy;
     return {
       records: r.records,
@@ -115,19 +125,22 @@ export class KernelExecutor implements ScenarioExecutor, CommandRunner {
 
   /**
    * The blocked tasks' stacks on the console too, as the hung-task detector would print them
-   * (sysrq-w). Checked in the kernel log, and asked again when the command was lost on the way.
+   * (sysrq-w). Checked in the kernel log, and asked again when the command was lost on the way or
+   * its dump caught the worker between two waits (sysrqW).
    */
-  private async dumpBlockedTasks(): Promise<void> {
+  private async dumpBlockedTasks(workerPid: number): Promise<void> {
     let why = "";
     for (let attempt = 1; attempt <= SYSRQ_ATTEMPTS; attempt++) {
-      const r = await this.guest.exec(SYSRQ_W, { timeoutMs: 10_000 }).catch((err: Error) => err);
+      const r = await this.guest.exec(sysrqW(workerPid), { timeoutMs: 10_000 }).catch((err: Error) => err);
       // a guest that does not answer in time is not asked again: the harness's freeze check follows
       if (r instanceof Error) {
         why = r.message;
         break;
       }
-      if (r.exitCode === 0 && r.stdout.includes(SYSRQ_SEEN)) return;
-      why = `exit ${r.exitCode}${r.stderr ? `, ${r.stderr.trim().slice(0, 200)}` : ""}`;
+      if (r.exitCode === 0 && r.stdout.includes(SYSRQ_LISTED)) return;
+      why = r.stdout.includes(SYSRQ_SEEN)
+        ? `the dump did not list the worker (pid ${workerPid})`
+        : `exit ${r.exitCode}${r.stderr ? `, ${r.stderr.trim().slice(0, 200)}` : ""}`;
     }
     progress.info(`[kverbs] sysrq-w: no blocked-task dump in the kernel log (${why})`);
   }
