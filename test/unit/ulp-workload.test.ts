@@ -335,7 +335,7 @@ t.test("a profile's closeInError that is neither refuse nor accept is the file's
   });
 });
 
-t.test("hang of a connect: the device's half-open connections are its evidence", async (t) => {
+t.test("a connect that hangs or fails: the device's half-open connections are its evidence", async (t) => {
   const rts = (dev: string, qpn: number, sip: string, sport: number, dip: string, dport: number) =>
     ({
       t: 1,
@@ -377,6 +377,21 @@ t.test("hang of a connect: the device's half-open connections are its evidence",
       "hw: erdma1 QP 2 reached RTS on 10.99.0.2:7600 <-> 10.99.0.1:40001; no QP reached RTS on its other side (10.99.0.1:40001)",
     ],
   );
+  const failed = judge(
+    [
+      step({ action: "target-up" }),
+      step({ step: 1, exitCode: 1, stderr: "sh: write error: Connection reset by peer" }),
+    ],
+    hw,
+  );
+  t.match(
+    rule(failed, "ulp-steps")?.reason,
+    /^step 2 \(connect\) exited 1: sh: write error: Connection reset by peer; the device saw 1 connection\(s\) reach RTS on one side only$/,
+    "a connect that failed says it too",
+  );
+  t.match(rule(failed, "ulp-steps")?.evidence?.join("\n"), /hw: erdma1 QP 2 reached RTS/);
+  const otherStep = judge([step({ step: 3, action: "disconnect", exitCode: 1 })], hw);
+  t.notMatch(rule(otherStep, "ulp-steps")?.reason, /one side only/, "a failed disconnect does not");
   const bothOpen = judge([step({ action: "target-up" }), connect], hw.slice(0, 2));
   t.notMatch(rule(bothOpen, "hang")?.reason, /one side only/, "no half-open connection, no such words");
   const disconnect = judge([step({}), { ...connect, op: "ulp disconnect" }], hw);

@@ -13,6 +13,13 @@ function ulpSteps(observations: readonly { ev: string }[]): UlpStepObservation[]
   return observations.filter((o): o is UlpStepObservation => o.ev === "ulp-step");
 }
 
+/** What a failed or hung connect's reason adds when the device saw connections open on one side. */
+function halfSaid(halfOpen: readonly string[]): string {
+  return halfOpen.length > 0
+    ? `; the device saw ${halfOpen.length} connection(s) reach RTS on one side only`
+    : "";
+}
+
 function stepName(s: UlpStepObservation): string {
   return `step ${s.step + 1} (${s.action})`;
 }
@@ -65,15 +72,18 @@ export const ulpStepsRule: Rule = {
   id: "ulp-steps",
   title: "every ULP step does what it meant (connect, I/O, disconnect, teardown)",
   citation: "the scenario's steps and their expect (fixtures/scenarios/README.md)",
-  judge({ observations }) {
+  judge({ observations, hw }) {
     const steps = ulpSteps(observations);
     if (steps.length === 0) return skip("no ULP step returned");
+    // a connect that failed while the device saw its peer accept: the connection is half open
+    const halfOpen = hw ? halfOpenConnections(hw) : [];
+    const opened = (s: UlpStepObservation) => (s.action === "connect" ? halfOpen : []);
     const problems = steps
       .filter((s) => !allowed(s))
       .map(
         (s): Problem => ({
-          reason: `${stepName(s)} exited ${s.exitCode}${s.expect === 0 ? "" : ` (expected ${s.expect})`}${s.stderr ? `: ${s.stderr.split("\n")[0]}` : ""}`,
-          evidence: [...(s.stderr ? s.stderr.split("\n").slice(0, 6) : [])],
+          reason: `${stepName(s)} exited ${s.exitCode}${s.expect === 0 ? "" : ` (expected ${s.expect})`}${s.stderr ? `: ${s.stderr.split("\n")[0]}` : ""}${halfSaid(opened(s))}`,
+          evidence: [...(s.stderr ? s.stderr.split("\n").slice(0, 6) : []), ...opened(s)],
         }),
       );
     return problems.length > 0
@@ -124,11 +134,9 @@ export const ulpReturnsRule: Rule = {
     const halfOpen = hw ? halfOpenConnections(hw) : [];
     return fail(
       stuck.map((s) => ({
-        reason: `${s.op} (step ${s.step + 1}) did not return within ${s.ms} ms; its task is ${s.state}${
-          s.op === "ulp connect" && halfOpen.length > 0
-            ? `; the device saw ${halfOpen.length} connection(s) reach RTS on one side only`
-            : ""
-        }`,
+        reason: `${s.op} (step ${s.step + 1}) did not return within ${s.ms} ms; its task is ${s.state}${halfSaid(
+          s.op === "ulp connect" ? halfOpen : [],
+        )}`,
         evidence: [
           ...s.stack.split("\n").map((l) => `stack: ${l}`),
           ...(s.op === "ulp connect" ? halfOpen : []),
