@@ -5,9 +5,8 @@
  * device of the run was accepted by one side while the other never finished its connect (for erdma:
  * the MPA reply it never read, erdma_cm.c erdma_newconn_connected; hil repro erdma-mpa-reply-race).
  */
+import { type ConnectionTuple as Connection, mirrors } from "../../qemu/erdma/fabric.ts";
 import { eventsOf, type HwTraceEvent } from "../protocol/hw-trace.ts";
-
-type Connection = { sip: string; dip: string; sport: number; dport: number };
 
 function connectionOf(detail: unknown): Connection | undefined {
   if (typeof detail !== "object" || detail === null) return undefined;
@@ -31,10 +30,8 @@ export function halfOpenConnections(hw: readonly HwTraceEvent[]): string[] {
     const qpn = (e.detail as { qpn?: unknown } | undefined)?.qpn;
     return c ? [{ dev: e.dev, qpn, c }] : [];
   });
-  const mirrored = (a: Connection, b: Connection) =>
-    a.sip === b.dip && a.dip === b.sip && a.sport === b.dport && a.dport === b.sport;
   return rts
-    .filter((side) => !rts.some((other) => mirrored(side.c, other.c)))
+    .filter((side) => !rts.some((other) => mirrors(side.c, other.c)))
     .map(
       ({ dev, qpn, c }) =>
         `hw: ${dev} QP ${String(qpn)} reached RTS on ${c.sip}:${c.sport} <-> ${c.dip}:${c.dport}; no QP reached RTS on its other side (${c.dip}:${c.dport})`,

@@ -18,6 +18,14 @@ export interface FabricPort {
   peerChanged(): void;
 }
 
+/** The four fields of a QP's TCP connection that pair it with its peer's. */
+export type ConnectionTuple = { sip: string; dip: string; sport: number; dport: number };
+
+/** True when `b` is `a` seen from the other end of the wire. */
+export function mirrors(a: ConnectionTuple, b: ConnectionTuple): boolean {
+  return a.sip === b.dip && a.dip === b.sip && a.sport === b.dport && a.dport === b.sport;
+}
+
 export interface Endpoint {
   port: FabricPort;
   qp: QueuePair;
@@ -45,7 +53,7 @@ export class Fabric {
       for (const other of port.qps()) {
         const o = other.connection;
         if (other === qp || !o) continue;
-        if (o.sip === c.dip && o.dip === c.sip && o.sport === c.dport && o.dport === c.sport) {
+        if (mirrors(c, o)) {
           return { port, qp: other };
         }
       }

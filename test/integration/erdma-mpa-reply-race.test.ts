@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { eventsOf, readHwTrace } from "../../harness/protocol/hw-trace.ts";
+import { type ConnectionTuple, mirrors } from "../../qemu/erdma/fabric.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 
 t.setTimeout(10 * 60 * 1000);
@@ -18,7 +19,7 @@ type Scen = {
   judgements: { verdict: string; rules: { rule: string; reason: string; evidence?: string[] }[] }[];
   observations?: Obs[];
 };
-type Conn = { sip: string; dip: string; sport: number; dport: number };
+type Conn = ConnectionTuple;
 
 function scenario(dir: string): Scen | undefined {
   const v: { scenarios: Scen[] } = JSON.parse(readFileSync(join(dir, "verdicts.json"), "utf8"));
@@ -34,9 +35,6 @@ function rtsConnections(dir: string, dev: string): Conn[] {
       return d?.to === "RTS" && d.connection ? [d.connection] : [];
     });
 }
-
-const mirrors = (a: Conn, b: Conn) =>
-  a.sip === b.dip && a.dip === b.sip && a.sport === b.dport && a.dport === b.sport;
 
 t.test(
   "hil repro erdma-mpa-reply-race: the host's connect never sees the reply its target sent",
