@@ -11,7 +11,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { parseArgs } from "node:util";
 import { onProcessExit } from "../../util/cleanup.ts";
-import { isHilError } from "../../util/errors.ts";
+import { HilError, isHilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
 import { type BootedPair, bootPair, type PreparedGuest, prepareGuest } from "../boot.ts";
 import { PERFTEST_PORT, startServer } from "./guest-listen.ts";
@@ -125,8 +125,8 @@ async function main(): Promise<void> {
   });
   const runs = Number(values.runs);
   const load = Number(values.load);
-  if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs ${values.runs}: a whole number >= 1`);
-  if (!Number.isInteger(load) || load < 0) throw new Error(`--load ${values.load}: a whole number >= 0`);
+  if (!Number.isInteger(runs) || runs < 1) throw new HilError(`--runs ${values.runs}: a whole number >= 1`);
+  if (!Number.isInteger(load) || load < 0) throw new HilError(`--load ${values.load}: a whole number >= 0`);
   const base = values.kernel as string;
   // both kernels are built before the load starts: it is there for the exchanges
   const kernels: [PreparedGuest, string][] = [[await prepareGuest({ base, configs: [] }), base]];
