@@ -125,6 +125,17 @@ function meter(step: Step, total: number): { stream: Transform; digest: () => st
   return { stream, digest: () => hash.digest("hex"), bytes: () => bytes };
 }
 
+/** Why tar failed, in its own words (its first line). */
+class TarFailure extends Error {
+  constructor(
+    readonly code: number,
+    readonly said: string,
+    readonly args: readonly string[],
+  ) {
+    super(`tar ${args[0]} exited with status ${code}: ${said.trim().split("\n")[0]}`);
+  }
+}
+
 /** Runs tar with one end of its data on a stream; rejects with tar's own words when it fails. */
 function tar(
   args: readonly string[],
@@ -141,8 +152,7 @@ function tar(
   });
   return Promise.all([connect(child), exited]).then(
     ([, code]) => {
-      if (code !== 0)
-        throw new Error(`tar ${args[0]} exited with status ${code}: ${said.trim().split("\n")[0]}`);
+      if (code !== 0) throw new TarFailure(code, said, args);
     },
     async (err: unknown) => {
       child.kill();
@@ -152,6 +162,38 @@ function tar(
       });
     },
   );
+}
+
+const CHANGED_AS_READ = /^tar: (.+): file changed as we read it$/;
+
+/**
+ * The files tar said changed while it read them, if that is all it said (GNU tar exits 1 for it).
+ * tar compares a file's ctime before and after reading it, and a hard link made to the file (a
+ * patched kernel tree made with `cp -al` from a cached base) changes the ctime, not the bytes.
+ */
+function changedAsRead(failure: TarFailure): string[] | undefined {
+  if (failure.code !== 1) return undefined;
+  const lines = failure.said.trim().split("\n").filter(Boolean);
+  const files = lines.map((l) => CHANGED_AS_READ.exec(l)?.[1]);
+  return files.length > 0 && files.every((f) => f !== undefined) ? (files as string[]) : undefined;
+}
+
+/**
+ * Of the files tar saw change, those whose content changed since `since` (ms): written (a newer
+ * mtime) or gone. The others only gained or lost a link, or changed mode or owner: the bytes tar
+ * archived are the entry's.
+ */
+export async function contentChangedSince(
+  dir: string,
+  files: readonly string[],
+  since: number,
+): Promise<string[]> {
+  const changed: string[] = [];
+  for (const f of files) {
+    const s = await lstat(join(dir, f)).catch(() => undefined);
+    if (!s || s.mtimeMs >= since) changed.push(f);
+  }
+  return changed;
 }
 
 /** The state of an entry as an export or import sees it (apt lists: there when their stamp is). */
@@ -207,18 +249,40 @@ async function exportOne(root: string, e: TransferEntry, out: string): Promise<I
       const path = join(out, file);
       const step = progress.step(`[cache] exporting ${label(e)}`);
       const m = meter(step, tarBytes);
+      const kindDir = join(root, e.kind);
+      // a whole millisecond earlier: mtimes are finer than Date.now()
+      const since = Date.now() - 1;
+      let relinked: string[] = [];
       try {
         const excludes =
           e.kind === APT_KIND ? [`--exclude=${e.key}/lists/partial`, `--exclude=${e.key}/lists/lock`] : [];
-        await tar(["-c", "-C", join(root, e.kind), ...excludes, "-f", "-", ...parts], async (child) => {
+        await tar(["-c", "-C", kindDir, ...excludes, "-f", "-", ...parts], async (child) => {
           if (!child.stdout) throw new Error("tar has no stdout");
           await pipeline(child.stdout, m.stream, createWriteStream(path));
+        }).catch(async (err: unknown) => {
+          const seen = err instanceof TarFailure ? changedAsRead(err) : undefined;
+          if (!seen) throw err;
+          const written = await contentChangedSince(kindDir, seen, since);
+          if (written.length > 0)
+            throw new Error(
+              `${written.length} file(s) written while they were archived, first ${written[0]?.replace(`${e.key}/`, "")} (another process writes into a finished entry)`,
+            );
+          relinked = seen;
         });
       } catch (err) {
         step.fail();
-        throw diskFull(err, `the archive of ${label(e)}`) ?? err;
+        throw (
+          diskFull(err, `the archive of ${label(e)}`) ??
+          new HilError(`cache entry ${label(e)} cannot be exported: ${(err as Error).message}`, {
+            where: dir,
+            exitCode: 3,
+            cause: err,
+          })
+        );
       }
-      step.succeed(`${megabytes(m.bytes())}`);
+      step.succeed(
+        `${megabytes(m.bytes())}${relinked.length > 0 ? ` (${relinked.length} file(s) gained or lost a hard link meanwhile; their bytes did not change)` : ""}`,
+      );
       return {
         ...e,
         file,

@@ -7,6 +7,7 @@ import { run } from "../../util/exec.ts";
 import { makeDir } from "../../util/make-dir.ts";
 import { type BuildStats, KbuildCounter, readStats, recordStats } from "./kbuild-progress.ts";
 import { checkRequestedOptions, effectiveRequests, type Fragment } from "./kconfig.ts";
+import { assertSourceUntouched } from "./source-guard.ts";
 import { inStep } from "./step.ts";
 
 /** A source tree and its O= build tree: every make call here runs as `make -C src O=build`. */
@@ -110,6 +111,7 @@ export async function compileKernel(
   } finally {
     await new Promise((done) => log.end(done));
   }
+  await assertSourceUntouched(tree.srcDir, started);
   const stats: BuildStats = {
     steps: counter.steps,
     objects: counter.objects,

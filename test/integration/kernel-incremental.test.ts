@@ -16,6 +16,7 @@ import {
   kernelEntryOptions,
 } from "../../harness/kernel/build.ts";
 import { KbuildCounter, parseKbuildLine } from "../../harness/kernel/kbuild-progress.ts";
+import { sourceWrittenSince } from "../../harness/kernel/source-guard.ts";
 import type { KernelArtifact } from "../../harness/kernel/types.ts";
 import { ensureEntry } from "../../util/cache.ts";
 import { run } from "../../util/exec.ts";
@@ -51,6 +52,7 @@ function installed(a: KernelArtifact, rel: string): string {
   return join(a.modulesRoot, "lib", "modules", a.release, "kernel", rel);
 }
 
+const fileStarted = Date.now();
 const base = await buildKernel({ base: BASE, configs: [] });
 const baseSteps = steps(base);
 const baseObjects = await Promise.all(
@@ -205,4 +207,14 @@ t.test("a series that breaks the erdma build: one error naming the file; nothing
   );
   t.same(cacheNamesOf(KERNEL_CACHE_KIND, key), [], "no kernel entry, lock or work dir of this build left");
   t.ok(existsSync(base.buildDir), "the base build is still there");
+});
+
+// Every patched tree above is a hard-linked copy of the base's source (apply.ts); a build that
+// wrote into one of its shared files would have written into the base tree too.
+t.test("no build of this file wrote into the base's cached source tree", async (t) => {
+  t.same(
+    await sourceWrittenSince(base.srcDir, fileStarted),
+    [],
+    "no file of the base tree is newer than this file's start",
+  );
 });

@@ -368,3 +368,68 @@ t.test(
     t.same(readdirSync(root), [], "nothing written into the cache");
   },
 );
+
+/**
+ * A kernel-base-like entry big enough that tar reads it for a while, and a process beside the
+ * export doing to it, over and over until stopped, what `sh -c` is given ($1: the entry's src).
+ */
+async function exportBeside(
+  t: Test,
+  script: string,
+): Promise<{ results: Array<Awaited<ReturnType<typeof hil>>>; root: string }> {
+  const root = tempDir(t, "hil-cache-busy-root-");
+  useRoot(t, root);
+  await ensureEntry("kernel-base", BASE_KEY, { what: "kernel source", bulk: ["src"] }, async (work) => {
+    mkdirSync(join(work, "src", "drivers"), { recursive: true });
+    for (let i = 0; i < 400; i++)
+      writeFileSync(join(work, "src", "drivers", `f${i}.c`), Buffer.alloc(64 * 1024, i));
+  });
+  const scratch = tempDir(t, "hil-cache-busy-");
+  const { spawn } = await import("node:child_process");
+  const src = join(root, "kernel-base", BASE_KEY, "src");
+  const busy = spawn("sh", ["-c", `while :; do ${script}; done`, "sh", src, scratch], { stdio: "ignore" });
+  t.teardown(() => {
+    busy.kill("SIGKILL");
+  });
+  const results: Array<Awaited<ReturnType<typeof hil>>> = [];
+  // each export is a new chance for the race; a few are enough for the writer to hit a read
+  for (let i = 0; i < 6; i++) {
+    const out = join(tempDir(t, "hil-cache-export-"), "export");
+    results.push(await hil(["cache", "export", out, "--all"], { HIL_CACHE_DIR: root }));
+    rmSync(out, { recursive: true, force: true });
+  }
+  busy.kill("SIGKILL");
+  await new Promise((r) => busy.once("exit", r));
+  return { results, root };
+}
+
+t.test("an export while a patched tree is hard-linked from the entry (cp -al) succeeds", async (t) => {
+  const { results } = await exportBeside(t, 'rm -rf "$2/p"; cp -al "$1" "$2/p"');
+  for (const r of results) t.equal(r.exitCode, 0, r.stderr.slice(-1000));
+  t.ok(
+    results.some((r) =>
+      /file\(s\) gained or lost a hard link meanwhile; their bytes did not change/.test(r.stderr),
+    ),
+    "tar saw a file's links change while it read it at least once, and that was not a failure",
+  );
+});
+
+t.test("an export while a file of the entry is written fails in one line naming the entry", async (t) => {
+  // in place and the same size: what the entry's size check before the archive cannot see
+  const { results } = await exportBeside(
+    t,
+    'for f in "$1"/drivers/f1*.c; do printf x | dd of="$f" bs=1 seek=100 count=1 conv=notrunc 2>/dev/null; done',
+  );
+  const failed = results.filter((r) => r.exitCode !== 0);
+  t.ok(failed.length > 0, "a write during the read is seen");
+  for (const r of failed) {
+    t.equal(r.exitCode, 3, r.stderr);
+    const errors = r.stderr.split("\n").filter((l) => l.startsWith("hil: "));
+    t.equal(errors.length, 1, r.stderr);
+    t.match(
+      errors[0],
+      /^hil: error: .*kernel-base\/b{64}: cache entry kernel-base\/b{16} \(kernel-base entry\) cannot be exported: \d+ file\(s\) written while they were archived, first src\/drivers\/f1\d*\.c/,
+    );
+    t.notMatch(r.stderr, /internal error|\n\s+at /, "no stack trace");
+  }
+});
