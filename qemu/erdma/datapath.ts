@@ -176,6 +176,7 @@ export class DataPath implements FabricPort {
       this.env.jobs.post(`llp-close ${qp.qpn}`, async () => this.llpClosed(qp));
     }
     if (this.inError(qp) && from !== qp.state) {
+      this.env.faults.errorEntered(qp.qpn);
       this.schedule(qp, "sq");
       this.schedule(qp, "rq");
     }
@@ -230,6 +231,7 @@ export class DataPath implements FabricPort {
         const st = this.env.state();
         if (st.qps.get(qp.qpn) !== qp || !ctx.alive()) return;
         this.env.faults.fire("stall-queue", { qpn: qp.qpn, queue });
+        if (this.inError(qp)) this.env.faults.errorEntered(qp.qpn);
         const until = this.env.faults.stalled(qp.qpn, queue);
         if (until !== undefined) {
           if (Number.isFinite(until))
@@ -260,8 +262,9 @@ export class DataPath implements FabricPort {
         return;
       }
       if (!this.isRts(qp)) return; // not connected yet: the WQEs wait
-      if (this.env.faults.stalled(qp.qpn, "sq") !== undefined) return;
       const index = qp.sq.ci;
+      this.env.faults.fire("stall-queue", { qpn: qp.qpn, queue: "sq", wqe: true }, { index });
+      if (this.env.faults.stalled(qp.qpn, "sq") !== undefined) return;
       // the SQ itself unmapped under the device: one WQEBB fails as dmaRefused says
       let status: number = WcStatus.SEND_WQE_FORMAT_ERR;
       const sqe = await this.readSqe(st, qp, index).catch((err: unknown) => {
@@ -409,7 +412,12 @@ export class DataPath implements FabricPort {
     if (!peer?.dp.isRts(peer.qp)) return { done: false, reason: "peer not in RTS" };
     const consumesRqe = sqe.kind === "send" || sqe.imm !== undefined;
     if (consumesRqe && distance(peer.qp.rq.pi, peer.qp.rq.ci, WQ_INDEX_BITS) === 0) {
-      return { done: false, reason: `no RQE posted at ${peer.dp.name} QP ${peer.qp.qpn}` };
+      const why = `no RQE posted at ${peer.dp.name} QP ${peer.qp.qpn}`;
+      if (st.profile.recvNotPosted === "wait") return { done: false, reason: why };
+      await peer.dp.fail(peer.dp.state(), peer.qp, `DDP: no untagged buffer (${why})`);
+      // the responder found no RQE (erdma_hw.h ERDMA_WC_RECV_WQE_FORMAT_ERR); erdma_cq.c map_cqe_status
+      // reports it as IB_WC_GENERAL_ERR with vendor_err ERDMA_WC_VENDOR_INVALID_RQE
+      return { done: true, status: WcStatus.RECV_WQE_FORMAT_ERR, length: 0, reason: why, remoteError: true };
     }
     const data = await this.payload(st, qp, sqe);
     if (!(data instanceof Uint8Array)) return data;
@@ -686,14 +694,17 @@ export class DataPath implements FabricPort {
     const { limit, reason } = flushLimit(st.profile.errorFlush, qp, "sq");
     const from = qp.sq.ci;
     const wqes: number[] = [];
+    const blocks: number[] = [];
     while (distance(limit, qp.sq.ci, WQ_INDEX_BITS) > 0) {
       const index = qp.sq.ci;
       const { wqebbs, opcode } = await this.readSqeHeader(st, qp, index);
       // a header claiming WQEBBs past the limit ends the flush there: stepping over the limit
       // would make the distance wrap and the loop run (without yielding) for up to 2^16 entries
-      qp.sq.ci = (index + Math.min(wqebbs, distance(limit, index, WQ_INDEX_BITS))) & IDX_MASK;
+      const taken = Math.min(wqebbs, distance(limit, index, WQ_INDEX_BITS));
+      qp.sq.ci = (index + taken) & IDX_MASK;
       await this.complete(st, qp, "sq", index, opcode, WcStatus.FLUSH_ERR, 0);
       wqes.push(index);
+      blocks.push(taken);
     }
     if (wqes.length > 0 || from !== limit) {
       this.env.tracer.emit({
@@ -705,6 +716,7 @@ export class DataPath implements FabricPort {
         count: wqes.length,
         limit: reason,
         wqes,
+        blocks,
       });
     }
   }

@@ -66,8 +66,19 @@ export const FaultSpec = z.discriminatedUnion("kind", [
     ms: z.number().int().positive().max(60_000),
     ...match,
   }),
-  /** the queue stops processing (for `ms`, or until the faults are cleared) */
-  z.object({ kind: z.literal("stall-queue"), queue, ms: z.number().int().positive().optional(), ...match }),
+  /**
+   * the queue stops processing: for `ms`, until the QP enters ERROR (`until`), or until the faults
+   * are cleared. It stops when next scheduled, or (`after`) once it has executed that many more
+   * WQEs: WRs are then outstanding in the device when the QP errors, as on a busy wire.
+   */
+  z.object({
+    kind: z.literal("stall-queue"),
+    queue,
+    ms: z.number().int().positive().optional(),
+    until: z.literal("error").optional(),
+    after: z.number().int().nonnegative().max(65536).optional(),
+    ...match,
+  }),
   /** a doorbell the device drops (its producer index is not taken) */
   z.object({ kind: z.literal("ignore-doorbell"), queue, ...match }),
 ]);
@@ -77,6 +88,8 @@ export type FaultKind = Fault["kind"];
 export interface FaultContext {
   qpn?: number;
   queue?: "sq" | "rq";
+  /** a stall's event: a WQE about to be executed (else: the queue being scheduled) */
+  wqe?: boolean;
   vector?: number;
   /** a completion's status */
   syndrome?: number;
@@ -92,7 +105,8 @@ interface Armed {
 export class FaultPlan {
   private readonly armed: Armed[] = [];
   private nextId = 1;
-  private stalls = new Map<string, number>();
+  /** per stalled queue: until when (ms since the epoch; Infinity: until cleared or, `error`, until ERROR) */
+  private stalls = new Map<string, { until: number; error: boolean }>();
   private readonly clearListeners = new Set<() => void>();
 
   constructor(private readonly tracer: Tracer) {}
@@ -100,6 +114,8 @@ export class FaultPlan {
   /** Arms a fault (validated); returns its id. Throws a ZodError naming the bad field. */
   add(spec: unknown): number {
     const fault = FaultSpec.parse(spec);
+    // a stall after k WQEs fires on the (k+1)-th WQE the queue meets
+    if (fault.kind === "stall-queue" && fault.after !== undefined) fault.nth = fault.after + 1;
     const id = this.nextId++;
     this.armed.push({ id, fault, seen: 0, fired: 0 });
     this.tracer.emit({ kind: "fault", action: "armed", id, fault });
@@ -141,6 +157,7 @@ export class FaultPlan {
       if ("queue" in f && f.queue !== undefined && ctx.queue !== undefined && f.queue !== ctx.queue) continue;
       if ("vector" in f && f.vector !== undefined && f.vector !== ctx.vector) continue;
       if ("syndrome" in f && f.syndrome !== undefined && f.syndrome !== ctx.syndrome) continue;
+      if (f.kind === "stall-queue" && (f.after !== undefined) !== (ctx.wqe === true)) continue;
       a.seen++;
       if (a.seen < f.nth) continue;
       a.fired++;
@@ -152,7 +169,8 @@ export class FaultPlan {
         context: { ...ctx, ...detail },
       });
       if (f.kind === "stall-queue") {
-        this.stalls.set(stallKey(ctx), f.ms === undefined ? Number.POSITIVE_INFINITY : Date.now() + f.ms);
+        const until = f.ms === undefined ? Number.POSITIVE_INFINITY : Date.now() + f.ms;
+        this.stalls.set(stallKey(ctx), { until, error: f.until === "error" });
       }
       return f as Extract<Fault, { kind: K }>;
     }
@@ -161,13 +179,27 @@ export class FaultPlan {
 
   /** Whether a queue is stalled now (a fired stall-queue that has not run out). */
   stalled(qpn: number, queue: "sq" | "rq"): number | undefined {
-    const until = this.stalls.get(stallKey({ qpn, queue }));
-    if (until === undefined) return undefined;
-    if (until <= Date.now()) {
+    const stall = this.stalls.get(stallKey({ qpn, queue }));
+    if (stall === undefined) return undefined;
+    if (stall.until <= Date.now()) {
       this.stalls.delete(stallKey({ qpn, queue }));
       return undefined;
     }
-    return until;
+    return stall.until;
+  }
+
+  /** The QP is in ERROR: its stalls that last until then end (traced). */
+  errorEntered(qpn: number): void {
+    for (const queue of ["sq", "rq"] as const) {
+      const key = stallKey({ qpn, queue });
+      if (!this.stalls.get(key)?.error) continue;
+      this.stalls.delete(key);
+      this.tracer.emit({
+        kind: "fault",
+        action: "cleared",
+        context: { qpn, queue, why: "the QP entered ERROR" },
+      });
+    }
   }
 }
 

@@ -82,6 +82,7 @@ const profileSchema = z.strictObject({
   maxEqDepthLog2: int(1, 15),
   maxCmdqDepth: int(4, 1 << 16),
   closeInError: z.enum(["refuse", "accept"]).optional(),
+  recvNotPosted: z.enum(["terminate", "wait"]).optional(),
 });
 
 /** What a file may hold: a whole profile, or `extends` and the fields that differ. */

@@ -75,6 +75,14 @@ export interface ErdmaProfile {
    * hardware error can complete.
    */
   closeInError?: "refuse" | "accept";
+  /**
+   * A SEND (or WRITE with immediate) whose responder has no receive posted. "terminate" (the
+   * default): the data sink's DDP finds no untagged buffer (RFC 5041 section 7.2, error type
+   * Untagged Buffer, code 0x01 "Invalid MSN - no buffer available") and terminates the stream: the
+   * responder's QP goes to ERROR and the requester's WQE completes with a remote error. "wait": the
+   * WQE waits at the head of its queue for a receive, as no iWARP wire does (for experiments).
+   */
+  recvNotPosted?: "terminate" | "wait";
 }
 
 const baseCaps: ErdmaCaps = {

@@ -132,6 +132,8 @@ export const erdmaTraceEventSchema = z.discriminatedUnion("kind", [
     limit: z.enum(["pi", "error", "reflush"]),
     /** the index of each WQE flushed: each is owed one flush completion */
     wqes: z.array(int).optional(),
+    /** the 32-byte blocks each flushed WQE takes (send queue; a receive WQE is one) */
+    blocks: z.array(int).optional(),
   }),
   z.strictObject({ ...base, kind: z.literal("wait"), qpn: int, queue, index: int, reason: z.string() }),
   z.strictObject({

@@ -5,12 +5,14 @@
  */
 import t from "tap";
 import { ZodError } from "zod";
+import { profileReflush } from "../../qemu/erdma/index.ts";
 import { buffer, pair } from "../doubles/erdma-dp-fixture.ts";
+import { QpState } from "../doubles/erdma-driver.ts";
 import { Syndrome as S, type SendWr } from "../doubles/erdma-sqe.ts";
 import { traceSchemaProblems } from "../doubles/fake-guest.ts";
 
-async function writes() {
-  const p = await pair();
+async function writes(opts: Parameters<typeof pair>[0] = {}) {
+  const p = await pair(opts);
   const src = await buffer(p.a.drv, p.a.pd, 64);
   const dst = await buffer(p.b.drv, p.b.pd, 64);
   const w = (wrId: bigint, signaled = true): SendWr => ({
@@ -252,7 +254,8 @@ t.test("ignore-doorbell: the SQ doorbell's producer index is not taken", async (
 });
 
 t.test("ignore-doorbell on the RQ: a SEND waits for the next RQ doorbell", async (t) => {
-  const { p, src, dst } = await writes();
+  // recvNotPosted wait: the SEND finding no RQE waits rather than terminating
+  const { p, src, dst } = await writes({ profile: { ...profileReflush, recvNotPosted: "wait" } });
   p.b.dev.faults.add({ kind: "ignore-doorbell", queue: "rq", qpn: p.b.qp.qpn });
   p.b.drv.postRecvWr(p.b.qp, { wrId: 1n, sge: dst.sge(0, 8) });
   p.a.drv.postSend(p.a.qp, { opcode: "SEND", wrId: 3n, signaled: true, sgl: [src.sge(0, 8)] });
@@ -322,4 +325,74 @@ t.test("fault specs are validated", async (t) => {
 
 t.test("every event the model wrote matches the hardware trace's schema", async (t) => {
   t.same(traceSchemaProblems(), []);
+});
+
+t.test("stall-queue after k, until error: k WQEs run, the rest wait and are flushed at ERROR", async (t) => {
+  const { p, w, faultEvents } = await writes();
+  const id = p.a.dev.faults.add({
+    kind: "stall-queue",
+    qpn: p.a.qp.qpn,
+    queue: "sq",
+    after: 2,
+    until: "error",
+  });
+  p.a.drv.postSend(p.a.qp, [w(1n), w(2n), w(3n), w(4n)]);
+  await p.settle();
+  t.match(p.a.drv.pollWc(p.a.scq), [
+    { wrId: 1n, status: S.SUCCESS },
+    { wrId: 2n, status: S.SUCCESS },
+  ]);
+  t.match(faultEvents(), [
+    { action: "armed", id, fault: { kind: "stall-queue", after: 2, nth: 3, until: "error" } },
+    { action: "fired", id, context: { qpn: p.a.qp.qpn, queue: "sq", wqe: true, index: 4 } },
+  ]);
+  t.equal(p.mqp(p.a)?.sq.ci, 4, "two WRITEs of two blocks ran, the third waits");
+  await p.a.drv.modifyQp(p.a.qp, QpState.ERROR);
+  await p.settle();
+  t.match(p.a.drv.pollWc(p.a.scq), [
+    { wrId: 3n, status: S.FLUSH_ERR },
+    { wrId: 4n, status: S.FLUSH_ERR },
+  ]);
+  t.match(faultEvents().at(-1), { action: "cleared", context: { qpn: p.a.qp.qpn, queue: "sq" } });
+  t.match(
+    p.a.host.ofKind("flush").find((e) => e.queue === "sq"),
+    { wqes: [4, 6], blocks: [2, 2] },
+  );
+});
+
+t.test("stall-queue until error on a queue already in ERROR holds nothing back", async (t) => {
+  const { p, w } = await writes();
+  await p.a.drv.modifyQp(p.a.qp, QpState.ERROR);
+  await p.settle();
+  p.a.dev.faults.add({ kind: "stall-queue", qpn: p.a.qp.qpn, queue: "sq", until: "error" });
+  p.a.drv.postSend(p.a.qp, [w(1n)]);
+  await p.a.drv.flushWorker(p.a.qp);
+  await p.settle();
+  t.match(p.a.drv.pollWc(p.a.scq), [{ wrId: 1n, status: S.FLUSH_ERR }]);
+});
+
+t.test("a stall without `after` is not fired by the WQEs it holds back", async (t) => {
+  const { p, w, faultEvents } = await writes();
+  p.a.dev.faults.add({ kind: "stall-queue", qpn: p.a.qp.qpn, queue: "sq", ms: 50 });
+  p.a.drv.postSend(p.a.qp, [w(1n), w(2n)]);
+  await p.settle();
+  t.equal(faultEvents().filter((e) => e.action === "fired").length, 1, "fired once, by the schedule");
+  await new Promise((r) => setTimeout(r, 80));
+  await p.settle();
+  t.same(
+    p.a.drv.pollWc(p.a.scq).map((c) => c.wrId),
+    [1n, 2n],
+    "both ran once the stall was over",
+  );
+});
+
+t.test("DESTROY_QP says what the device still had to complete or flush", async (t) => {
+  const { p } = await writes();
+  // the receives' flush waits a second after the ERR transition: the destroy comes first
+  p.a.dev.faults.add({ kind: "stall-queue", qpn: p.a.qp.qpn, queue: "rq", ms: 1000 });
+  for (let i = 0; i < 3; i++) p.a.drv.postRecv(p.a.qp);
+  await p.settle();
+  await p.a.drv.destroyQp(p.a.qp);
+  const destroy = p.a.host.ofKind("cmd").find((e) => e.name === "DESTROY_QP");
+  t.match(destroy?.detail, { qpn: p.a.qp.qpn, pending: { rq: 3 } });
 });

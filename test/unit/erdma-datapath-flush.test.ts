@@ -21,7 +21,8 @@ for (const [profile, mode] of [
 ] as const) {
   t.test(`${profile.name}: flush on ERROR, then WRs posted in ERROR`, async (t) => {
     t.equal(profile.errorFlush, mode);
-    const p = await pair({ profile });
+    // the SEND waits for a receive B never posts (recvNotPosted wait): WRs outstanding at the error
+    const p = await pair({ profile: { ...profile, recvNotPosted: "wait" } });
     const src = await buffer(p.a.drv, p.a.pd, 64);
     const dst = await buffer(p.b.drv, p.b.pd, 64);
     p.a.drv.postRecvWr(p.a.qp, { wrId: 100n, sge: src.sge(0, 32) });
@@ -115,7 +116,7 @@ for (const [profile, mode] of [
 }
 
 t.test("a shared CQ: flushes of both queues land on it, each WR once", async (t) => {
-  const p = await pair({ profile: profileIbCompliant, sharedCq: true });
+  const p = await pair({ profile: { ...profileIbCompliant, recvNotPosted: "wait" }, sharedCq: true });
   const src = await buffer(p.a.drv, p.a.pd, 64);
   p.a.drv.postRecvWr(p.a.qp, { wrId: 100n, sge: src.sge() });
   p.a.drv.postSend(p.a.qp, { opcode: "SEND", wrId: 1n, sgl: [src.sge(0, 4)] });
@@ -182,7 +183,7 @@ t.test("graceful close", async (t) => {
     );
   });
   await t.test("with WRs outstanding: CLOSING -> ERROR, all flushed, no QP_FATAL", async (t) => {
-    const p = await pair();
+    const p = await pair({ profile: { ...profileReflush, recvNotPosted: "wait" } });
     const src = await buffer(p.a.drv, p.a.pd, 64);
     p.a.drv.postRecvWr(p.a.qp, { wrId: 100n, sge: src.sge() });
     p.a.drv.postSend(p.a.qp, [

@@ -550,8 +550,37 @@ t.test("CQEs across a CQ wrap: owner flips, qe_idx and qpn stay right", async (t
   );
 });
 
-t.test("a SEND waits for the peer's RQE, then completes", async (t) => {
-  const p = await pair();
+t.test(
+  "a SEND with no RQE at the peer terminates the connection (RFC 5041 7.2, no untagged buffer)",
+  async (t) => {
+    const p = await pair();
+    const src = await buffer(p.a.drv, p.a.pd, 32);
+    p.a.drv.postRecvWr(p.a.qp, { wrId: 90n, sge: src.sge() });
+    p.a.drv.postSend(p.a.qp, [
+      { opcode: "SEND", wrId: 80n, signaled: true, sgl: [src.sge()] },
+      { opcode: "SEND", wrId: 81n, signaled: true, sgl: [src.sge(0, 4)] },
+    ]);
+    await p.settle();
+    t.match(p.a.drv.pollWc(p.a.scq), [
+      { wrId: 80n, status: S.RECV_WQE_FORMAT_ERR },
+      { wrId: 81n, status: S.FLUSH_ERR },
+    ]);
+    t.match(
+      p.a.drv.pollWc(p.a.rcq),
+      [{ wrId: 90n, status: S.FLUSH_ERR }],
+      "the requester's receive flushed too",
+    );
+    t.equal(p.mqp(p.a)?.stateName, "ERROR");
+    t.match(p.mqp(p.b)?.stateName, /^ERROR/, "the responder terminated");
+    t.ok(
+      p.b.host.ofKind("state").some((e) => e.id === p.b.qp.qpn && /no untagged buffer/.test(e.to)),
+      "the responder's ERROR says why",
+    );
+  },
+);
+
+t.test("recvNotPosted wait: a SEND waits for the peer's RQE, then completes", async (t) => {
+  const p = await pair({ profile: { ...profileReflush, recvNotPosted: "wait" } });
   const src = await buffer(p.a.drv, p.a.pd, 32);
   const dst = await buffer(p.b.drv, p.b.pd, 32);
   src.write(0, pattern(32, 13));

@@ -4,12 +4,13 @@
  * fuzz-corpus.test.ts. Each test builds the finding's situation by hand.
  */
 import t from "tap";
+import { profileReflush } from "../../qemu/erdma/index.ts";
 import { buffer, pair, pattern } from "../doubles/erdma-dp-fixture.ts";
 import { QpState } from "../doubles/erdma-driver.ts";
 import { field, Hdr, Qtype, Syndrome as S } from "../doubles/erdma-sqe.ts";
 
 t.test("an SQE header claiming WQEBBs past the flush limit ends the flush at the limit", async (t) => {
-  const p = await pair();
+  const p = await pair({ profile: { ...profileReflush, recvNotPosted: "wait" } });
   // a SEND that waits (the peer has no receive posted), its header claiming 8 WQEBBs instead of 1
   const posted = p.a.drv.postSend(
     p.a.qp,

@@ -16,10 +16,12 @@ import {
   RQE_SIZE,
   SQEBB_SIZE,
   SubMod,
+  WQ_INDEX_BITS,
 } from "../hw.ts";
 import { type MttDescriptor, resolveQueueBuffer } from "../mtt.ts";
 import { errorState, isValidState, QueuePair, stateName, transitionAllowed, type WorkQueue } from "../qp.ts";
 import type { Req } from "../req.ts";
+import { distance } from "../ring.ts";
 import type { DeviceState } from "../state.ts";
 import { CmdStatus, fail } from "../status.ts";
 import type { Command } from "./types.ts";
@@ -172,7 +174,12 @@ export const destroyQp: Command = {
     if (!qp) fail(CmdStatus.NOT_FOUND, `qpn ${qpn} does not exist`);
     s.qps.delete(qpn);
     s.tracer.emit({ kind: "state", object: "qp", id: qpn, from: qp.stateName, to: "destroyed" });
-    return { detail: { qpn, state: qp.stateName } };
+    // what the device still had to complete or flush of it: the driver discards those WRs
+    const pending = {
+      sq: distance(qp.sq.pi, qp.sq.ci, WQ_INDEX_BITS),
+      rq: distance(qp.rq.pi, qp.rq.ci, WQ_INDEX_BITS),
+    };
+    return { detail: { qpn, state: qp.stateName, pending } };
   },
 };
 
