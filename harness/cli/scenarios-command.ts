@@ -14,6 +14,7 @@ import { commandLine } from "../protocol/commands.ts";
 import { type CompiledScenario, type CompiledStep, compileScenario } from "../scenario/compile.ts";
 import { stepRules } from "../scenario/exercise.ts";
 import { loadScenarioFile } from "../scenario/load.ts";
+import { DEVICE_CONDITIONS, describeCondition } from "../scenario/premise-schema.ts";
 import { DRIVERS, EXECUTORS, type FaultStep, type Scenario, type Workload } from "../scenario/schema.ts";
 import { SCENARIO_DIR, selectScenarioFiles } from "../scenario/select.ts";
 import { type Plan, planScenario, planSteps } from "../suite/plan.ts";
@@ -200,7 +201,7 @@ function wrRange(step: CompiledStep): string {
 }
 
 function faultLine(f: FaultStep): string {
-  return commandLine("device fault:", {
+  return `${commandLine("device fault:", {
     kind: f.kind,
     on: f.on,
     queue: f.queue,
@@ -210,11 +211,26 @@ function faultLine(f: FaultStep): string {
     delta: f.delta,
     vector: f.vector,
     count: f.count,
-  });
+    until: f.until,
+    after: f.after,
+  })}${f.optional ? " (optional: a control for the device model, left out where no fault can be armed)" : ""}`;
 }
 
 function ruleTitle(rule: number | string, workload: Workload): string {
   return (workload === "verbs" ? RULES : ULP_RULE_SET).find((r) => r.id === String(rule))?.title ?? "?";
+}
+
+/** The premise as --show prints it: each condition, where it is read, and the implicit one. */
+export function premiseLines(s: Scenario): string[] {
+  if (s.premise && "none" in s.premise) return [`  premise: none needed: ${oneLine(s.premise.none, 10_000)}`];
+  const faults = s.steps.some((x) => "fault" in x);
+  if (!s.premise && !faults) return ["  premise: none stated (a PASS then claims only that the rules held)"];
+  const lines = (s.premise ?? []).map(
+    (c) =>
+      `    - ${describeCondition(c)}${DEVICE_CONDITIONS.includes(c.kind) ? " (the device's hardware trace)" : ""}`,
+  );
+  if (faults) lines.push("    - every device fault the scenario arms fires (the device's hardware trace)");
+  return ["  premise (checked on every run; not met: MISS):", ...lines];
 }
 
 /** --show: per scenario, what it is meant for and the command lines each stage runs. */
@@ -252,6 +268,7 @@ export function renderShow(entries: readonly ScenarioEntry[]): string {
     }
     if (s.expect_fail)
       out.push(`  expect_fail: rules ${s.expect_fail.rules.join(", ")}: ${s.expect_fail.why}`);
+    out.push(...premiseLines(s));
     out.push("  where it runs:");
     for (const t of targetPlans(c))
       out.push(
@@ -344,6 +361,11 @@ export function entriesJson(entries: readonly ScenarioEntry[], mode: "list" | "c
       device_profiles: s.device_profiles ?? null,
       ...(s.known_bugs ? { known_bugs: s.known_bugs } : {}),
       ...(s.expect_fail ? { expect_fail: s.expect_fail } : {}),
+      premise: s.premise
+        ? "none" in s.premise
+          ? { none: s.premise.none }
+          : s.premise.map((c) => ({ ...c, text: describeCondition(c) }))
+        : null,
     };
     if (mode === "list") return base;
     if (mode === "check") return { ...base, notes: scenarioNotes(c) };

@@ -142,7 +142,9 @@ export async function runStepwise(
     };
     const firstFault = compiled.steps.findIndex((s) => s.fault);
     const leading = compiled.steps.slice(0, firstFault < 0 ? undefined : firstFault);
-    const setupDone = await run([setup, ...leading.map(ofStep)], { clear: true });
+    const setupDone = await run([setup, ...leading.filter((s) => s.commands.length > 0).map(ofStep)], {
+      clear: true,
+    });
     if (!setupDone && stuck[0]?.step === -1)
       return outcome(`setup did not finish: ${stuck[0]?.op} stuck for ${stuck[0]?.ms} ms`);
     const setupFailures = failedCommands(records);
@@ -152,7 +154,7 @@ export async function runStepwise(
     let pending: Group[] = [];
     for (const s of compiled.steps.slice(leading.length)) {
       if (!s.fault) {
-        pending.push(ofStep(s));
+        if (s.commands.length > 0) pending.push(ofStep(s));
         continue;
       }
       if (!(await run(pending))) return outcome();

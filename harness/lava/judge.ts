@@ -188,6 +188,7 @@ export function judgeLavaResults(
       ...(judged.outcome ? { outcome: judged.outcome } : {}),
       observations: [...run.observations],
       ...(judged.knownBugs ? { knownBugs: judged.knownBugs } : {}),
+      ...(judged.premise ? { premise: judged.premise } : {}),
       durationMs: 0,
     });
   }

@@ -16,7 +16,7 @@ import { phaseSent, setupSent, stepSent } from "../executor/sent.ts";
 import type { KernelArtifact } from "../kernel/types.ts";
 import type { SentCommand } from "../oracle/run-commands.ts";
 import { commandLine } from "../protocol/commands.ts";
-import { type CompiledScenario, compileScenario } from "../scenario/compile.ts";
+import { type CompiledScenario, compileScenario, withoutOptionalFaults } from "../scenario/compile.ts";
 import type { DriverName, OracleProfile, Scenario } from "../scenario/schema.ts";
 import { hangsLast } from "../suite/order.ts";
 import { planScenario, planSteps } from "../suite/plan.ts";
@@ -159,12 +159,14 @@ export function buildLavaPlan(scenarios: readonly Scenario[], opts: LavaPlanOpti
     const skip = (verdict: Verdict, reason: string) =>
       notPlanned.push({ name: s.name, file: s.file, profiles, verdict, reason });
     const plan = planScenario(s, target);
-    const compiled = compileScenario(s, {
-      addr,
-      port: FIRST_PORT + i,
-      executor: "kernel",
-      driver: opts.driver,
-    });
+    const compiled = withoutOptionalFaults(
+      compileScenario(s, {
+        addr,
+        port: FIRST_PORT + i,
+        executor: "kernel",
+        driver: opts.driver,
+      }),
+    );
     const steps = plan.run ? planSteps(compiled, target) : plan;
     if (profiles.length === 0) skip("SKIP", "no oracle profile selected");
     else if (!plan.run) skip(plan.verdict, plan.reason);

@@ -93,6 +93,18 @@ const scenario = z.looseObject({
     )
     .optional(),
   knownBugs: z.array(z.looseObject({ reference: z.string().optional() })).optional(),
+  /** the scenario's premise: why it needs none, or whether it held, condition by condition (null: not observable here) */
+  premise: z
+    .union([
+      z.looseObject({ none: z.string() }),
+      z.looseObject({
+        held: z.boolean(),
+        conditions: z.array(
+          z.looseObject({ condition: z.string(), held: z.boolean().nullable(), reason: z.string() }),
+        ),
+      }),
+    ])
+    .optional(),
   durationMs: z.number().optional(),
 });
 

@@ -7,6 +7,7 @@ import { DRAIN_TARGETS, POLL_CONTEXTS, QP_STATES, SEND_OPS } from "../protocol/c
 import { DRIVERS, type DriverName, EXECUTORS, ORACLE_PROFILES } from "./axes.ts";
 import { cqCapacityProblems } from "./cq-capacity.ts";
 import { type KnownBug, knownBugEntry, ruleRef, ULP_RULES } from "./known-bug.ts";
+import { premiseSchema } from "./premise-schema.ts";
 import { scenarioSizeProblems } from "./size-limits.ts";
 
 export {
@@ -71,6 +72,11 @@ const postCount = z.unknown().transform((value, ctx): number | Partial<Record<Dr
   return z.NEVER;
 });
 export type PostCount = z.infer<typeof postCount>;
+
+/** The largest of a count or a count per driver. */
+function minOf(c: number | Partial<Record<DriverName, number>>): number {
+  return typeof c === "number" ? c : Math.max(0, ...Object.values(c));
+}
 
 /** The count a post step has on a driver (a per-driver count without it: its largest). */
 export function countOn(c: PostCount, driver?: DriverName): number {
@@ -144,7 +150,13 @@ const poll = z.strictObject({
   poll: z.strictObject({
     /** send / recv: the CQs of the QP under test (the same one when shared); peer: the peer's */
     cq: z.enum(["send", "recv", "peer"]),
-    min: z.number().int().min(0).max(65536).default(0),
+    /** at least this many, or this many per driver (their queues count WRs differently) */
+    min: z
+      .union([
+        z.number().int().min(0).max(65536),
+        z.partialRecord(z.enum(DRIVERS), z.number().int().min(0).max(65536)),
+      ])
+      .default(0),
     wait_ms: z.number().int().min(0).max(600_000).default(1000),
   }),
   timeout_ms: ms.optional(),
@@ -186,6 +198,15 @@ const fault = z.strictObject({
     vector: z.number().int().min(0).max(64).optional(),
     /** how many consecutive events it hits (default 1) */
     count: z.number().int().min(1).max(4096).optional(),
+    /** stall-queue: the stall lasts until the QP enters ERROR */
+    until: z.literal("error").optional(),
+    /** stall-queue: the queue executes this many more WQEs first, then stalls */
+    after: z.number().int().min(0).max(4096).optional(),
+    /**
+     * a control that makes the scenario's premise certain where a device model can be told: left
+     * out where none can (siw, a device of your own), where the premise is checked as it happened
+     */
+    optional: z.boolean().optional(),
   }),
   timeout_ms: ms.optional(),
 });
@@ -343,6 +364,8 @@ const scenarioBase = z.strictObject({
   steps: z.array(stepSchema).min(1),
   /** known driver bugs: a record, or the id of one in fixtures/known-bugs.yaml */
   known_bugs: z.array(knownBugEntry).min(1).optional(),
+  /** the situation the scenario exists to create, checked on each run's traces (premise-schema.ts) */
+  premise: premiseSchema.optional(),
   /**
    * where the scenario cannot exercise what it covers though it is meant for the driver and
    * executor (a queue the driver drains as fast as it is written): a SKIP there, with the reason
@@ -461,7 +484,7 @@ export const scenarioSchema = scenarioBase.superRefine((s, ctx) => {
         path: ["steps", i, "timeout_ms"],
         message: `the step's watchdog (${step.timeout_ms} ms) ends it before its own wait (${waits} ms): it would always be a hang`,
       });
-    if ("poll" in step && step.poll.min > 0 && step.poll.wait_ms === 0)
+    if ("poll" in step && minOf(step.poll.min) > 0 && step.poll.wait_ms === 0)
       ctx.addIssue({
         code: "custom",
         path: ["steps", i, "poll", "wait_ms"],
@@ -544,6 +567,11 @@ function faultProblems(f: FaultStep): { field: string; message: string }[] {
     refuses("queue");
     refuses("wr_id");
   }
+  if (f.kind !== "stall-queue") {
+    refuses("until");
+    refuses("after");
+  } else if (f.until !== undefined && f.ms !== undefined)
+    out.push({ field: "until", message: "a stall lasts ms or until ERROR, not both" });
   if (f.kind === "stall-queue" || f.kind === "ignore-doorbell") {
     needs("queue", "sq or rq");
     refuses("wr_id");

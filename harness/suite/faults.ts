@@ -174,6 +174,8 @@ export function translateFault(
   else if (f.status !== undefined) spec.syndrome = completionStatus(f.status);
   if (f.ms !== undefined) spec.ms = f.ms;
   if (f.delta !== undefined) spec.delta = f.delta;
+  if (f.until !== undefined) spec.until = f.until;
+  if (f.after !== undefined) spec.after = f.after;
   return spec;
 }
 

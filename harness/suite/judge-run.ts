@@ -5,9 +5,16 @@
  * `hil judge` (traces a lab brought back).
  */
 import { parseConsole } from "../console/parse.ts";
-import { judgeTrace, type ProfileJudgement, ULP_RULE_SET } from "../oracle/judge.ts";
+import {
+  combineVerdicts,
+  judgeTrace,
+  type ProfileJudgement,
+  type RuleVerdict,
+  ULP_RULE_SET,
+} from "../oracle/judge.ts";
 import { applyExpectedFailures, applyKnownBugs, type BugTarget, knownBugsFor } from "../oracle/known-bugs.ts";
 import type { Observation } from "../oracle/observations.ts";
+import { checkPremise, type PremiseResult, premiseRow } from "../oracle/premise.ts";
 import type { WrRef } from "../oracle/rule.ts";
 import { devicesNamed, deviceWr } from "../oracle/rules/hw-complete.ts";
 import type { SentCommand } from "../oracle/run-commands.ts";
@@ -33,6 +40,8 @@ export interface JudgedRun {
   judgements: ProfileJudgement[];
   outcome?: { verdict: Verdict; reason: string };
   knownBugs?: KnownBug[];
+  /** whether the situation the scenario exists for happened (absent: it states none) */
+  premise?: PremiseResult;
 }
 
 export function judgeScenarioRun(
@@ -57,8 +66,17 @@ export function judgeScenarioRun(
     scenario.workload === "verbs"
       ? run.observations.flatMap((o) => (o.ev === "fault" && o.wr ? [o.wr] : []))
       : firedOnWqes(run.hw ?? []);
+  const premise = checkPremise(scenario.premise, {
+    records: run.records,
+    ...(run.hw ? { hw: run.hw } : {}),
+    driver: target.driver,
+    faults: scenario.steps.some((s) => "fault" in s),
+  });
+  const row = premise ? premiseRow(premise) : undefined;
+  // a fault that never fired broke nothing: its scenario is a MISS, not an oracle that missed it
+  const expected = row?.verdict === "MISS" ? undefined : scenario.expect_fail;
   const judgements = withHwEvidence(
-    applyKnownBugs(applyExpectedFailures(judged, scenario.expect_fail, targets), bugs),
+    applyKnownBugs(applyExpectedFailures(withPremise(judged, row), expected, targets), bugs),
     hwEvidence,
   );
   const errored =
@@ -68,7 +86,17 @@ export function judgeScenarioRun(
     judgements: leanJudgements(errored ? judgements.map((j) => ({ ...j, verdict: "ERROR" })) : judgements),
     ...(errored ? { outcome: { verdict: "ERROR" as const, reason: run.error ?? "" } } : {}),
     ...(bugs.length > 0 ? { knownBugs: bugs } : {}),
+    ...(premise ? { premise } : {}),
   };
+}
+
+/** The premise's row first in each profile's rules (its MISS explains what a PASS would have claimed). */
+function withPremise(judged: readonly ProfileJudgement[], row: RuleVerdict | undefined): ProfileJudgement[] {
+  if (!row) return [...judged];
+  return judged.map((j) => {
+    const rules = [row, ...j.rules];
+    return { ...j, rules, verdict: combineVerdicts(rules.map((r) => r.verdict)) };
+  });
 }
 
 /**

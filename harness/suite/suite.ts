@@ -23,9 +23,10 @@ import { executorFactory } from "../executor/registry.ts";
 import type { ProfileJudgement } from "../oracle/judge.ts";
 import type { BugTarget } from "../oracle/known-bugs.ts";
 import type { FaultObservation, Observation } from "../oracle/observations.ts";
+import type { PremiseResult } from "../oracle/premise.ts";
 import { type HwTraceEvent, parseHwTrace } from "../protocol/hw-trace.ts";
 import { runDirFull, writeRunFile } from "../rundir/write.ts";
-import { type CompiledScenario, compileScenario } from "../scenario/compile.ts";
+import { type CompiledScenario, compileScenario, withoutOptionalFaults } from "../scenario/compile.ts";
 import type { KnownBug, OracleProfile, Scenario } from "../scenario/schema.ts";
 import { type CheckResult, PASSING_VERDICTS, type Verdict } from "../verdict.ts";
 import { armFault, controlOf } from "./faults.ts";
@@ -109,6 +110,8 @@ export type ScenarioReport = {
   observations?: Observation[];
   /** the known driver bugs that applied to this run */
   knownBugs?: KnownBug[];
+  /** whether the situation the scenario exists for happened, condition by condition */
+  premise?: PremiseResult;
   durationMs: number;
 };
 
@@ -192,7 +195,12 @@ export function staleRecordResults(report: SuiteReport): CheckResult[] {
 function judgementResult(s: ScenarioReport, j: ProfileJudgement): CheckResult {
   const failing = j.rules.find((r) => r.verdict === j.verdict && r.verdict !== "PASS");
   const reason =
-    s.outcome?.reason ?? (failing ? `rule ${failing.rule}: ${failing.reason}` : "every rule holds");
+    s.outcome?.reason ??
+    (failing
+      ? failing.rule === "premise"
+        ? failing.reason
+        : `rule ${failing.rule}: ${failing.reason}`
+      : "every rule holds");
   return {
     id: `${s.name}[${j.profile}]`,
     title: s.name,
@@ -309,12 +317,13 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
     const s = r.scenario;
     const profiles = profilesFor(s, opts.profiles);
     const plan = planScenario(s, opts);
-    const compiled = compileScenario(s, {
+    const written = compileScenario(s, {
       addr: GUEST_ADDR,
       port: r.port,
       executor: opts.executor,
       driver: opts.driver,
     });
+    const compiled = opts.driver === "siw" || external || pci ? withoutOptionalFaults(written) : written;
     const steps = plan.run ? planSteps(compiled, opts) : plan;
     if (profiles.length === 0) report.scenarios.push(notRun(r, [], "SKIP", "no oracle profile selected"));
     else if (!plan.run) report.scenarios.push(notRun(r, profiles, plan.verdict, plan.reason));
@@ -579,6 +588,7 @@ async function recordRun(
     ...(hwTrace ? { hwTrace } : {}),
     observations: outcome.observations,
     ...(judged.knownBugs ? { knownBugs: judged.knownBugs } : {}),
+    ...(judged.premise ? { premise: judged.premise } : {}),
     durationMs: outcome.durationMs,
   });
 }

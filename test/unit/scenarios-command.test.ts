@@ -162,6 +162,8 @@ t.test("--show: the command lines of each stage, the watchdogs, the wr_ids, wher
     "    rule 9: ib_drain_* moves the QP to ERR, its marker is accepted and completes last on its queue, and it returns without a warning",
     "  oracle profiles: ib, iwarp-rdmac, linux",
     "  meant for: drivers siw, erdma; executors kernel; device profiles any",
+    "  premise (checked on every run; not met: MISS):",
+    "    - every device fault the scenario arms fires (the device's hardware trace)",
     "  where it runs:",
     "    siw/kernel: SKIP: step 5 (line 10): fault drop-cqe needs the device model's fault injection; siw has no device model",
     "    erdma/kernel: runs",

@@ -1,0 +1,131 @@
+/**
+ * The premise conditions read on the device's hardware trace (the emulated erdma): what the
+ * device held, flushed and was told, which the driver's own trace cannot show.
+ */
+
+import type { HwTraceEvent } from "../protocol/hw-trace.ts";
+import { type ErdmaTraceEvent, isServerLine } from "../protocol/hw-trace.ts";
+import type { PremiseCondition } from "../scenario/premise-schema.ts";
+
+function deviceEvents(hw: readonly HwTraceEvent[]): ErdmaTraceEvent[] {
+  return hw.filter((e): e is ErdmaTraceEvent => !isServerLine(e));
+}
+
+function qpnOf(qpns: ReadonlyMap<string, number>, on: "qp" | "peer"): number | undefined {
+  return qpns.get(on === "peer" ? "peer" : "qp");
+}
+
+const ERROR_STATE = /^ERROR\b/;
+
+/** The moment (trace time) the QP entered ERROR, if it did. */
+function errorAt(events: readonly ErdmaTraceEvent[], qpn: number): number | undefined {
+  return events.find((e) => e.kind === "state" && e.object === "qp" && e.id === qpn && ERROR_STATE.test(e.to))
+    ?.t;
+}
+
+/** A device condition: [held, what the trace showed]. */
+export function checkDeviceCondition(
+  c: PremiseCondition,
+  hw: readonly HwTraceEvent[],
+  qpns: ReadonlyMap<string, number>,
+): [boolean, string] {
+  const events = deviceEvents(hw);
+  const needQp = (on: "qp" | "peer"): number | [boolean, string] =>
+    qpnOf(qpns, on) ?? [false, `the executor's trace names no QP number of the ${on}`];
+  switch (c.kind) {
+    case "device_flushed": {
+      const qpn = c.on === undefined ? undefined : needQp(c.on);
+      if (qpn !== undefined && typeof qpn !== "number") return qpn;
+      const n = events.reduce(
+        (sum, e) =>
+          sum + (e.kind === "flush" && e.queue === c.queue && (qpn === undefined || e.qpn === qpn) ? e.count : 0),
+        0,
+      );
+      return [n >= c.min, `${n} ${c.queue} WQE(s) flushed`];
+    }
+    case "device_flushed_blocks": {
+      const qpn = needQp(c.on);
+      if (typeof qpn !== "number") return qpn;
+      const sizes = events.flatMap((e) =>
+        e.kind === "flush" && e.qpn === qpn && e.queue === c.queue
+          ? (e.blocks ?? e.wqes?.map(() => 1) ?? [])
+          : [],
+      );
+      const big = sizes.filter((b) => b >= c.blocks).length;
+      return [
+        big >= c.min,
+        `${sizes.length} WQE(s) flushed, ${big} of ${c.blocks}+ blocks (largest ${Math.max(0, ...sizes)})`,
+      ];
+    }
+    case "device_destroyed_unflushed": {
+      const qpn = needQp(c.on);
+      if (typeof qpn !== "number") return qpn;
+      const destroy = events.find(
+        (e) =>
+          e.kind === "cmd" &&
+          e.name === "DESTROY_QP" &&
+          (e.detail as { qpn?: unknown } | undefined)?.qpn === qpn,
+      );
+      if (destroy?.kind !== "cmd") return [false, `QP ${qpn} was not destroyed`];
+      const pending = (destroy.detail as { pending?: { sq?: number; rq?: number } }).pending;
+      if (!pending) return [false, "the DESTROY_QP event does not say what was pending"];
+      const n = (pending.sq ?? 0) + (pending.rq ?? 0);
+      return [
+        n > 0,
+        `at DESTROY_QP of QP ${qpn}: ${pending.sq ?? 0} sq and ${pending.rq ?? 0} rq entries pending`,
+      ];
+    }
+    case "device_posted_while_flushing": {
+      const qpn = needQp(c.on);
+      if (typeof qpn !== "number") return qpn;
+      const from = errorAt(events, qpn);
+      if (from === undefined) return [false, `QP ${qpn} never entered ERROR`];
+      const flush = events.find(
+        (e): e is Extract<ErdmaTraceEvent, { kind: "flush" }> =>
+          e.kind === "flush" && e.qpn === qpn && e.queue === c.queue && e.t > from && e.count > 0,
+      );
+      if (!flush) return [false, `nothing of QP ${qpn}'s ${c.queue} was flushed after it entered ERROR`];
+      const during = events.filter(
+        (e) => e.kind === "doorbell" && e.db === c.queue && e.id === qpn && e.t > from && e.t < flush.t,
+      ).length;
+      return [
+        during > 0,
+        `${during} ${c.queue} doorbell(s) between the ERROR transition and the end of the first flush (${flush.count} WQEs)`,
+      ];
+    }
+    case "device_ceq_batch": {
+      const since = new Map<number, number>();
+      let most = 0;
+      for (const e of events) {
+        if (e.kind === "eqe" && typeof e.eq === "number" && e.eq > 0)
+          since.set(e.eq, (since.get(e.eq) ?? 0) + 1);
+        const ceq = e.kind === "irq" && e.delivered ? /^ceq(\d+)/.exec(e.source) : null;
+        if (ceq) {
+          const eq = Number(ceq[1]);
+          most = Math.max(most, since.get(eq) ?? 0);
+          since.set(eq, 0);
+        }
+      }
+      return [most >= c.min, `at most ${most} event(s) behind one completion interrupt`];
+    }
+    default:
+      return [false, `${c.kind} is read on the executor's trace`];
+  }
+}
+
+/** Every fault armed in the trace fired at least once before it was cleared. */
+export function faultsFired(hw: readonly HwTraceEvent[]): [boolean, string] {
+  const events = deviceEvents(hw);
+  const armed = events.flatMap((e) =>
+    e.kind === "fault" && e.action === "armed" && e.id !== undefined ? [e] : [],
+  );
+  const fired = new Set(events.flatMap((e) => (e.kind === "fault" && e.action === "fired" ? [e.id] : [])));
+  const never = armed.filter((e) => !fired.has(e.id));
+  if (armed.length === 0) return [false, "no fault was armed"];
+  if (never.length === 0) return [true, `${armed.length} armed, each fired`];
+  const first = never[0];
+  return [
+    false,
+    `${never.length} of ${armed.length} never fired, first ${JSON.stringify(first?.kind === "fault" ? first.fault : {})}`,
+  ];
+}

@@ -1,0 +1,349 @@
+// Scenario premises (harness/scenario/premise-schema.ts, harness/oracle/premise.ts): each condition
+// on hand-built executor traces and device events, held and not; a run whose premise is not met is
+// a MISS naming it under every rule set, never a PASS, and an injected fault that never fired is a
+// MISS rather than an oracle that missed it; every scenario of fixtures/scenarios states a premise.
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import t from "tap";
+import { checkPremise } from "../../harness/oracle/premise.ts";
+import type { HwTraceEvent } from "../../harness/protocol/hw-trace.ts";
+import { loadScenarioFile, parseScenario } from "../../harness/scenario/load.ts";
+import { judgeScenarioRun } from "../../harness/suite/judge-run.ts";
+import { erdmaTraceEventSchema } from "../../qemu/erdma/trace-schema.ts";
+import { REPO_ROOT } from "../support/cli.ts";
+import { pair, SUCCESS, type TraceBuilder } from "../support/oracle-trace.ts";
+
+const TARGET = { driver: "erdma" as const, executor: "kernel" as const };
+
+function scenario(body: string) {
+  return parseScenario(`description: a test\ncovers: [5]\n${body}`, "test.yaml");
+}
+
+/** Device events, each checked against the hardware trace's schema. */
+function hw(...events: Record<string, unknown>[]): HwTraceEvent[] {
+  return events.map((e, i) => erdmaTraceEventSchema.parse({ t: i + 1, dev: "erdma", ...e }));
+}
+
+const READS = scenario(
+  [
+    "steps:",
+    "  - post_send: { op: read, count: 2 }",
+    "  - drain: { which: qp }",
+    "premise:",
+    "  - flushed: { queue: sq, op: read }",
+  ].join("\n"),
+);
+
+/** Two READs posted, each completing as `status`, then ib_drain_qp. */
+function reads(status: number): TraceBuilder {
+  return pair()
+    .post("qp", "sq", 1000, 2, { op: "read" })
+    .cqe("qp", "sq", 1000, { status: SUCCESS, opcodeName: "RDMA_READ" })
+    .cqe("qp", "sq", 1001, { status, opcodeName: "RDMA_READ" })
+    .drain("qp", "qp")
+    .markerDone()
+    .markerDone()
+    .drained("ERR");
+}
+
+t.test("a premise not met is a MISS naming it under every rule set, never a PASS", async (t) => {
+  const judged = judgeScenarioRun(
+    READS,
+    ["ib", "iwarp-rdmac", "linux"],
+    { records: reads(SUCCESS).records, observations: [], sent: [] },
+    TARGET,
+  );
+  t.same(
+    judged.judgements.map((j) => j.verdict),
+    ["MISS", "MISS", "MISS"],
+  );
+  const row = judged.judgements[0]?.rules[0];
+  t.match(row, {
+    rule: "premise",
+    verdict: "MISS",
+    reason:
+      "premise not met: at least 1 READ WR of the QP's sq outstanding at the ERR transition, then flushed (0 flushed)",
+  });
+  t.match(judged.premise, { held: false, conditions: [{ held: false, reason: "0 flushed" }] });
+});
+
+t.test("a premise met is a PASS row before the rules", async (t) => {
+  const judged = judgeScenarioRun(
+    READS,
+    ["linux"],
+    { records: reads(5).records, observations: [], sent: [] },
+    TARGET,
+  );
+  t.equal(judged.judgements[0]?.verdict, "PASS");
+  t.match(judged.judgements[0]?.rules[0], {
+    rule: "premise",
+    verdict: "PASS",
+    reason: /held: .*\(1 flushed\)/,
+  });
+});
+
+t.test("an injected fault that never fired is a MISS, not an oracle that missed it", async (t) => {
+  const s = scenario(
+    [
+      "drivers: [erdma]",
+      "steps:",
+      "  - post_recv: { count: 2 }",
+      "  - fault: { kind: drop-cqe, queue: rq, wr_id: 2001 }",
+      "  - drain: { which: qp }",
+      "expect_fail: { rules: [5], why: the device drops a flush completion }",
+      "premise:",
+      "  - flushed: { queue: rq }",
+    ].join("\n"),
+  );
+  const records = pair()
+    .post("qp", "rq", 2000, 2)
+    .drain("qp", "qp")
+    .markerDone()
+    .flush("qp", "rq", 2000, 2)
+    .markerDone()
+    .drained("ERR").records;
+  const armed = { kind: "fault", action: "armed", id: 1, fault: { kind: "drop-cqe" } };
+  const never = judgeScenarioRun(s, ["ib"], { records, observations: [], sent: [], hw: hw(armed) }, TARGET);
+  t.equal(never.judgements[0]?.verdict, "MISS");
+  t.match(
+    never.judgements[0]?.rules[0]?.reason,
+    /premise not met: every device fault the scenario arms fires \(1 of 1 never fired/,
+  );
+  t.notOk(
+    never.judgements[0]?.rules.some((r) => r.verdict === "FAIL"),
+    "rule 5 holding is not turned into the oracle's FAIL",
+  );
+  const fired = { kind: "fault", action: "fired", id: 1, fault: { kind: "drop-cqe" } };
+  const hit = judgeScenarioRun(
+    s,
+    ["ib"],
+    { records, observations: [], sent: [], hw: hw(armed, fired) },
+    TARGET,
+  );
+  t.equal(hit.judgements[0]?.verdict, "FAIL", "fired, and rule 5 held: the oracle missed the fault");
+});
+
+t.test(
+  "a device condition where there is no hardware trace is not observable: the rules decide",
+  async (t) => {
+    const s = scenario(
+      [
+        "steps:",
+        "  - post_recv: { count: 2 }",
+        "  - drain: { which: rq }",
+        "premise:",
+        "  - device_flushed: { queue: rq }",
+      ].join("\n"),
+    );
+    const records = pair()
+      .post("qp", "rq", 2000, 2)
+      .drain("qp", "rq")
+      .flush("qp", "rq", 2000, 2)
+      .markerDone()
+      .drained("ERR").records;
+    const judged = judgeScenarioRun(
+      s,
+      ["linux"],
+      { records, observations: [], sent: [] },
+      { ...TARGET, driver: "siw" },
+    );
+    t.match(judged.premise, { held: true, conditions: [{ held: null, reason: "no hardware trace here" }] });
+    t.match(judged.judgements[0]?.rules[0], {
+      rule: "premise",
+      verdict: "SKIP",
+      reason: /^not observable here/,
+    });
+    t.equal(judged.judgements[0]?.verdict, "PASS");
+  },
+);
+
+t.test("premise: none says why and adds no row", async (t) => {
+  const s = scenario(
+    ["steps:", "  - drain: { which: qp }", "premise:", "  none: nothing is posted"].join("\n"),
+  );
+  const records = pair().drain("qp", "qp").markerDone().markerDone().drained("ERR").records;
+  const judged = judgeScenarioRun(s, ["linux"], { records, observations: [], sent: [] }, TARGET);
+  t.same(judged.premise, { none: "nothing is posted" });
+  t.notOk(judged.judgements[0]?.rules.some((r) => r.rule === "premise"));
+});
+
+/** One condition checked on a trace and device events. */
+function holds(condition: string, records: TraceBuilder, events: HwTraceEvent[] = []) {
+  const s = scenario(["steps:", "  - drain: { which: qp }", "premise:", `  - ${condition}`].join("\n"));
+  const r = checkPremise(s.premise, { records: records.records, hw: events, driver: "erdma", faults: false });
+  if (!r || "none" in r) throw new Error("no conditions");
+  return r.conditions[0];
+}
+
+t.test("verbs conditions, each held and not", async (t) => {
+  const inErr = pair().modify("qp", "ERR").post("qp", "sq", 1000, 3).post("qp", "rq", 2000, 1);
+  t.match(holds("posted_in_error: { queue: sq, min: 3 }", inErr), { held: true, reason: "3 posted in ERR" });
+  t.match(holds("posted_in_error: { queue: sq, min: 4 }", inErr), { held: false });
+  t.match(holds("posted_in_error: { queue: rq, op: send }", inErr), {
+    held: false,
+    reason: "0 posted in ERR",
+  });
+
+  const full = pair().post("qp", "sq", 1000, 3).drain("qp", "sq");
+  t.match(holds("outstanding_at_drain: { queue: sq, min: 3 }", full), { held: true });
+  const polled = pair()
+    .post("qp", "sq", 1000, 3)
+    .cqe("qp", "sq", 1000, { status: SUCCESS })
+    .drain("qp", "sq");
+  t.match(holds("outstanding_at_drain: { queue: sq, min: { erdma: 3, siw: 1 } }", polled), {
+    held: false,
+    reason: "at most 2 outstanding at a drain's marker",
+  });
+
+  const twice = pair().drain("qp", "qp").markerDone().markerDone().drained("ERR").drain("qp", "qp");
+  t.match(holds("again_in_error: { call: drain }", twice), {
+    held: true,
+    reason: "1 of 2 drain call(s) found the QP in ERR",
+  });
+  t.match(holds("again_in_error: { call: modify }", twice), { held: false });
+  t.match(holds("again_in_error: { call: modify }", pair().modify("qp", "ERR").modify("qp", "ERR")), {
+    held: true,
+  });
+
+  const own = pair().post("qp", "sq", 1000, 1).cqe("qp", "sq", 1000, { status: 4 }).modify("qp", "ERR");
+  t.match(holds("error_without_modify: {}", own), { held: true });
+  const modified = pair().modify("qp", "ERR").post("qp", "sq", 1000, 1).cqe("qp", "sq", 1000, { status: 4 });
+  t.match(holds("error_without_modify: {}", modified), {
+    held: false,
+    reason: "the first error came after a modify to ERR",
+  });
+
+  t.match(
+    holds("chain_exceeds_queue: { queue: rq }", pair().post("qp", "rq", 2000, 65, { rc: -12, bad: 64 })),
+    {
+      held: true,
+      reason: "the longest chain 65 WR(s), the queue holds 64",
+    },
+  );
+  t.match(holds("chain_exceeds_queue: { queue: rq }", pair().post("qp", "rq", 2000, 64)), { held: false });
+
+  const shared = pair()
+    .post("qp", "sq", 1000, 1)
+    .post("peer", "sq", 5000, 1)
+    .cqe("qp", "sq", 1000, { status: SUCCESS });
+  t.match(holds("cq_shared_by_qps: { cq: send }", shared), { held: false });
+  t.match(
+    holds("cq_shared_by_qps: { cq: send }", shared.cqe("peer", "sq", 5000, { status: SUCCESS, cq: "cq" })),
+    {
+      held: true,
+    },
+  );
+});
+
+t.test("cq_wrapped counts completions against the CQ's size", async (t) => {
+  const b = pair().raw({ ev: "create", kind: "cq", name: "cq", poll: "direct", depth: 4, cqe: 4 });
+  b.post("qp", "sq", 1000, 9);
+  for (let i = 0; i < 8; i++) b.cqe("qp", "sq", 1000 + i, { status: SUCCESS });
+  t.match(holds("cq_wrapped: { cq: send, times: 2 }", b), {
+    held: false,
+    reason: "8 completion(s) polled from cq, which holds 4",
+  });
+  b.cqe("qp", "sq", 1008, { status: SUCCESS });
+  t.match(holds("cq_wrapped: { cq: send, times: 2 }", b), { held: true });
+});
+
+t.test("device conditions, each held and not", async (t) => {
+  const b = pair();
+  const qpn = 1;
+  const err = { kind: "state", object: "qp", id: qpn, from: "RTS", to: "ERROR" };
+  const flush = (t: number, count: number, extra: Record<string, unknown> = {}) => ({
+    kind: "flush",
+    qpn,
+    queue: "rq",
+    from: 0,
+    to: count,
+    count,
+    limit: "error",
+    wqes: Array.from({ length: count }, (_, i) => i),
+    ...extra,
+  });
+  const db = { kind: "doorbell", db: "rq", value: "0x1", id: qpn };
+  t.match(holds("device_posted_while_flushing: { queue: rq }", b, hw(err, db, flush(3, 4))), {
+    held: true,
+    reason: "1 rq doorbell(s) between the ERROR transition and the end of the first flush (4 WQEs)",
+  });
+  t.match(holds("device_posted_while_flushing: { queue: rq }", b, hw(err, flush(2, 4), db)), { held: false });
+  t.match(holds("device_posted_while_flushing: { queue: rq }", b, hw(db)), {
+    held: false,
+    reason: "QP 1 never entered ERROR",
+  });
+
+  const destroy = (pending: Record<string, number>) => ({
+    kind: "cmd",
+    opcode: 3,
+    submod: 0,
+    name: "DESTROY_QP",
+    cookie: 1,
+    sqeIdx: 0,
+    status: 0,
+    statusName: "OK",
+    detail: { qpn, state: "ERROR", pending },
+  });
+  t.match(holds("device_destroyed_unflushed: {}", b, hw(destroy({ sq: 0, rq: 32 }))), { held: true });
+  t.match(holds("device_destroyed_unflushed: {}", b, hw(destroy({ sq: 0, rq: 0 }))), { held: false });
+  t.match(holds("device_destroyed_unflushed: {}", b, hw()), {
+    held: false,
+    reason: "QP 1 was not destroyed",
+  });
+
+  const sqFlush = { ...flush(1, 3), queue: "sq", wqes: [0, 2, 3], blocks: [2, 1, 2] };
+  t.match(holds("device_flushed_blocks: { queue: sq, blocks: 2, min: 2 }", b, hw(sqFlush)), {
+    held: true,
+    reason: "3 WQE(s) flushed, 2 of 2+ blocks (largest 2)",
+  });
+  t.match(holds("device_flushed_blocks: { queue: sq, blocks: 2, min: 3 }", b, hw(sqFlush)), { held: false });
+  t.match(holds("device_flushed: { queue: rq, min: 4 }", b, hw(flush(1, 4))), { held: true });
+  t.match(holds("device_flushed: { queue: sq }", b, hw(flush(1, 4))), { held: false });
+
+  const eqe = (eq: number) => ({ kind: "eqe", eq, index: 0, owner: 1, detail: {} });
+  const irq = (source: string) => ({ kind: "irq", vector: 1, delivered: true, source });
+  const batch = hw(
+    ...Array.from({ length: 17 }, () => eqe(1)),
+    irq("ceq1 (held 1000 ms)"),
+    eqe(1),
+    irq("ceq1"),
+  );
+  t.match(holds("device_ceq_batch: { min: 17 }", b, batch), {
+    held: true,
+    reason: "at most 17 event(s) behind one completion interrupt",
+  });
+  t.match(holds("device_ceq_batch: { min: 18 }", b, batch), { held: false });
+});
+
+t.test("premise files are checked: one clear error naming the field", async (t) => {
+  const bad = (premise: string) => {
+    try {
+      scenario(`steps:\n  - drain: { which: qp }\npremise:\n${premise}`);
+      return "";
+    } catch (err) {
+      return (err as Error).message;
+    }
+  };
+  t.match(bad("  - flushed: { queue: xq }"), /^premise\[0\]\.flushed\.queue: Invalid option/);
+  t.match(
+    bad("  - outstanding: { queue: sq }"),
+    /a premise condition is one of flushed, posted_in_error, .*, not outstanding/,
+  );
+  t.match(bad("  - flushed: { queue: sq, when: now }"), /unknown field when/);
+  t.match(bad("  none: ''"), /premise/);
+  t.match(
+    bad("  - flushed: { queue: sq }\n    posted_in_error: { queue: rq }"),
+    /not flushed and posted_in_error/,
+  );
+});
+
+t.test("every scenario of fixtures/scenarios states its premise, or why it needs none", async (t) => {
+  const dir = join(REPO_ROOT, "fixtures", "scenarios");
+  const files = readdirSync(dir).filter((f) => f.endsWith(".yaml"));
+  t.ok(files.length > 40);
+  for (const f of files) {
+    const s = await loadScenarioFile(join(dir, f));
+    t.ok(s.premise, `${f} has a premise`);
+    if (s.premise && "none" in s.premise) t.ok(s.premise.none.length > 20, `${f} says why it needs none`);
+  }
+});
