@@ -38,7 +38,8 @@ export function checkDeviceCondition(
       if (qpn !== undefined && typeof qpn !== "number") return qpn;
       const n = events.reduce(
         (sum, e) =>
-          sum + (e.kind === "flush" && e.queue === c.queue && (qpn === undefined || e.qpn === qpn) ? e.count : 0),
+          sum +
+          (e.kind === "flush" && e.queue === c.queue && (qpn === undefined || e.qpn === qpn) ? e.count : 0),
         0,
       );
       return [n >= c.min, `${n} ${c.queue} WQE(s) flushed`];

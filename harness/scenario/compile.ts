@@ -319,7 +319,9 @@ function compileStep(
   if ("poll" in step) {
     const name = step.poll.cq === "peer" ? peerCqNames(s).recv : cq[step.poll.cq];
     return {
-      commands: [commandLine("poll", { cq: name, min: countOn(step.poll.min, driver), timeout: step.poll.wait_ms })],
+      commands: [
+        commandLine("poll", { cq: name, min: countOn(step.poll.min, driver), timeout: step.poll.wait_ms }),
+      ],
       waitMs: step.poll.wait_ms,
     };
   }
