@@ -21,7 +21,8 @@ export type RuleId =
   | "ulp-data"
   | "ulp-steps"
   | "ulp-leak"
-  | "hw-complete";
+  | "hw-complete"
+  | "hw-protocol";
 
 /**
  * A work request a problem is about: the QP's name, its queue and its wr_id; `post` is the index in
