@@ -13,6 +13,7 @@ import { rule7 } from "./rules/defined-fields.ts";
 import { rule9 } from "./rules/drain-contract.ts";
 import { rule5 } from "./rules/flushed-once.ts";
 import { hwCompleteRule } from "./rules/hw-complete.ts";
+import { hwProtocolRule } from "./rules/hw-protocol.ts";
 import { rule3 } from "./rules/partial-post.ts";
 import { rule1, rule2 } from "./rules/post-in-error.ts";
 import { returnsRule } from "./rules/returns.ts";
@@ -20,9 +21,13 @@ import { ulpDataRule, ulpLeakRule, ulpReturnsRule, ulpStepsRule } from "./rules/
 import { rule6 } from "./rules/unsignaled.ts";
 import { commandsRule } from "./run-commands.ts";
 
-/** In the order a verdict's reason picks its first failing rule: a hang first, it explains the rest. */
+/**
+ * In the order a verdict's reason picks its first failing rule: a hang first, it explains the rest;
+ * then the driver's misuse of the device (hw-protocol), which explains the completions it spoils.
+ */
 export const RULES: readonly Rule[] = [
   returnsRule,
+  hwProtocolRule,
   rule1,
   rule2,
   rule3,
@@ -38,6 +43,7 @@ export const RULES: readonly Rule[] = [
 /** A ULP workload's rules (no verbs trace: rules 1-9 have nothing to judge), a hang first. */
 export const ULP_RULE_SET: readonly Rule[] = [
   ulpReturnsRule,
+  hwProtocolRule,
   ulpStepsRule,
   ulpDataRule,
   ulpLeakRule,

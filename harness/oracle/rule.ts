@@ -22,6 +22,7 @@ export type RuleId =
   | "ulp-steps"
   | "ulp-leak"
   | "hw-complete"
+  | "hw-protocol"
   | "premise";
 
 /**

@@ -36,9 +36,13 @@ export const ULP_RULES = ["ulp-data", "ulp-steps", "ulp-leak", "hw-complete"] as
 
 /**
  * a rule (README, What is judged), the harness's own: "hang" (a step past its watchdog), "console",
- * "commands", or a ULP workload's
+ * "commands", "hw-protocol" (rule 10, the driver's use of the device, judged on every workload), or
+ * a ULP workload's
  */
-export const ruleRef = z.union([designRule, z.enum(["hang", "console", "commands", ...ULP_RULES])]);
+export const ruleRef = z.union([
+  designRule,
+  z.enum(["hang", "console", "commands", "hw-protocol", ...ULP_RULES]),
+]);
 
 /** A regular expression, checked to compile. */
 const pattern = z

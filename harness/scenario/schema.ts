@@ -533,7 +533,7 @@ function workloadProblems(s: z.infer<typeof scenarioBase>): { path: (string | nu
     if (ulp && typeof rule === "number")
       out.push({
         path: ["covers", i],
-        message: `rule ${rule} is judged on a verbs trace; the ${s.workload} workload covers ${ULP_RULES.join(", ")}, hang, console`,
+        message: `rule ${rule} is judged on a verbs trace; the ${s.workload} workload covers ${ULP_RULES.join(", ")}, hw-protocol, hang, console`,
       });
     if (!ulp && ulpRule)
       out.push({

@@ -24,7 +24,7 @@ import { QueueBuffer } from "./mtt.ts";
 import { Req } from "./req.ts";
 import { distance, slot } from "./ring.ts";
 import type { DeviceState } from "./state.ts";
-import { CmdStatus, type CmdStatusCode, statusName, toCmdError } from "./status.ts";
+import { type CmdObject, CmdStatus, type CmdStatusCode, statusName, toCmdError } from "./status.ts";
 
 export interface CmdqConfig {
   sqBase: bigint;
@@ -46,6 +46,7 @@ const FLAT_SHIFT = 40;
 interface Outcome {
   status: CmdStatusCode;
   reason?: string;
+  object?: CmdObject;
   resp0?: bigint;
   resp1?: bigint;
   detail?: Record<string, unknown>;
@@ -144,6 +145,7 @@ export class CommandQueue {
         status: out.status,
         statusName: statusName(out.status),
         ...(out.reason === undefined ? {} : { reason: out.reason }),
+        ...(out.object === undefined ? {} : { object: out.object }),
         ...(out.detail === undefined ? {} : { detail: out.detail }),
         ...(out.status === CmdStatus.OK && (out.resp0 !== undefined || out.resp1 !== undefined)
           ? { resp: [hex(resp0), hex(resp1)] as [string, string] }
@@ -212,7 +214,7 @@ export class CommandQueue {
       return { status: CmdStatus.OK, ...r };
     } catch (err) {
       const e = toCmdError(err);
-      if (e) return { status: e.status, reason: e.reason };
+      if (e) return { status: e.status, reason: e.reason, ...(e.object ? { object: e.object } : {}) };
       this.s.tracer.emit({
         kind: "internal-error",
         message: `${cmd.name}: ${err instanceof Error ? err.message : String(err)}`,

@@ -49,7 +49,7 @@ import {
   STATS_REGS,
 } from "./registers.ts";
 import { DeviceState, type Plumbing } from "./state.ts";
-import { Tracer } from "./trace.ts";
+import { type DoorbellRing, Tracer } from "./trace.ts";
 
 /** PCI identity as the vfio-user library declares devices. Class 0x0200: Ethernet controller. */
 export const ERDMA_PCI_IDENTITY = {
@@ -435,13 +435,14 @@ export class ErdmaDevice {
   private ring(slot: DoorbellSlot, value: bigint): void {
     const cmdq = this.cmdq;
     const st = this.st;
-    const trace = (id?: number, detail?: Record<string, unknown>) =>
+    const trace = (id?: number, detail?: Record<string, unknown>, ring?: DoorbellRing) =>
       this.tracer.emit({
         kind: "doorbell",
         db: slot.kind,
         value: hex(value),
         ...(id === undefined ? {} : { id }),
         ...(detail === undefined ? {} : { detail }),
+        ...(ring === undefined ? {} : { ring }),
       });
     if (!cmdq) {
       trace();
@@ -476,8 +477,8 @@ export class ErdmaDevice {
       }
       case "cq": {
         const cqn = get64n(value, [55, 32]);
-        trace(cqn, { page: slot.page });
         const cq = st.cqs.get(cqn);
+        trace(cqn, { page: slot.page }, cq && { depth: cq.depth, pi: cq.pi });
         if (!cq) this.tracer.warn("doorbell for a CQ that does not exist", { cqn });
         else if (cq.doorbell(value)) this.jobs.post("cq-arm", () => cq.fireIfPending());
         return;
@@ -486,8 +487,8 @@ export class ErdmaDevice {
         // kick_sq_db: QPN 51:32, producer index 15:0 (erdma_qp.c:490-497)
         const qpn = get64n(value, [51, 32]);
         const pi = get64n(value, [15, 0]);
-        trace(qpn, { pi, page: slot.page });
         const qp = st.qps.get(qpn);
+        trace(qpn, { pi, page: slot.page }, qp && { depth: qp.sq.depth, ci: qp.sq.ci });
         if (!qp) {
           this.tracer.warn("SQ doorbell for a QP that does not exist", { qpn });
           return;
@@ -502,8 +503,8 @@ export class ErdmaDevice {
         // the RQE's first 8 bytes: qe_idx (the new producer index) 15:0, QPN 63:32 (erdma_qp.c:547-561)
         const qpn = get64n(value, [63, 32]);
         const pi = get64n(value, [15, 0]);
-        trace(qpn, { pi, page: slot.page });
         const qp = st.qps.get(qpn);
+        trace(qpn, { pi, page: slot.page }, qp && { depth: qp.rq.depth, ci: qp.rq.ci });
         if (!qp) {
           this.tracer.warn("RQ doorbell for a QP that does not exist", { qpn });
           return;

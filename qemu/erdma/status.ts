@@ -24,19 +24,33 @@ export function statusName(status: number): string {
   return names.get(status) ?? `STATUS_${status}`;
 }
 
+/** The kinds of object a command names (the device's tables, state.ts). */
+export type CmdObjectKind = "qp" | "cq" | "eq" | "mr" | "ah" | "gid" | "db";
+
+/**
+ * The object a command was refused for: the one that does not exist (NOT_FOUND), already exists
+ * (EXISTS), or whose state or key refused it. An MR is named by its STag (MPT index << 8 | key, as
+ * the device's state events name it), the doorbell pages of FREE_DB by their SQ page.
+ */
+export interface CmdObject {
+  kind: CmdObjectKind;
+  id: number;
+}
+
 /** A command the device refuses; becomes an error completion, never an exception out of the device. */
 export class CmdError extends Error {
   constructor(
     readonly status: CmdStatusCode,
     readonly reason: string,
+    readonly object?: CmdObject,
   ) {
     super(`${statusName(status)}: ${reason}`);
     this.name = "CmdError";
   }
 }
 
-export function fail(status: CmdStatusCode, reason: string): never {
-  throw new CmdError(status, reason);
+export function fail(status: CmdStatusCode, reason: string, object?: CmdObject): never {
+  throw new CmdError(status, reason, object);
 }
 
 /** Maps an error out of a command handler to (status, reason); other errors are model bugs. */

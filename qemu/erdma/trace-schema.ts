@@ -20,6 +20,20 @@ const hex = z.string().regex(/^0x[0-9a-f]+$/, "a hex string (0x...)");
 const queue = z.enum(["sq", "rq"]);
 const record = z.record(z.string(), z.unknown());
 
+/** The object a refused command was refused for (status.ts CmdObject). */
+const cmdObject = z.strictObject({
+  kind: z.enum(["qp", "cq", "eq", "mr", "ah", "gid", "db"]),
+  id: int,
+});
+
+/**
+ * The device's view of the ring a doorbell is for, as the doorbell found it: its depth and the
+ * index the doorbell is judged against. An SQ/RQ doorbell: the device's consumer index (the next
+ * WQE it will take; SQ in 32-byte WQEBBs, RQ in RQEs). A CQ doorbell: the producer index (the CQEs
+ * written so far). Absent when the doorbell names no queue the device has.
+ */
+const doorbellRing = z.strictObject({ depth: int, ci: int.optional(), pi: int.optional() });
+
 const register = { ...base, offset: int, size: int, name: z.string(), value: hex };
 
 export const erdmaTraceEventSchema = z.discriminatedUnion("kind", [
@@ -32,6 +46,7 @@ export const erdmaTraceEventSchema = z.discriminatedUnion("kind", [
     value: hex,
     id: int.optional(),
     detail: record.optional(),
+    ring: doorbellRing.optional(),
   }),
   z.strictObject({
     ...base,
@@ -44,6 +59,8 @@ export const erdmaTraceEventSchema = z.discriminatedUnion("kind", [
     status: int,
     statusName: z.string(),
     reason: z.string().optional(),
+    /** a refused command: the object it was refused for */
+    object: cmdObject.optional(),
     detail: record.optional(),
     resp: z.tuple([hex, hex]).optional(),
   }),
@@ -154,5 +171,6 @@ export const erdmaTraceEventSchema = z.discriminatedUnion("kind", [
 ]);
 
 export type ErdmaTraceEvent = z.infer<typeof erdmaTraceEventSchema>;
+export type DoorbellRing = z.infer<typeof doorbellRing>;
 export type ErdmaTraceKind = ErdmaTraceEvent["kind"];
 export type ErdmaTraceEventOf<K extends ErdmaTraceKind> = Extract<ErdmaTraceEvent, { kind: K }>;

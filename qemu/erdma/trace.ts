@@ -4,7 +4,7 @@
  */
 import type { ErdmaTraceEvent } from "./trace-schema.ts";
 
-export type { Doorbell, ErdmaTraceEvent } from "./trace-schema.ts";
+export type { Doorbell, DoorbellRing, ErdmaTraceEvent } from "./trace-schema.ts";
 
 /** Distributes an event type over the union members so `Omit` keeps each member's fields. */
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;

@@ -11,11 +11,12 @@ import { LOC_PROT_ERR, pair, SUCCESS, TraceBuilder, verdictOf } from "../support
 t.test("every rule has a citation and a title", async (t) => {
   t.same(
     RULES.map((r) => r.id),
-    ["hang", "1", "2", "3", "4", "5", "6", "7", "9", "console", "commands"],
+    ["hang", "hw-protocol", "1", "2", "3", "4", "5", "6", "7", "9", "console", "commands"],
   );
   for (const r of RULES) t.ok(r.citation.length > 20 && r.title.length > 10, `rule ${r.id}: ${r.citation}`);
-  t.match(RULES[1]?.citation, /11\.4\.1\.1/);
-  t.match(RULES[8]?.citation, /__ib_drain_sq/);
+  t.match(RULES[1]?.citation, /erdma_flush_worker/);
+  t.match(RULES[2]?.citation, /11\.4\.1\.1/);
+  t.match(RULES[9]?.citation, /__ib_drain_sq/);
 });
 
 t.test("rule 1: sends posted in ERROR", async (t) => {

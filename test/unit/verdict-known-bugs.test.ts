@@ -284,7 +284,15 @@ t.test("the fixture records the erdma RQ-overflow bug with its citation", async 
   );
   t.same(
     s.known_bugs?.filter((b) => !b.implied).map((b) => [b.driver, b.rules, b.reference, b.kernels, b.hides]),
-    [["erdma", [4, 5], "drivers/infiniband/hw/erdma/erdma_qp.c:erdma_post_recv", undefined, [3]]],
+    [
+      [
+        "erdma",
+        [4, 5, "hw-protocol"],
+        "drivers/infiniband/hw/erdma/erdma_qp.c:erdma_post_recv",
+        undefined,
+        [3],
+      ],
+    ],
   );
 });
 

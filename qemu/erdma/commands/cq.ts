@@ -52,9 +52,9 @@ export const createCq: Command = {
     };
     if (cqn === 0 || !s.cqs.inRange(cqn))
       fail(CmdStatus.BAD_PARAM, `cqn ${cqn} outside 1..${s.cqs.limit - 1}`);
-    if (s.cqs.has(cqn)) fail(CmdStatus.EXISTS, `cqn ${cqn} exists`);
+    if (s.cqs.has(cqn)) fail(CmdStatus.EXISTS, `cqn ${cqn} exists`, { kind: "cq", id: cqn });
     if (depthLog > s.profile.caps.maxCqeLog2) fail(CmdStatus.BAD_PARAM, `depth 2^${depthLog} > max CQE`);
-    if (!s.ceqs.has(eqn)) fail(CmdStatus.NOT_FOUND, `eqn ${eqn} does not exist`);
+    if (!s.ceqs.has(eqn)) fail(CmdStatus.NOT_FOUND, `eqn ${eqn} does not exist`, { kind: "eq", id: eqn });
     if (count === 0) fail(CmdStatus.BAD_PARAM, "MTT count 0");
     const direct = level === 0 || count === 1;
     if (direct && count > 1) fail(CmdStatus.BAD_PARAM, `level 0 with ${count} pages`);
@@ -88,7 +88,7 @@ export const destroyCq: Command = {
   opcode: RdmaOp.DESTROY_CQ,
   run(s, req) {
     const cqn = req.u32(8, "cqn");
-    if (!s.cqs.has(cqn)) fail(CmdStatus.NOT_FOUND, `cqn ${cqn} does not exist`);
+    if (!s.cqs.has(cqn)) fail(CmdStatus.NOT_FOUND, `cqn ${cqn} does not exist`, { kind: "cq", id: cqn });
     const users = [...s.qps.values()]
       .filter((qp) => qp.sq.cqn === cqn || qp.rq.cqn === cqn)
       .map((qp) => qp.qpn);

@@ -141,7 +141,11 @@ export const freeDb: Command = {
   available: (p) => p.caps.extendDb,
   run(s, req) {
     const a = { rdb: req.u16(12, "rdb_off"), sdb: req.u16(14, "sdb_off"), cdb: req.u16(18, "cdb_off") };
-    if (!s.extDb.release(a)) fail(CmdStatus.NOT_FOUND, `doorbell pages ${JSON.stringify(a)} not allocated`);
+    if (!s.extDb.release(a))
+      fail(CmdStatus.NOT_FOUND, `doorbell pages ${JSON.stringify(a)} not allocated`, {
+        kind: "db",
+        id: a.sdb,
+      });
     return { detail: a };
   },
 };

@@ -25,7 +25,7 @@ export const createEq: Command = {
     if (qtype !== EqType.CEQ) fail(CmdStatus.BAD_PARAM, `qtype ${qtype}: only CEQs are created by command`);
     if (eqn === 0 || !s.ceqs.inRange(eqn))
       fail(CmdStatus.BAD_PARAM, `eqn ${eqn} outside 1..${s.ceqs.limit - 1}`);
-    if (s.ceqs.has(eqn)) fail(CmdStatus.EXISTS, `eqn ${eqn} exists`);
+    if (s.ceqs.has(eqn)) fail(CmdStatus.EXISTS, `eqn ${eqn} exists`, { kind: "eq", id: eqn });
     if (vector >= s.profile.msixVectors)
       fail(CmdStatus.BAD_PARAM, `vector ${vector} >= ${s.profile.msixVectors}`);
     if (depthLog > s.profile.maxEqDepthLog2) fail(CmdStatus.BAD_PARAM, `depth 2^${depthLog}`);
@@ -50,7 +50,7 @@ export const destroyEq: Command = {
     const eqn = req.u8(17, "eqn");
     const qtype = req.u8(19, "qtype");
     if (qtype !== EqType.CEQ) fail(CmdStatus.BAD_PARAM, `qtype ${qtype}`);
-    if (!s.ceqs.has(eqn)) fail(CmdStatus.NOT_FOUND, `eqn ${eqn} does not exist`);
+    if (!s.ceqs.has(eqn)) fail(CmdStatus.NOT_FOUND, `eqn ${eqn} does not exist`, { kind: "eq", id: eqn });
     const users = [...s.cqs.values()].filter((cq) => cq.eqn === eqn).map((cq) => cq.cqn);
     if (users.length > 0) s.tracer.warn("EQ destroyed while CQs still use it", { eqn, cqs: users });
     s.ceqs.delete(eqn);

@@ -47,7 +47,8 @@ export const regMr: Command = {
       rights: rightsNames(rights),
     };
     if (!s.mrs.inRange(mpt)) fail(CmdStatus.BAD_PARAM, `MPT index ${mpt} >= ${s.mrs.limit}`);
-    if (s.mrs.has(mpt)) fail(CmdStatus.EXISTS, `MPT index ${mpt} in use`);
+    if (s.mrs.has(mpt))
+      fail(CmdStatus.EXISTS, `MPT index ${mpt} in use`, { kind: "mr", id: s.mrs.get(mpt)?.stag ?? mpt << 8 });
     let mr: MemoryRegion;
     if (type === MrType.DMA) {
       mr = new MemoryRegion(mpt, key, pd, "dma", rights, true, 0n, 0n, undefined, s.dma);
@@ -142,6 +143,10 @@ function normalMr(
   );
 }
 
+function stag(mpt: number, key: number): number {
+  return ((mpt << 8) | key) >>> 0;
+}
+
 /** struct erdma_cmdq_dereg_mr_req (hw.h:282-285): cfg at 8, MPT index 19:0 and key 27:20. */
 export const deregMr: Command = {
   name: "DEREG_MR",
@@ -152,8 +157,9 @@ export const deregMr: Command = {
     const mpt = get32(cfg, F.MPT);
     const key = get32(cfg, F.KEY);
     const mr = s.mrs.get(mpt);
-    if (!mr) fail(CmdStatus.NOT_FOUND, `MPT index ${mpt} not registered`);
-    if (mr.key !== key) fail(CmdStatus.BAD_PARAM, `key ${key} does not match ${mr.key}`);
+    if (!mr) fail(CmdStatus.NOT_FOUND, `MPT index ${mpt} not registered`, { kind: "mr", id: stag(mpt, key) });
+    if (mr.key !== key)
+      fail(CmdStatus.BAD_PARAM, `key ${key} does not match ${mr.key}`, { kind: "mr", id: mr.stag });
     s.mrs.delete(mpt);
     s.tracer.emit({
       kind: "state",

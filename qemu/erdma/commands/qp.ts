@@ -61,7 +61,8 @@ async function buildQueue(
   elem: number,
 ) {
   const cqn = get32(q.cqnCfg, F.CQN);
-  if (!s.cqs.has(cqn)) fail(CmdStatus.NOT_FOUND, `${q.name} cqn ${cqn} does not exist`);
+  if (!s.cqs.has(cqn))
+    fail(CmdStatus.NOT_FOUND, `${q.name} cqn ${cqn} does not exist`, { kind: "cq", id: cqn });
   const count = get32(q.mttCfg, F.MTT_CNT);
   const level = get32(q.mttCfg, F.MTT_LEVEL);
   const mtt: MttDescriptor = {
@@ -100,7 +101,7 @@ export const createQp: Command = {
     const detail: Record<string, unknown> = { qpn, pd, sqDepthLog, rqDepthLog };
     if (qpn === 0 || !s.qps.inRange(qpn))
       fail(CmdStatus.BAD_PARAM, `qpn ${qpn} outside 1..${s.qps.limit - 1}`);
-    if (s.qps.has(qpn)) fail(CmdStatus.EXISTS, `qpn ${qpn} exists`);
+    if (s.qps.has(qpn)) fail(CmdStatus.EXISTS, `qpn ${qpn} exists`, { kind: "qp", id: qpn });
     // sq_size = roundup_pow_of_two(max_send_wr * 4) WQEBBs (erdma_verbs.c:968-970)
     if (2 ** sqDepthLog > MAX_SEND_WR * MAX_WQEBB_PER_SQE)
       fail(CmdStatus.BAD_PARAM, `SQ depth 2^${sqDepthLog}`);
@@ -171,7 +172,7 @@ export const destroyQp: Command = {
   run(s, req) {
     const qpn = req.u32(8, "qpn");
     const qp = s.qps.get(qpn);
-    if (!qp) fail(CmdStatus.NOT_FOUND, `qpn ${qpn} does not exist`);
+    if (!qp) fail(CmdStatus.NOT_FOUND, `qpn ${qpn} does not exist`, { kind: "qp", id: qpn });
     s.qps.delete(qpn);
     s.tracer.emit({ kind: "state", object: "qp", id: qpn, from: qp.stateName, to: "destroyed" });
     // what the device still had to complete or flush of it: the driver discards those WRs
@@ -220,7 +221,7 @@ export const modifyQp: Command = {
     const qpn = get32(cfg, MODIFY.QPN);
     const to = get32(cfg, MODIFY.STATE);
     const qp = s.qps.get(qpn);
-    if (!qp) fail(CmdStatus.NOT_FOUND, `qpn ${qpn} does not exist`);
+    if (!qp) fail(CmdStatus.NOT_FOUND, `qpn ${qpn} does not exist`, { kind: "qp", id: qpn });
     const detail: Record<string, unknown> = { qpn, from: qp.stateName, to: stateName(qp.proto, to) };
     if (qp.proto === "rocev2") {
       const mask = req.u32(16, "attr_mask");
@@ -228,7 +229,7 @@ export const modifyQp: Command = {
       if (mask & RoceMask.STATE) {
         if (!isValidState(qp.proto, to)) fail(CmdStatus.BAD_PARAM, `state ${to}`);
         if (!transitionAllowed(qp.proto, qp.state, to)) {
-          fail(CmdStatus.BAD_STATE, `${qp.stateName} -> ${stateName(qp.proto, to)}`);
+          fail(CmdStatus.BAD_STATE, `${qp.stateName} -> ${stateName(qp.proto, to)}`, { kind: "qp", id: qpn });
         }
       }
       if (mask & RoceMask.DST_QPN) qp.rocev2.dstQpn = get32(req.u32(12, "cfg1"), [19, 0]);
@@ -248,7 +249,7 @@ export const modifyQp: Command = {
       return { detail };
     }
     if (!transitionAllowed(qp.proto, qp.state, to))
-      fail(CmdStatus.BAD_STATE, `${qp.stateName} -> ${stateName(qp.proto, to)}`);
+      fail(CmdStatus.BAD_STATE, `${qp.stateName} -> ${stateName(qp.proto, to)}`, { kind: "qp", id: qpn });
     if (to === 2 /* RTS */) {
       qp.connection = {
         cookie: req.u32(12, "cookie"),
@@ -282,7 +283,7 @@ export const reflush: Command = {
     const sqPi = req.u32(12, "sq_pi");
     const rqPi = req.u32(16, "rq_pi");
     const qp = s.qps.get(qpn);
-    if (!qp) fail(CmdStatus.NOT_FOUND, `qpn ${qpn} does not exist`);
+    if (!qp) fail(CmdStatus.NOT_FOUND, `qpn ${qpn} does not exist`, { kind: "qp", id: qpn });
     const mode = s.profile.reflush;
     if (mode === "honour") {
       qp.reflushTo = { sqPi, rqPi };
@@ -303,7 +304,7 @@ export const queryQp: Command = {
   run(s, req) {
     const qpn = req.u32(8, "qpn");
     const qp = s.qps.get(qpn);
-    if (!qp) fail(CmdStatus.NOT_FOUND, `qpn ${qpn} does not exist`);
+    if (!qp) fail(CmdStatus.NOT_FOUND, `qpn ${qpn} does not exist`, { kind: "qp", id: qpn });
     const resp0 =
       put64(qp.rocev2.sqPsn ?? 0, [23, 0]) |
       put64(qp.rocev2.rqPsn ?? 0, [47, 24]) |

@@ -22,7 +22,8 @@ export const setGid: Command = {
     const del = get32(cfg, [31, 31]) === 1;
     if (!s.gids.inRange(index)) fail(CmdStatus.BAD_PARAM, `GID index ${index} >= ${s.gids.limit}`);
     if (del) {
-      if (!s.gids.delete(index)) fail(CmdStatus.NOT_FOUND, `GID index ${index} empty`);
+      if (!s.gids.delete(index))
+        fail(CmdStatus.NOT_FOUND, `GID index ${index} empty`, { kind: "gid", id: index });
       return { detail: { index, op: "del" } };
     }
     const gid = Buffer.from(req.bytesAt(12, 16, "gid")).toString("hex");
@@ -42,7 +43,7 @@ export const createAh: Command = {
     const ahn = req.u32(12, "ahn");
     const av = req.bytesAt(16, 36, "av_cfg");
     if (!s.ahs.inRange(ahn)) fail(CmdStatus.BAD_PARAM, `ahn ${ahn} >= ${s.ahs.limit}`);
-    if (s.ahs.has(ahn)) fail(CmdStatus.EXISTS, `ahn ${ahn} exists`);
+    if (s.ahs.has(ahn)) fail(CmdStatus.EXISTS, `ahn ${ahn} exists`, { kind: "ah", id: ahn });
     const dv = new DataView(av.buffer, av.byteOffset, av.byteLength);
     const entry = {
       ahn,
@@ -72,7 +73,7 @@ export const destroyAh: Command = {
   available: rocev2,
   run(s, req) {
     const ahn = req.u32(12, "ahn");
-    if (!s.ahs.delete(ahn)) fail(CmdStatus.NOT_FOUND, `ahn ${ahn} does not exist`);
+    if (!s.ahs.delete(ahn)) fail(CmdStatus.NOT_FOUND, `ahn ${ahn} does not exist`, { kind: "ah", id: ahn });
     return { detail: { ahn } };
   },
 };
