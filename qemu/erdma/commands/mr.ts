@@ -153,7 +153,11 @@ export const deregMr: Command = {
     const key = get32(cfg, F.KEY);
     const mr = s.mrs.get(mpt);
     if (!mr) fail(CmdStatus.NOT_FOUND, `MPT index ${mpt} not registered`);
-    if (mr.key !== key) fail(CmdStatus.BAD_PARAM, `key ${key} does not match ${mr.key}`);
+    if (mr.key !== key)
+      fail(
+        CmdStatus.BAD_PARAM,
+        `key ${key} does not match ${mr.key} (MPT index ${mpt}, stag ${hex(mr.stag)})`,
+      );
     s.mrs.delete(mpt);
     s.tracer.emit({
       kind: "state",
