@@ -81,7 +81,7 @@ const profileSchema = z.strictObject({
   confDeviceCommand: z.boolean(),
   maxEqDepthLog2: int(1, 15),
   maxCmdqDepth: int(4, 1 << 16),
-  closeInError: z.enum(["refuse", "accept"]).optional(),
+  closeInError: z.enum(["refuse", "accept"]),
   recvNotPosted: z.enum(["terminate", "wait"]).optional(),
 });
 

@@ -67,14 +67,16 @@ export interface ErdmaProfile {
   /** largest CMDQ SQ, in 32-byte WQEBBs */
   maxCmdqDepth: number;
   /**
-   * iWARP: what MODIFY_QP to CLOSING or TERMINATE gets when the QP is already in ERROR (a WQE
-   * failed, the device moved it there itself). "refuse" (the default): BAD_STATE, ERROR leads
-   * nowhere but ERROR; "accept": the command completes and the QP stays in ERROR. erdma's driver
-   * arms its REFLUSH only when the command to stop the QP succeeds (erdma_qp.c
-   * erdma_modify_qp_internal: need_reflush && !ret), so the answer decides whether a drain after a
-   * hardware error can complete.
+   * iWARP: what MODIFY_QP to CLOSING or TERMINATE gets when the QP is already in ERROR because the
+   * device put it there (a WQE failed). "accept": the command completes and the QP stays in ERROR
+   * (erdma, see profileReflush); "refuse": BAD_STATE, ERROR leads only to ERROR (a stricter
+   * device, as iw_cxgb4's c4iw_modify_qp is for its QPs: from ERROR only IDLE). erdma's driver
+   * never learns that the device moved a QP to ERROR (erdma_eq.c erdma_aeq_event_handler and
+   * erdma_cq.c erdma_poll_one_cqe leave qp->attrs.state alone), so a teardown sends its stop
+   * command from RTS, and the REFLUSH that lets a later drain complete is armed only when that
+   * command succeeds (erdma_qp.c erdma_modify_qp_internal: need_reflush && !ret).
    */
-  closeInError?: "refuse" | "accept";
+  closeInError: "refuse" | "accept";
   /**
    * A SEND (or WRITE with immediate) whose responder has no receive posted. "terminate" (the
    * default): the data sink's DDP finds no untagged buffer (RFC 5041 section 7.2, error type
@@ -100,7 +102,23 @@ const baseCaps: ErdmaCaps = {
   maxAhLog2: 10,
 };
 
-/** erdma as Linux 6.2+ expects it: REFLUSH honoured. The default (`hil boot --device-profile`). */
+/**
+ * erdma as Linux 6.2+ expects it: REFLUSH honoured, a stop command for a QP the device failed
+ * accepted. The default (`hil boot --device-profile`).
+ *
+ * closeInError "accept": the REFLUSH series (Cheng Xu, "[PATCH for-next 0/3] RDMA/erdma: Support
+ * flushing all WRs after QP state changed to ERROR", linux-rdma 2022-11-16; rdma.git 35765dccaf34,
+ * 54d8fffc2a50, 0edf42cbcc86, Linux 6.2) names "NoF fatal recovery" among the cases it fixes. There
+ * the device has failed a WQE and holds the QP in ERROR while the driver still holds RTS;
+ * nvme-rdma's recovery (drivers/nvme/host/rdma.c __nvme_rdma_stop_queue: rdma_disconnect, then
+ * ib_drain_qp) first sends MODIFY_QP CLOSING (iwcm.c iwcm_modify_qp_sqd: IB_QPS_SQD, which
+ * erdma_verbs.c:1512-1520 maps to CLOSING), and only that command's success arms the REFLUSH
+ * (6.12 erdma_qp.c:147-161 and :180-184; the driver then holds CLOSING, whose ERROR branch arms
+ * nothing, :166-175). On a device that refused it, every such recovery's drain would hang, so the
+ * vendor's fix for that recovery relies on the device accepting it. The rule is unchanged in 6.12
+ * and in erdma_modify_qp_state_iwarp after Boshi Yu's "RDMA/erdma: Refactor the code of the
+ * modify_qp interface" (linux-rdma 2024-12-11).
+ */
 export const profileReflush: ErdmaProfile = {
   name: "erdma-reflush",
   protocol: "iwarp",
@@ -115,6 +133,7 @@ export const profileReflush: ErdmaProfile = {
   confDeviceCommand: true,
   maxEqDepthLog2: 15,
   maxCmdqDepth: 4096,
+  closeInError: "accept",
 };
 
 /** erdma hardware as it behaved in 2022: stops in ERROR and ignores REFLUSH. */

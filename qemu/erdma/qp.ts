@@ -28,6 +28,7 @@ const I = IwarpState;
  * tuple) or ERROR; RTS -> CLOSING/TERMINATE/ERROR; CLOSING -> ERROR (erdma_qp.c:132-175); the
  * driver also moves TERMINATE -> ERROR/CLOSING and CLOSING -> IDLE (erdma_qp.c:18-31) without a
  * command, so the device allows them too. ERROR -> ERROR and CLOSING -> CLOSING are no-ops.
+ * ERROR -> CLOSING/TERMINATE is the profile's choice (profile.ts closeInError; MODIFY_QP).
  */
 const iwarpAllowed: Record<number, readonly number[]> = {
   [I.IDLE]: [I.RTR, I.RTS, I.ERROR],

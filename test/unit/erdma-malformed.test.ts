@@ -527,7 +527,6 @@ t.test("bad state transitions fail and leave the state alone", async (t) => {
   t.equal(await send(QpState.ERROR), 0);
   t.equal((await s.drv.post(R.modifyQp(qp.qpn, QpState.RTS, rts))).status, S.BAD_STATE, "ERROR -> RTS");
   t.equal(await send(QpState.IDLE), S.BAD_STATE, "ERROR -> IDLE");
-  t.equal(await send(QpState.CLOSING), S.BAD_STATE, "ERROR -> CLOSING");
   t.equal(await send(QpState.ERROR), 0, "ERROR -> ERROR is a no-op");
   t.equal(mqp?.stateName, "ERROR");
   const bad = s.host.ofKind("cmd").filter((e) => e.status === S.BAD_STATE);
@@ -536,9 +535,10 @@ t.test("bad state transitions fail and leave the state alone", async (t) => {
 });
 
 t.test(
-  "closeInError accept: MODIFY_QP to CLOSING or TERMINATE in ERROR completes, the QP stays in ERROR",
+  "the default (closeInError accept): MODIFY_QP to CLOSING or TERMINATE in ERROR completes, the QP stays in ERROR",
   async (t) => {
-    const s = await setupErdma({ version: "6.12", profile: { ...profileReflush, closeInError: "accept" } });
+    t.equal(profileReflush.closeInError, "accept", "the default profile accepts");
+    const s = await setupErdma({ version: "6.12" });
     const { cq } = await s.drv.createCq(8);
     const { qp } = await s.drv.createQp({ scq: cq, rcq: cq, maxSendWr: 4, maxRecvWr: 4 });
     const mqp = s.dev.state.qps.get(qp.qpn);
@@ -554,6 +554,28 @@ t.test(
       status: 0,
       detail: { from: "ERROR", to: "ERROR", accepted: "CLOSING in ERROR (closeInError: accept)" },
     });
+    noInternalErrors(t, s);
+  },
+);
+
+t.test(
+  "closeInError refuse: MODIFY_QP to CLOSING or TERMINATE in ERROR is BAD_STATE, the QP stays in ERROR",
+  async (t) => {
+    const s = await setupErdma({ version: "6.12", profile: { ...profileReflush, closeInError: "refuse" } });
+    const { cq } = await s.drv.createCq(8);
+    const { qp } = await s.drv.createQp({ scq: cq, rcq: cq, maxSendWr: 4, maxRecvWr: 4 });
+    const mqp = s.dev.state.qps.get(qp.qpn);
+    const send = async (to: number) => (await s.drv.post(R.modifyQp(qp.qpn, to))).status;
+    t.equal(await send(QpState.ERROR), 0);
+    t.equal(await send(QpState.CLOSING), S.BAD_STATE, "ERROR -> CLOSING refused");
+    t.equal(await send(QpState.TERMINATE), S.BAD_STATE, "ERROR -> TERMINATE refused");
+    t.equal(await send(QpState.ERROR), 0, "ERROR -> ERROR is still a no-op");
+    t.equal(mqp?.stateName, "ERROR");
+    const bad = s.host.ofKind("cmd").filter((e) => e.status === S.BAD_STATE);
+    t.match(
+      bad.map((e) => e.reason),
+      ["ERROR -> CLOSING", "ERROR -> TERMINATE"],
+    );
     noInternalErrors(t, s);
   },
 );

@@ -222,6 +222,49 @@ t.test("ulp-steps: exit codes against expect; hang: a stuck step; ulp-leak: obje
   t.equal(rule(leak, "ulp-leak")?.verdict, "FAIL");
   t.match(rule(leak, "ulp-leak")?.reason, /the device still holds 2 qp\(s\), 1 mr\(s\) more than before/);
   t.equal(rule(judge([step({})]), "ulp-leak")?.verdict, "SKIP", "not counted: nothing to judge");
+
+  // the device's refused release commands are the evidence of its leak (the kernel's count is not theirs)
+  const cmd = (name: string, status: number, statusName: string, reason?: string): HwTraceEvent => ({
+    t: 1,
+    dev: "erdma",
+    kind: "cmd",
+    opcode: 9,
+    submod: 0,
+    name,
+    cookie: 0,
+    sqeIdx: 0,
+    status,
+    statusName,
+    ...(reason ? { reason } : {}),
+  });
+  const refused = judge(
+    [
+      step({}),
+      objects({ mr: 0 }, { mr: 1 }, "kernel"),
+      objects({ qp: 0, mr: 0 }, { qp: 0, mr: 1 }, "device"),
+    ],
+    [
+      cmd("DEREG_MR", 0, "OK"),
+      cmd("DEREG_MR", 3, "BAD_PARAM", "key 3 does not match 2 (MPT index 67, stag 0x4302)"),
+      cmd("MODIFY_QP", 6, "BAD_STATE", "ERROR -> CLOSING"),
+    ],
+  );
+  t.match(
+    rule(refused, "ulp-leak")?.reason,
+    /^after the teardown the kernel still tracks 1 mr\(s\) more than before the scenario \(and 1 more\)$/,
+    "the kernel's count first, without the device's commands",
+  );
+  t.match(
+    rule(refused, "ulp-leak")?.problems?.[1]?.reason,
+    /^after the teardown the device still holds 1 mr\(s\) more than before the scenario; erdma DEREG_MR refused \(BAD_PARAM\): key 3 does not match 2 \(MPT index 67, stag 0x4302\)$/,
+    "the device's count names the release it refused",
+  );
+  const said = rule(refused, "ulp-leak")?.evidence ?? [];
+  t.same(
+    said.map((l) => l.trim()).filter((l) => l.startsWith("hw:")),
+    ["hw: erdma DEREG_MR refused (BAD_PARAM): key 3 does not match 2 (MPT index 67, stag 0x4302)"],
+    "once, for the device's count: only the refused release, not a refused MODIFY_QP or a release that worked",
+  );
 });
 
 t.test("a run that selects a ULP workload gets the ulp config fragment, once", async (t) => {

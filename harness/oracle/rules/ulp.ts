@@ -5,6 +5,7 @@
  * a disconnect or a target's teardown stuck in ib_drain_qp is a hang. The teardown leaves no QP,
  * MR, PD or connection behind, neither in the kernel nor on the device.
  */
+import { eventsOf, type HwTraceEvent } from "../../protocol/hw-trace.ts";
 import { halfOpenConnections } from "../half-open.ts";
 import { leftBehind, type UlpObjectsObservation, type UlpStepObservation } from "../observations.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
@@ -92,12 +93,22 @@ export const ulpStepsRule: Rule = {
   },
 };
 
+/** The commands that free a device object; one the device refused leaves the object behind. */
+const RELEASES = new Set(["DESTROY_QP", "DESTROY_CQ", "DEREG_MR"]);
+
+/** The release commands the device refused, with their reasons, from the device's own trace. */
+function refusedReleases(hw: readonly HwTraceEvent[] | undefined): string[] {
+  return eventsOf(hw ?? [], "cmd")
+    .filter((e) => RELEASES.has(e.name) && e.status !== 0)
+    .map((e) => `${e.dev} ${e.name} refused (${e.statusName})${e.reason ? `: ${e.reason}` : ""}`);
+}
+
 export const ulpLeakRule: Rule = {
   id: "ulp-leak",
   title: "the ULP's teardown leaves no RDMA object behind",
   citation:
     "Linux rdma restrack (drivers/infiniband/core/restrack.c: every object is released with its owner); ib_dealloc_pd_user WARNs on a PD still in use",
-  judge({ observations }) {
+  judge({ observations, hw }) {
     const counts = observations.filter((o): o is UlpObjectsObservation => o.ev === "ulp-objects");
     if (counts.length === 0)
       return skip("the objects were not counted after the teardown (it did not finish)");
@@ -105,10 +116,15 @@ export const ulpLeakRule: Rule = {
       const left = leftBehind(c.before, c.after);
       if (left.length === 0) return [];
       const where = c.source === "device" ? "the device still holds" : "the kernel still tracks";
+      // the device's count: the release commands it refused say why (the kernel forgot them anyway)
+      const refused = c.source === "device" ? refusedReleases(hw) : [];
       return [
         {
-          reason: `after the teardown ${where} ${left.map((l) => `${l.after - l.before} ${l.kind}(s)`).join(", ")} more than before the scenario`,
-          evidence: left.map((l) => `${c.source} ${l.kind}: ${l.before} before, ${l.after} after`),
+          reason: `after the teardown ${where} ${left.map((l) => `${l.after - l.before} ${l.kind}(s)`).join(", ")} more than before the scenario${refused.length > 0 ? `; ${refused.join("; ")}` : ""}`,
+          evidence: [
+            ...left.map((l) => `${c.source} ${l.kind}: ${l.before} before, ${l.after} after`),
+            ...refused.map((r) => `hw: ${r}`),
+          ],
         },
       ];
     });

@@ -159,7 +159,11 @@ export const deregMr: Command = {
     const mr = s.mrs.get(mpt);
     if (!mr) fail(CmdStatus.NOT_FOUND, `MPT index ${mpt} not registered`, { kind: "mr", id: stag(mpt, key) });
     if (mr.key !== key)
-      fail(CmdStatus.BAD_PARAM, `key ${key} does not match ${mr.key}`, { kind: "mr", id: mr.stag });
+      fail(
+        CmdStatus.BAD_PARAM,
+        `key ${key} does not match ${mr.key} (MPT index ${mpt}, stag ${hex(mr.stag)})`,
+        { kind: "mr", id: mr.stag },
+      );
     s.mrs.delete(mpt);
     s.tracer.emit({
       kind: "state",

@@ -242,6 +242,7 @@ export const modifyQp: Command = {
       return { detail };
     }
     if (!isValidState(qp.proto, to)) fail(CmdStatus.BAD_PARAM, `state ${to}`);
+    // a stop command for a QP the device already failed: the profile decides (profile.ts closeInError)
     const stopping = to === IwarpState.CLOSING || to === IwarpState.TERMINATE;
     if (qp.state === IwarpState.ERROR && stopping && s.profile.closeInError === "accept") {
       detail.to = qp.stateName;
