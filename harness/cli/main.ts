@@ -8,8 +8,15 @@ const program = new Command("hil")
     "erdma-hil: boots QEMU guests with an emulated erdma device and judges RDMA drain/flush behaviour",
   )
   .option("-V, --version", "print the versions of hil and of what it would use (hil version)")
-  .showHelpAfterError()
   .exitOverride();
+
+/** Every command's own errors (a bad option value, an unknown command) in one line with a hint, no help dump. */
+function oneLineErrors(command: Command, path: string): void {
+  command.configureOutput({
+    outputError: (text, write) => write(`hil: ${text.trim().replace(/\s*\n\s*/g, " ")} (see ${path} --help)\n`),
+  });
+  for (const sub of command.commands) oneLineErrors(sub, `${path} ${sub.name()}`);
+}
 
 // A reader that stops early (`hil ... | head`) closes the pipe: that ends the output, not the program
 // with a stack trace. Whatever cleanup is registered still runs on exit.
@@ -29,6 +36,7 @@ const argv = versionOnly ? [...process.argv.slice(0, 2), "version", ...rest] : p
 async function main(): Promise<number> {
   if (versionOnly) (await import("./version-command.ts")).register(program);
   else await registerCommands(program);
+  oneLineErrors(program, "hil");
   try {
     await program.parseAsync(argv);
     return typeof process.exitCode === "number" ? process.exitCode : 0;

@@ -179,15 +179,20 @@ function recordedMac(
     : recorded;
 }
 
+/**
+ * The scenarios the job runs, and the notices of those left out: said once the inputs are known
+ * good (a notice before an error would push the error out of sight).
+ */
 async function selectJobScenarios(
   spec: JobSpec,
   opts: RunJobOptions,
   baseDir: string,
   device: ChosenDevice | undefined,
-): Promise<Scenario[]> {
+): Promise<{ scenarios: Scenario[]; notices: string[] }> {
   let scenarios = await selectScenarios(scenarioPatterns(spec, baseDir));
   if (opts.adjustScenarios) scenarios = opts.adjustScenarios(scenarios);
-  if (!opts.meantOnly) return scenarios;
+  const notices: string[] = [];
+  if (!opts.meantOnly) return { scenarios, notices };
   const target = {
     driver: spec.driver,
     executor: spec.executor,
@@ -195,7 +200,7 @@ async function selectJobScenarios(
   };
   const verbs = scenarios.filter((s) => s.workload === "verbs");
   if (verbs.length < scenarios.length)
-    progress.info(
+    notices.push(
       `[run] ${scenarios.length - verbs.length} ULP workload scenario(s) left out (their kernel needs --config ${ULP_CONFIG}): select them with --scenario 'ulp-*'`,
     );
   scenarios = verbs;
@@ -209,11 +214,11 @@ async function selectJobScenarios(
           : device
             ? "/external"
             : "";
-    progress.info(
+    notices.push(
       `[run] ${scenarios.length - meant.length} scenario(s) not meant for ${spec.driver}/${spec.executor}${on} left out`,
     );
   }
-  return meant;
+  return { scenarios: meant, notices };
 }
 
 /** The device probes stage alone: boot, the smoke checks, nothing else. */
@@ -255,10 +260,12 @@ export async function runJob(spec: JobSpec, opts: RunJobOptions): Promise<JobRec
   checkJobSpec(spec);
   const runDir = resolve(opts.runDir);
   const device = jobDevice(spec, opts, runDir);
-  const scenarios = opts.probeOnly ? [] : await selectJobScenarios(spec, opts, baseDir, device);
+  const { scenarios, notices } = opts.probeOnly
+    ? { scenarios: [], notices: [] }
+    : await selectJobScenarios(spec, opts, baseDir, device);
   const kernelSpec = withUlpConfig(spec, scenarios);
   return writeClaimedRun(runDir, async () => {
-    const record = await runClaimedJob(kernelSpec, opts, { baseDir, runDir, device, scenarios });
+    const record = await runClaimedJob(kernelSpec, opts, { baseDir, runDir, device, scenarios, notices });
     await opts.alsoWrite?.(record);
     return record;
   });
@@ -293,7 +300,13 @@ function recordable(runDir: string, err: unknown): unknown {
 async function runClaimedJob(
   spec: JobSpec,
   opts: RunJobOptions,
-  ctx: { baseDir: string; runDir: string; device: ChosenDevice | undefined; scenarios: Scenario[] },
+  ctx: {
+    baseDir: string;
+    runDir: string;
+    device: ChosenDevice | undefined;
+    scenarios: Scenario[];
+    notices: readonly string[];
+  },
 ): Promise<JobRecord> {
   const { baseDir, runDir, device, scenarios } = ctx;
   const started = Date.now();
@@ -320,6 +333,7 @@ async function runClaimedJob(
     };
   }
   const series = spec.series ? await recordSeries(spec.series, runDir, baseDir) : undefined;
+  for (const notice of ctx.notices) progress.info(notice);
   const head = {
     kernel: guestKernel.kernel.describe,
     release: guestKernel.kernel.release,
