@@ -5,6 +5,7 @@
  * where the base was judged means the two cannot be compared there.
  */
 
+import { MAX_EVIDENCE } from "../oracle/rule.ts";
 import type { RunRecord } from "../rundir/schema.ts";
 import {
   type Cell,
@@ -31,9 +32,22 @@ export function diffVerdicts(base: RunRecord, patched: RunRecord): ValidateDiff 
   return compareCells(runCells(base), runCells(patched));
 }
 
-/** The table: changed rows first (new FAILs, fixed, not judged, changed), then the unchanged ones. */
-export function renderDiff(diff: ValidateDiff, opts: Pick<DiffTableOptions, "showUnchanged"> = {}): string {
-  return renderComparison(diff, opts);
+/**
+ * How many lines of a moved rule's evidence the table shows: all the oracle quotes (a KASAN
+ * report's access, allocation and free stacks among them), not the device's events the suite adds
+ * after them (verdicts.json has those).
+ */
+export const VALIDATE_EVIDENCE_LINES = MAX_EVIDENCE;
+
+/**
+ * The table: changed rows first (new FAILs, fixed, not judged, changed), each moved rule with its
+ * evidence, then the unchanged ones.
+ */
+export function renderDiff(
+  diff: ValidateDiff,
+  opts: Pick<DiffTableOptions, "showUnchanged" | "evidenceLines"> = {},
+): string {
+  return renderComparison(diff, { evidenceLines: VALIDATE_EVIDENCE_LINES, ...opts });
 }
 
 export function diffSummary(diff: ValidateDiff): string {

@@ -157,7 +157,8 @@ export function renderComparison(diff: VerdictComparison, opts: DiffTableOptions
   const rows = CHANGES.flatMap((c) =>
     diff.deltas.filter((d) => d.change === c && (c !== "unchanged" || opts.showUnchanged !== false)),
   );
-  if (rows.length === 0) return "no verdicts to compare\n";
+  if (diff.deltas.length === 0) return "no verdicts to compare\n";
+  if (rows.length === 0) return `no verdict changed (${diff.deltas.length} compared)\n`;
   const [left, right] = opts.sides ?? ["base", "patched"];
   const name = opts.name ?? ((d: VerdictDelta) => d.scenario ?? d.key);
   const max = opts.evidenceLines ?? 0;
@@ -166,6 +167,18 @@ export function renderComparison(diff: VerdictComparison, opts: DiffTableOptions
   const lw = Math.max(5, left.length);
   const rw = Math.max(7, right.length);
   const indent = "".padEnd(w + pw + 4);
+  // a rule's evidence already printed for the same row name under another profile (a console
+  // report FAILs the console rule of every profile): "<name> rule <r>" -> evidence and profile
+  const printed = new Map<string, { evidence: string; profile: string }>();
+  const ruleEvidence = (d: VerdictDelta, r: RuleDelta): string[] => {
+    if (!r.evidence?.length || max <= 0) return [];
+    const key = `${name(d)} rule ${r.rule}`;
+    const text = r.evidence.join("\n");
+    const before = printed.get(key);
+    if (before?.evidence === text) return [`${indent}  (the same evidence as under ${before.profile} above)`];
+    printed.set(key, { evidence: text, profile: d.profile ?? "" });
+    return evidenceBlock(r.evidence, max, `${indent}  `);
+  };
   const lines = [
     `${"scenario".padEnd(w)}  ${"profile".padEnd(pw)}  ${left.padEnd(lw)}  ${right.padEnd(rw)}  ${"change".padEnd(10)}  reason`,
   ];
@@ -177,7 +190,7 @@ export function renderComparison(diff: VerdictComparison, opts: DiffTableOptions
     if (d.rules.length === 0) lines.push(...evidenceBlock(d.evidence, max, `${indent}  `));
     for (const r of d.rules) {
       lines.push(`${indent}rule ${r.rule}: ${r.base ?? "-"} -> ${r.patched ?? "-"}  ${r.reason}`);
-      lines.push(...evidenceBlock(r.evidence, max, `${indent}  `));
+      lines.push(...ruleEvidence(d, r));
     }
     const note = opts.note?.(d);
     if (note) lines.push(`${indent}${note}`);

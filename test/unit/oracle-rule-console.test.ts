@@ -141,3 +141,35 @@ t.test(
     );
   },
 );
+
+t.test(
+  "a KASAN report's verdict evidence (what verdicts.json and hil validate show) holds its access, allocation and free stacks within the evidence limit",
+  async (t) => {
+    const observations = parseConsole(readGolden("kasan-uaf-6.12-debug").log).map(
+      (e): ConsoleObservation => ({
+        ev: "console",
+        kind: e.kind,
+        text: e.text,
+        trace: e.trace,
+        ...(e.memoryStacks ? { memoryStacks: e.memoryStacks } : {}),
+      }),
+    );
+    const v = verdictOf(b, "console", "linux", observations);
+    t.equal(v.verdict, "FAIL");
+    t.same(v.evidence, [
+      "- kasan: BUG: KASAN: slab-use-after-free in read_after_free+0x40/0x53 [hil_oops]",
+      // the access: its calls, without KASAN's own frames and the unwinder's stale "? " words
+      "  read_after_free+0x40/0x53 [hil_oops]",
+      "  hil_oops_init+0xc0/0x1000 [hil_oops]",
+      "  do_one_initcall+0xbd/0x1c6",
+      "  Allocated by task 77:",
+      "  read_after_free+0x27/0x53 [hil_oops]",
+      "  hil_oops_init+0xc0/0x1000 [hil_oops]",
+      "  do_one_initcall+0xbd/0x1c6",
+      "  Freed by task 77:",
+      "  kfree+0x1b4/0x217",
+      "  read_after_free+0x37/0x53 [hil_oops]",
+      "  hil_oops_init+0xc0/0x1000 [hil_oops]",
+    ]);
+  },
+);

@@ -75,6 +75,14 @@ t.test("the immediate-error series: new FAILs under ib and linux, a regression",
   t.match(text, /partial-post-rq-overflow\s+linux\s+FAIL\s+FAIL\s+unchanged/);
   t.notMatch(renderDiff(diff, { showUnchanged: false }), /unchanged/);
   t.equal(diffSummary(diff), "REGRESSION: 3 new FAIL, 0 fixed, 0 not judged, 3 unchanged");
+  const same = diffVerdicts(record(BASE), record(BASE));
+  t.equal(
+    renderDiff(same, { showUnchanged: false }),
+    "no verdict changed (6 compared)\n",
+    "--changed-only with nothing changed says so",
+  );
+  const none = { kernel: "debian:6.12", results: [] } as unknown as RunRecord;
+  t.equal(renderDiff(diffVerdicts(none, none)), "no verdicts to compare\n");
 });
 
 t.test("a fix: fixed FAILs, no regression", async (t) => {
@@ -140,4 +148,46 @@ t.test("empty series: an empty mbox, a cover letter only, a directory without pa
     "a file with no patch and no cover letter is an error",
   );
   t.throws(() => inspectSeries(join(dir, "missing.mbox")), /series .*missing\.mbox does not exist/);
+});
+
+t.test(
+  "a moved rule's evidence is printed under it: all the oracle quotes, then a count of the rest",
+  async (t) => {
+    const base = record([["destroy-during-flush", "linux", "PASS", { console: "PASS" }]]);
+    const patched = record([["destroy-during-flush", "linux", "FAIL", { console: "FAIL" }]]);
+    const rule = patched.scenarios?.[0]?.judgements[0]?.rules[0];
+    if (!rule) throw new Error("the record has no console rule");
+    const quoted = Array.from({ length: 12 }, (_, i) => `  quoted line ${i}`);
+    rule.evidence = [...quoted, "hw flush {}", "hw state {}"];
+    const lines = renderDiff(diffVerdicts(base, patched)).split("\n");
+    const at = lines.findIndex((l) => /^\s+rule console: PASS -> FAIL/.test(l));
+    t.ok(at > 0, "the rule that moved");
+    t.same(
+      lines.slice(at + 1, at + 14).map((l) => l.trim()),
+      [...quoted.map((l) => l.trim()), "... 2 more line(s)"],
+      "the evidence, each line indented under the rule",
+    );
+    t.notMatch(
+      renderDiff(diffVerdicts(base, patched), { evidenceLines: 0 }),
+      /quoted line/,
+      "or none when asked",
+    );
+  },
+);
+
+t.test("the same rule's evidence under a second profile of a scenario is printed once", async (t) => {
+  const cells = (v: Verdict): Cell[] => [
+    ["destroy-during-flush", "ib", v, { console: v }],
+    ["destroy-during-flush", "linux", v, { console: v }],
+  ];
+  const patched = record(cells("FAIL"));
+  for (const j of patched.scenarios?.[0]?.judgements ?? [])
+    for (const r of j.rules)
+      r.evidence = ["- kasan: BUG: KASAN: slab-use-after-free in f+0x1/0x2", "  f+0x1/0x2"];
+  const text = renderDiff(diffVerdicts(record(cells("PASS")), patched));
+  t.equal(text.match(/^\s+- kasan: BUG: KASAN/gm)?.length, 1, "the evidence once");
+  t.match(
+    text,
+    /^destroy-during-flush\s+linux\s+PASS\s+FAIL\s+NEW FAIL.*\n\s+rule console: PASS -> FAIL .*\n\s+\(the same evidence as under ib above\)$/m,
+  );
 });

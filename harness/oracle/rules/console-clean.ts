@@ -3,7 +3,30 @@
  * context or RCU stall on the console during the scenario
  * (its slice ends at the scenario's barrier mark).
  */
-import { fail, pass, type Rule } from "../rule.ts";
+import type { MemoryStack } from "../../console/parse.ts";
+import { fail, MAX_EVIDENCE, pass, type Rule } from "../rule.ts";
+
+/** A stack line that is a call: "fn+0x1/0x2 [mod]", not a stale "? fn+..." word or a RIP line. */
+const CALL_FRAME = /^[\w.$]+\+0x[0-9a-f]+\/0x[0-9a-f]+\b/;
+/** How KASAN and KFENCE made their report (mm/kasan/report.c, mm/kasan/common.c), not where the bug is. */
+const CHECKER_FRAME = /^(print_report|_*kasan_\w+|_*kfence_\w+)\+/;
+/**
+ * Calls quoted per stack of a memory report: its reason, the access stack, and the allocation and
+ * free stacks with their titles fit the rule's MAX_EVIDENCE lines (1 + 3 + 2 x (1 + 3) = 12).
+ */
+const MEMORY_STACK_FRAMES = Math.floor((MAX_EVIDENCE - 3) / 3);
+
+function callFrames(trace: readonly string[]): string[] {
+  return trace.filter((l) => CALL_FRAME.test(l) && !CHECKER_FRAME.test(l)).slice(0, MEMORY_STACK_FRAMES);
+}
+
+/**
+ * A KASAN or KFENCE report's evidence: a use-after-free is told by where the object was allocated
+ * and freed as much as by where it was read, so each of the three stacks gets its first calls.
+ */
+function memoryReportEvidence(trace: readonly string[], stacks: readonly MemoryStack[]): string[] {
+  return [...callFrames(trace), ...stacks.flatMap((m) => [m.title, ...callFrames(m.trace)])];
+}
 
 export const consoleRule: Rule = {
   id: "console",
@@ -24,11 +47,9 @@ export const consoleRule: Rule = {
     return fail(
       events.map((e) => ({
         reason: `${e.kind}: ${e.text}`,
-        evidence: [
-          ...e.trace.slice(0, 10),
-          // a use-after-free is told by where the object was freed as much as by where it was read
-          ...(e.memoryStacks ?? []).flatMap((m) => [m.title, ...m.trace.slice(0, 8)]),
-        ],
+        evidence: e.memoryStacks?.length
+          ? memoryReportEvidence(e.trace, e.memoryStacks)
+          : e.trace.slice(0, 10),
       })),
       1,
     );
