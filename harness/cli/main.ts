@@ -13,7 +13,8 @@ const program = new Command("hil")
 /** Every command's own errors (a bad option value, an unknown command) in one line with a hint, no help dump. */
 function oneLineErrors(command: Command, path: string): void {
   command.configureOutput({
-    outputError: (text, write) => write(`hil: ${text.trim().replace(/\s*\n\s*/g, " ")} (see ${path} --help)\n`),
+    outputError: (text, write) =>
+      write(`hil: ${text.trim().replace(/\s*\n\s*/g, " ")} (see ${path} --help)\n`),
   });
   for (const sub of command.commands) oneLineErrors(sub, `${path} ${sub.name()}`);
 }

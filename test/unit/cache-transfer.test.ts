@@ -389,10 +389,19 @@ async function exportBeside(
   const scratch = tempDir(t, "hil-cache-busy-");
   const { spawn } = await import("node:child_process");
   const src = join(root, "kernel-base", BASE_KEY, "src");
-  const busy = spawn("sh", ["-c", `while :; do ${script}; done`, "sh", src, scratch], { stdio: "ignore" });
-  t.teardown(() => {
-    busy.kill("SIGKILL");
+  // its own process group: stopping it stops what the loop started too (a perl, a cp)
+  const busy = spawn("sh", ["-c", `while :; do ${script}; done`, "sh", src, scratch], {
+    stdio: "ignore",
+    detached: true,
   });
+  const stop = () => {
+    try {
+      process.kill(-(busy.pid as number), "SIGKILL");
+    } catch {
+      // already gone
+    }
+  };
+  t.teardown(stop);
   const results: Array<Awaited<ReturnType<typeof hil>>> = [];
   // each export is a new chance for the race; a few are enough for the writer to hit a read
   for (let i = 0; i < 6; i++) {
@@ -400,8 +409,21 @@ async function exportBeside(
     results.push(await hil(["cache", "export", out, "--all"], { HIL_CACHE_DIR: root }));
     rmSync(out, { recursive: true, force: true });
   }
-  busy.kill("SIGKILL");
-  await new Promise((r) => busy.once("exit", r));
+  const exited = new Promise((r) => busy.once("exit", r));
+  stop();
+  await exited;
+  const gone = async (): Promise<boolean> => {
+    for (let i = 0; i < 40; i++) {
+      try {
+        process.kill(-(busy.pid as number), 0);
+      } catch {
+        return true;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return false;
+  };
+  t.ok(await gone(), "nothing the busy loop started is left running");
   return { results, root };
 }
 
