@@ -168,6 +168,21 @@ t.test("each mistake is one error with file:line:col and the field", async (t) =
   }
 });
 
+t.test("a mutant may name hw-protocol, the judge of the device's trace, among its rules", async (t) => {
+  const dir = t.testdir({
+    "no-reflush-after-post.mbox": mbox("no-reflush-after-post"),
+    "benign-reflush-immediate.mbox": mbox("benign-reflush-immediate"),
+  });
+  const file = join(dir, "mutants.yaml");
+  t.same(parseManifest(replace(6, "    rules: [5, hw-protocol]").join("\n"), file).series[0]?.rules, [
+    5,
+    "hw-protocol",
+  ]);
+  t.throws(() => parseManifest(replace(6, "    rules: [hw]").join("\n"), file), {
+    message: /^series\[0\]\.rules\[0\]: /,
+  });
+});
+
 t.test("a series file that is no patch is named", async (t) => {
   const dir = t.testdir({ "empty.mbox": "not a patch\n" });
   const lines = ["series:", "  - name: empty", ...GOOD.slice(9)];

@@ -23,9 +23,14 @@ export const MANIFEST_FILE = fileURLToPath(
 
 const KINDS = ["mutant", "benign"] as const;
 export type SeriesKind = (typeof KINDS)[number];
-export type RuleRef = number | "hang" | "console";
+/**
+ * A rule of the README's What is judged, or hw-protocol: the judge of the device's trace of how the
+ * driver used it (commands for destroyed objects, REFLUSH indexes, doorbells past the queue) being
+ * added with scenario premises; a mistake only the device can see names it.
+ */
+export type RuleRef = number | "hang" | "console" | "hw-protocol";
 
-const ruleRef = z.union([z.number().int().min(1).max(9), z.enum(["hang", "console"])]);
+const ruleRef = z.union([z.number().int().min(1).max(9), z.enum(["hang", "console", "hw-protocol"])]);
 const slug = z.string().regex(/^[a-z0-9][a-z0-9-]*$/, "lowercase letters, digits and dashes");
 
 const entrySchema = z
