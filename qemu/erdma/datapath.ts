@@ -256,6 +256,12 @@ export class DataPath implements FabricPort {
   // ---- the send queue ----------------------------------------------------------------------------
 
   private async runSq(st: DeviceState, qp: QueuePair, alive: () => boolean): Promise<void> {
+    // in ERROR the flush goes as far as its limit says: a REFLUSH may name WQEs whose doorbell the
+    // device never took (flush.ts), past its own producer index
+    if (this.inError(qp)) {
+      await this.flushSq(st, qp);
+      return;
+    }
     while (alive() && distance(qp.sq.pi, qp.sq.ci, WQ_INDEX_BITS) > 0) {
       if (this.inError(qp)) {
         await this.flushSq(st, qp);

@@ -211,3 +211,32 @@ t.test("graceful close", async (t) => {
 t.test("every event the model wrote matches the hardware trace's schema", async (t) => {
   t.same(traceSchemaProblems(), []);
 });
+
+t.test(
+  "a REFLUSH naming WQEs whose doorbells the device dropped flushes them, on the SQ as on the RQ",
+  async (t) => {
+    const p = await pair({ profile: profileReflush });
+    const src = await buffer(p.a.drv, p.a.pd, 64);
+    p.a.dev.faults.add({ kind: "ignore-doorbell", qpn: p.a.qp.qpn, queue: "sq", count: 2 });
+    p.a.dev.faults.add({ kind: "ignore-doorbell", qpn: p.a.qp.qpn, queue: "rq", count: 2 });
+    p.a.drv.postSend(p.a.qp, [
+      { opcode: "SEND", wrId: 1n, signaled: true, sgl: [src.sge(0, 8)] },
+      { opcode: "SEND", wrId: 2n, signaled: true, sgl: [src.sge(0, 8)] },
+    ]);
+    p.a.drv.postRecvWr(p.a.qp, { wrId: 100n, sge: src.sge(0, 32) });
+    p.a.drv.postRecvWr(p.a.qp, { wrId: 101n, sge: src.sge(32, 32) });
+    await p.settle();
+    t.equal(p.mqp(p.a)?.sq.pi, 0, "the device took no SQ doorbell");
+    // the driver's ERR transition: MODIFY_QP, then the flush worker's REFLUSH with its own indexes
+    await p.a.drv.modifyQp(p.a.qp, QpState.ERROR);
+    await p.settle();
+    t.match(p.a.drv.pollWc(p.a.scq), [
+      { wrId: 1n, status: S.FLUSH_ERR },
+      { wrId: 2n, status: S.FLUSH_ERR },
+    ]);
+    t.match(p.a.drv.pollWc(p.a.rcq), [
+      { wrId: 100n, status: S.FLUSH_ERR },
+      { wrId: 101n, status: S.FLUSH_ERR },
+    ]);
+  },
+);

@@ -383,6 +383,31 @@ t.test("(e) DMA outside mapped memory", async (t) => {
   t.match(r.evidence?.join("\n"), /contract \(e, dma\)/);
 });
 
+t.test("(g) a send WQE the device cannot parse, unless a fault made it fail", async (t) => {
+  const wqe = (status: number, reason: string): Ev => ({
+    ...at(),
+    kind: "wqe",
+    qpn: 3,
+    queue: "sq",
+    index: 4,
+    opcode: 1,
+    op: "READ",
+    status,
+    reason,
+  });
+  const bad = judge([...createQp(3), wqe(8, "READ SQE without its source SGE")]);
+  t.match(reasons(bad), [
+    /^QP 3 sq WQE 4 \(READ\) is one the device cannot parse: READ SQE without its source SGE/,
+  ]);
+  t.match(bad.evidence?.join("\n"), /contract \(g, wqe-format\)/);
+  t.equal(judge([...createQp(3), wqe(8, "injected")]).verdict, "PASS", "an error-wqe fault's own status");
+  t.equal(
+    judge([...createQp(3), wqe(10, "stag 0x1 invalid")]).verdict,
+    "PASS",
+    "an access error is the consumer's, not a malformed WQE",
+  );
+});
+
 t.test("(f) a refusal no check explains is never a PASS", async (t) => {
   const opcode = judge([cmd("REFLUSH", 1, { reason: "no command 0/6 on this device" })]);
   t.match(reasons(opcode), [

@@ -4,7 +4,15 @@
  * device model in qemu/erdma). A problem names its check, so a verdict says which contract broke.
  */
 
-export type HwCheck = "lifetime" | "doorbell" | "reflush" | "cq-doorbell" | "dma" | "qp-state" | "status";
+export type HwCheck =
+  | "lifetime"
+  | "doorbell"
+  | "reflush"
+  | "cq-doorbell"
+  | "dma"
+  | "qp-state"
+  | "wqe-format"
+  | "status";
 
 export interface HwContract {
   /** the letter of the check in the README's rule 10 */
@@ -55,6 +63,12 @@ export const HW_CONTRACT: Readonly<Record<HwCheck, HwContract>> = {
     citation:
       "erdma_eq.c:30-80 erdma_aeq_event_handler reports a QP the device failed as IB_EVENT_QP_FATAL and leaves qp->attrs.state, so erdma_qp.c:147-158 erdma_modify_qp_internal still stops it from RTS (CLOSING/TERMINATE); " +
       "a device whose ERROR leads only to ERROR refuses that (qemu/erdma/profile.ts closeInError: refuse) and the driver then arms no REFLUSH (erdma_qp.c:180)",
+  },
+  "wqe-format": {
+    label: "g",
+    what: "every send WQE the driver writes is one the device can parse: its opcode, its WQEBB count and the blocks its opcode needs (a READ's source SGE, a WRITE's sink)",
+    citation:
+      "erdma_qp.c erdma_push_one_sqe builds each SQE (header: erdma_hw.h ERDMA_SQE_HDR_OPCODE_MASK, ERDMA_SQE_HDR_WQEBB_CNT_MASK; erdma_readreq_sqe with its sink SGE in the next WQEBB) and the hardware completes one it cannot parse with ERDMA_WC_SEND_WQE_FORMAT_ERR (erdma_hw.h erdma_wc_status), reported as IB_WC_LOC_QP_OP_ERR (erdma_cq.c map_cqe_status)",
   },
   status: {
     label: "f",

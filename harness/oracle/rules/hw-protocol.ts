@@ -4,10 +4,12 @@
  * against the driver/device contract (harness/oracle/hw-protocol/contract.ts): (a) no command or
  * completion for an object that does not exist or was destroyed, (b) no SQ/RQ doorbell beyond
  * what can have been written, (c) REFLUSH producer indexes that agree with the doorbells, (d) CQ
- * doorbells within the CQ, (e) no DMA outside mapped memory, (f) every refused command, device
+ * doorbells within the CQ, (e) no DMA outside mapped memory, (g) no send WQE the device cannot
+ * parse, (f) every refused command, device
  * warning and internal error explained by a check or by the scenario's injected fault, else a
  * FAIL naming it. An explained complaint is listed in the verdict's evidence, never dropped.
  */
+import { WcStatus } from "../../../qemu/erdma/hw.ts";
 import { type ErdmaTraceEvent, isServerLine } from "../../protocol/hw-trace.ts";
 import { contractLine, type HwCheck } from "../hw-protocol/contract.ts";
 import { DeviceView, fmt } from "../hw-protocol/device-view.ts";
@@ -140,6 +142,14 @@ export function hwProtocolFindings(events: readonly ErdmaTraceEvent[]): {
       }
       case "wqe":
         d.view.wqe(e);
+        if (e.queue === "sq" && e.status === WcStatus.SEND_WQE_FORMAT_ERR && e.reason !== "injected") {
+          judged++;
+          add(at, e.dev, {
+            check: "wqe-format",
+            qpns: [e.qpn],
+            reason: `QP ${e.qpn} sq WQE ${e.index} (${e.op}) is one the device cannot parse: ${e.reason ?? "format error"} (t=${fmt(e.t)})`,
+          });
+        }
         return;
       case "warn":
         judged++;
