@@ -72,7 +72,10 @@ export function registerValidateCommand(program: Command): void {
       `run the base and base+series at once, on two guests (the default on a machine with ${SIDES_AT_ONCE_CPUS} or more CPUs)`,
     )
     .option("--no-sides-at-once", "run the base, then base+series")
-    .option("--all", "list the unchanged rows too (by default only the changes are, and the unchanged counted)")
+    .option(
+      "--all",
+      "list the unchanged rows too (by default only the changes are, and the unchanged counted)",
+    )
     .option("--changed-only", "only the changes (the default; kept for scripts that say it)")
     .option("--json", "print the comparison as JSON")
     .addHelpText(
