@@ -88,26 +88,29 @@ export function readmeOptions(command: string, section: string): Set<string> {
 
 const README = readFileSync(join(ROOT, "docs", "commands.md"), "utf8");
 
-t.test("every command's --help options are the options its section of docs/commands.md documents", async (t) => {
-  const leaves = await leafCommands();
-  const sections = readmeSections(README);
-  t.same([...sections.keys()].sort(), [...leaves.keys()].sort(), "a README section for each command");
-  for (const [name, cmd] of leaves) {
-    const help = helpOptions(cmd.helpInformation());
-    const documented = readmeOptions(name, sections.get(name) ?? "");
-    t.ok(help.size > 0, `hil ${name} --help lists options`);
-    t.same(
-      [...help].filter((o) => !documented.has(o)),
-      [],
-      `hil ${name}: every option of --help is in the README`,
-    );
-    t.same(
-      [...documented].filter((o) => !help.has(o)),
-      [],
-      `hil ${name}: every option the README documents is in --help`,
-    );
-  }
-});
+t.test(
+  "every command's --help options are the options its section of docs/commands.md documents",
+  async (t) => {
+    const leaves = await leafCommands();
+    const sections = readmeSections(README);
+    t.same([...sections.keys()].sort(), [...leaves.keys()].sort(), "a README section for each command");
+    for (const [name, cmd] of leaves) {
+      const help = helpOptions(cmd.helpInformation());
+      const documented = readmeOptions(name, sections.get(name) ?? "");
+      t.ok(help.size > 0, `hil ${name} --help lists options`);
+      t.same(
+        [...help].filter((o) => !documented.has(o)),
+        [],
+        `hil ${name}: every option of --help is in the README`,
+      );
+      t.same(
+        [...documented].filter((o) => !help.has(o)),
+        [],
+        `hil ${name}: every option the README documents is in --help`,
+      );
+    }
+  },
+);
 
 t.test("the parsers see a difference on either side", async (t) => {
   const section = [

@@ -255,7 +255,10 @@ async function inProcess(...args: string[]): Promise<{ stdout: string; exitCode:
 t.test("the command's modes and exit status, in process", async (t) => {
   const list = await inProcess("drain-qp-idle", "drain-rq-idle");
   t.equal(list.exitCode, 0);
-  t.match(list.stdout, /^scenario .*\ndrain-qp-idle .*\n {4}ib_drain_qp .*\ndrain-rq-idle .*\n {4}ib_drain_rq .*\n$/);
+  t.match(
+    list.stdout,
+    /^scenario .*\ndrain-qp-idle .*\n {4}ib_drain_qp .*\ndrain-rq-idle .*\n {4}ib_drain_rq .*\n$/,
+  );
   const check = await inProcess(`${BAD}/missing-field.yaml`, "--check");
   t.equal(check.exitCode, 2);
   t.match(check.stdout, /missing-field\.yaml:1:1: description: Invalid input/);
