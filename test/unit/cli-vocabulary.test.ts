@@ -209,7 +209,7 @@ t.test("every error message that names a hil option names one that exists", asyn
   }
   t.ok(named.length >= 15, `the scan finds the messages that name options (${named.length})`);
   t.ok(
-    named.some((n) => n.endsWith("device-options.ts: --device-profile")),
+    named.some((n) => n.endsWith("no-device.ts: --device-profile")),
     "including a message held in a constant",
   );
 });
