@@ -23,6 +23,31 @@ function errorAt(events: readonly ErdmaTraceEvent[], qpn: number): number | unde
     ?.t;
 }
 
+/** The device's own move of a QP to ERROR ("ERROR (<why>)", datapath.ts fail), before any MODIFY_QP to ERROR of it. */
+export function deviceErrorWithoutModify(
+  hw: readonly HwTraceEvent[],
+  qpns: ReadonlyMap<string, number>,
+  on: "qp" | "peer",
+): [boolean, string] {
+  const qpn = qpnOf(qpns, on);
+  if (qpn === undefined) return [false, `the executor's trace names no QP number of the ${on}`];
+  const events = deviceEvents(hw);
+  const own = events.find(
+    (e) => e.kind === "state" && e.object === "qp" && e.id === qpn && /^ERROR \(/.test(e.to),
+  );
+  const modify = events.find(
+    (e) =>
+      e.kind === "cmd" &&
+      e.name === "MODIFY_QP" &&
+      (e.detail as { qpn?: unknown; to?: unknown } | undefined)?.qpn === qpn &&
+      ERROR_STATE.test(String((e.detail as { to?: unknown }).to)),
+  );
+  if (own?.kind !== "state") return [false, `the device never moved QP ${qpn} to ERROR on its own`];
+  if (modify && modify.t < own.t)
+    return [false, `the device's own ERROR of QP ${qpn} came after a MODIFY_QP to ERROR`];
+  return [true, `the device moved QP ${qpn} to ${own.to} (t=${own.t.toFixed(3)})`];
+}
+
 /** A device condition: [held, what the trace showed]. */
 export function checkDeviceCondition(
   c: PremiseCondition,

@@ -18,7 +18,7 @@ import {
 } from "../scenario/premise-schema.ts";
 import type { RuleVerdict } from "./judge.ts";
 import { TraceModel } from "./model.ts";
-import { checkDeviceCondition, faultsFired } from "./premise-device.ts";
+import { checkDeviceCondition, deviceErrorWithoutModify, faultsFired } from "./premise-device.ts";
 
 /** One condition's outcome: held, not held, or not observable (no trace of the kind it reads). */
 export type ConditionResult = {
@@ -184,7 +184,14 @@ export function checkPremise(premise: Premise | undefined, input: PremiseInput):
       const [held, reason] = checkDeviceCondition(c, input.hw, qpns);
       conditions.push({ condition, held, reason });
     } else {
-      const [held, reason] = checkVerbs(c, model, input.driver);
+      let [held, reason] = checkVerbs(c, model, input.driver);
+      // an executor that polls only when it drains shows the error after the drain's modify; the
+      // device saw when the QP entered ERROR
+      if (!held && c.kind === "error_without_modify" && input.hw) {
+        const [onDevice, why] = deviceErrorWithoutModify(input.hw, qpns, c.on);
+        if (onDevice) [held, reason] = [true, why];
+        else reason = `${reason}; ${why}`;
+      }
       conditions.push({ condition, held, reason });
     }
   }

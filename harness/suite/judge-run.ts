@@ -90,11 +90,19 @@ export function judgeScenarioRun(
   };
 }
 
-/** The premise's row first in each profile's rules (its MISS explains what a PASS would have claimed). */
+/**
+ * The premise's row first in each profile's rules (its MISS explains what a PASS would have claimed).
+ * A step that hung ended the scenario before the steps that make its situation ran: the hang is the
+ * verdict, and the premise is not known (SKIP), not missed.
+ */
 function withPremise(judged: readonly ProfileJudgement[], row: RuleVerdict | undefined): ProfileJudgement[] {
   if (!row) return [...judged];
   return judged.map((j) => {
-    const rules = [row, ...j.rules];
+    const hung = row.verdict === "MISS" && j.rules.some((r) => r.rule === "hang" && r.verdict === "FAIL");
+    const premise: RuleVerdict = hung
+      ? { ...row, verdict: "SKIP", reason: `not reached: a step hung first (${row.reason})`, judged: 0 }
+      : row;
+    const rules = [premise, ...j.rules];
     return { ...j, rules, verdict: combineVerdicts(rules.map((r) => r.verdict)) };
   });
 }

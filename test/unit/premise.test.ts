@@ -157,6 +157,42 @@ t.test(
   },
 );
 
+t.test(
+  "a step that hung before the situation was made: the hang is the verdict, the premise not known",
+  async (t) => {
+    const records = pair()
+      .post("qp", "sq", 1000, 2, { op: "read" })
+      .cqe("qp", "sq", 1000, { status: SUCCESS, opcodeName: "RDMA_READ" })
+      .cqe("qp", "sq", 1001, { status: SUCCESS, opcodeName: "RDMA_READ" })
+      .drain("qp", "qp").records;
+    const stuck = {
+      ev: "stuck" as const,
+      step: 1,
+      op: "drain",
+      ms: 4000,
+      state: "polling its CQ",
+      stack: "ib_drain_qp",
+    };
+    const judged = judgeScenarioRun(
+      READS,
+      ["linux"],
+      { records, observations: [stuck], sent: [] } as unknown as Parameters<typeof judgeScenarioRun>[2],
+      TARGET,
+    );
+    const [linux] = judged.judgements;
+    t.equal(linux?.verdict, "FAIL", "the hang");
+    t.match(
+      linux?.rules.find((r) => r.rule === "hang"),
+      { verdict: "FAIL" },
+    );
+    t.match(linux?.rules[0], {
+      rule: "premise",
+      verdict: "SKIP",
+      reason: /^not reached: a step hung first \(premise not met/,
+    });
+  },
+);
+
 t.test("premise: none says why and adds no row", async (t) => {
   const s = scenario(
     ["steps:", "  - drain: { which: qp }", "premise:", "  none: nothing is posted"].join("\n"),
@@ -289,6 +325,29 @@ t.test("device conditions, each held and not", async (t) => {
   t.match(holds("device_destroyed_unflushed: {}", b, hw()), {
     held: false,
     reason: "QP 1 was not destroyed",
+  });
+
+  // an executor that polls only in its drain shows the error after the drain's modify: the device's
+  // own ERROR transition before any MODIFY_QP to ERROR holds it
+  const late = pair().post("qp", "sq", 1000, 1).modify("qp", "ERR").cqe("qp", "sq", 1000, { status: 4 });
+  const ownErr = { ...err, to: "ERROR (no RQE posted at erdma QP 2)" };
+  const modifyErr = {
+    ...destroy({}),
+    opcode: 3,
+    name: "MODIFY_QP",
+    detail: { qpn, from: "RTS", to: "ERROR" },
+  };
+  t.match(holds("error_without_modify: {}", late, hw(ownErr, modifyErr)), {
+    held: true,
+    reason: /the device moved QP 1 to ERROR \(no RQE posted/,
+  });
+  t.match(holds("error_without_modify: {}", late, hw(modifyErr, ownErr)), {
+    held: false,
+    reason: /after a modify to ERR; the device's own ERROR of QP 1 came after a MODIFY_QP to ERROR/,
+  });
+  t.match(holds("error_without_modify: {}", late, hw(err, modifyErr)), {
+    held: false,
+    reason: /never moved QP 1 to ERROR on its own/,
   });
 
   const sqFlush = { ...flush(3), queue: "sq", wqes: [0, 2, 3], blocks: [2, 1, 2] };
