@@ -23,6 +23,11 @@
 	 BIT_OF(RDMA_CM_EVENT_DEVICE_REMOVAL))
 #define HIL_CM_EVENTS (sizeof(unsigned long) * 8)
 
+static struct hil_listener *listener_of(struct hil_cmctx *ctx)
+{
+	return (struct hil_listener *)((char *)ctx - offsetof(struct hil_listener, cm));
+}
+
 static void trace_cm(const struct hil_cmctx *ctx, unsigned int event, int status, bool child)
 {
 	struct hil_rec r;
@@ -43,8 +48,7 @@ static void trace_cm(const struct hil_cmctx *ctx, unsigned int event, int status
 bool hil_cm_event(struct hil_cmctx *ctx, struct rdma_cm_id *id, unsigned int event, int status)
 {
 	if (ctx->kind == HIL_CM_LISTEN) {
-		struct hil_listener *l = (struct hil_listener *)((char *)ctx -
-								 offsetof(struct hil_listener, cm));
+		struct hil_listener *l = listener_of(ctx);
 
 		trace_cm(ctx, event, status, id != l->id);
 		if (event == RDMA_CM_EVENT_CONNECT_REQUEST) {
@@ -167,7 +171,7 @@ int hil_op_listen(struct hil_cmd *cmd)
 			l = &hil.listeners[i];
 	if (!l)
 		return hil_fail(cmd, -ENOSPC, "too many listeners");
-	hil_copy_name(l->name, name, sizeof(l->name));
+	hil_copy_str(l->name, name, sizeof(l->name));
 	l->cm.kind = HIL_CM_LISTEN;
 	l->cm.name = l->name;
 	l->cm.seen = 0;
@@ -238,8 +242,7 @@ static struct hil_listener *local_listener(const struct sockaddr_in *dst)
 
 static bool has_pending(struct hil_cmctx *c)
 {
-	struct hil_listener *l = (struct hil_listener *)((char *)c -
-							 offsetof(struct hil_listener, cm));
+	struct hil_listener *l = listener_of(c);
 	bool pending;
 
 	hil_lock(&l->lock);

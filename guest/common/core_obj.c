@@ -89,6 +89,7 @@ static int device_by_addr(struct hil_cmd *cmd, const char *addr)
 	static struct hil_cmctx probe = { .kind = HIL_CM_PROBE, .name = "probe" };
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	struct rdma_cm_id *id;
+	bool known;
 	int rc;
 
 	if (!hil_ipv4(addr, &sin.sin_addr.s_addr))
@@ -97,12 +98,11 @@ static int device_by_addr(struct hil_cmd *cmd, const char *addr)
 	if (rc)
 		return hil_fail(cmd, rc, "rdma_create_id failed");
 	rc = HIL_CM_RC(rdma_bind_addr(id, (struct sockaddr *)&sin));
-	if (!rc && hil_port_device_of_id(id))
-		rc = 1;
+	known = !rc && !hil_port_device_of_id(id);
 	hil_port_cm_destroy_id(id);
-	if (rc < 0)
-		return hil_fail(cmd, rc, "rdma_bind_addr(%s) failed", addr);
 	if (rc)
+		return hil_fail(cmd, rc, "rdma_bind_addr(%s) failed", addr);
+	if (!known)
 		return hil_fail(cmd, -ENODEV, "%s is not the address of an RDMA device", addr);
 	return 0;
 }
@@ -176,7 +176,7 @@ int hil_op_pd(struct hil_cmd *cmd)
 	if (rc)
 		return hil_fail(cmd, rc, HIL_VERB("alloc_pd") " failed");
 	pd->in_use = true;
-	hil_copy_name(pd->name, name, sizeof(pd->name));
+	hil_copy_str(pd->name, name, sizeof(pd->name));
 	hil_rec_begin(&r, "create");
 	hil_rec_str(&r, "kind", "pd");
 	hil_rec_str(&r, "name", name);
@@ -209,7 +209,7 @@ int hil_op_cq(struct hil_cmd *cmd)
 	if (rc)
 		return rc;
 	cq->in_use = true;
-	hil_copy_name(cq->name, name, sizeof(cq->name));
+	hil_copy_str(cq->name, name, sizeof(cq->name));
 	cq->depth = depth;
 	hil_atomic_set(&cq->ncqe, 0);
 	cq->polled = 0;
@@ -240,7 +240,7 @@ static struct hil_pool *pool_alloc(const struct hil_qp_params *p)
 
 	if (!pool)
 		return NULL;
-	hil_copy_name(pool->name, p->name, sizeof(pool->name));
+	hil_copy_str(pool->name, p->name, sizeof(pool->name));
 	pool->slot_len = p->slot_len;
 	pool->nslots[HIL_SQ] = p->sq ? p->sq : 1;
 	pool->nslots[HIL_RQ] = p->rq ? p->rq : 1;
@@ -319,7 +319,7 @@ int hil_qp_params_parse(struct hil_cmd *cmd, struct hil_qp_params *p)
 	     hil_arg_u32(cmd, "max_wrs", hil.max_wrs, &p->max_wrs);
 	if (rc)
 		return rc;
-	hil_copy_name(p->name, name, sizeof(p->name));
+	hil_copy_str(p->name, name, sizeof(p->name));
 	p->pd = hil_find_pd(hil_arg(cmd, "pd"));
 	p->scq = hil_find_cq(hil_arg(cmd, "scq"));
 	p->rcq = hil_find_cq(hil_arg(cmd, "rcq"));
@@ -362,7 +362,7 @@ struct hil_qp *hil_qp_alloc(struct hil_cmd *cmd, const struct hil_qp_params *p,
 	q->cm.name = q->name;
 	q->cm.seen = 0;
 	q->cm.status = 0;
-	hil_copy_name(q->name, p->name, sizeof(q->name));
+	hil_copy_str(q->name, p->name, sizeof(q->name));
 	q->pd = p->pd;
 	q->scq = p->scq;
 	q->rcq = p->rcq;

@@ -216,7 +216,7 @@ static int parse_access(struct hil_cmd *cmd, const char *text, int *out)
 	*out = 0;
 	if (strlen(text) >= sizeof(buf))
 		return hil_fail(cmd, -EINVAL, "access= is too long");
-	hil_copy_name(buf, text, sizeof(buf));
+	hil_copy_str(buf, text, sizeof(buf));
 	while ((tok = strsep(&p, ","))) {
 		if (!strcmp(tok, "local_write"))
 			*out |= HIL_ACCESS_LOCAL_WRITE;

@@ -56,7 +56,8 @@ static inline void hil_free(const void *p)
 	kfree(p);
 }
 
-static inline void hil_copy_name(char *dst, const char *src, size_t size)
+/* `src` into `dst` of `size` bytes, cut to fit, always terminated */
+static inline void hil_copy_str(char *dst, const char *src, size_t size)
 {
 	strscpy(dst, src, size);
 }

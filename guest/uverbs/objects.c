@@ -39,7 +39,7 @@ int hil_port_device_open(struct hil_cmd *cmd)
 
 	if (rc)
 		return hil_fail(cmd, -rc, "ibv_query_device failed");
-	hil_copy_name(d->name, ibv_get_device_name(ctx->device), sizeof(d->name));
+	hil_copy_str(d->name, ibv_get_device_name(ctx->device), sizeof(d->name));
 	d->node_type = (uint32_t)ctx->device->node_type;
 	d->max_qp_wr = (uint32_t)attr.max_qp_wr;
 	d->max_cqe = (uint32_t)attr.max_cqe;
