@@ -23,7 +23,7 @@ import { progress } from "../util/progress.ts";
 import { buildGuestToolsLayer } from "./image/guest-tools.ts";
 import { buildInitramfs } from "./image/initramfs.ts";
 import { kernelBootLimits } from "./kernel/boot-args.ts";
-import { buildKernel } from "./kernel/build.ts";
+import { buildKernel, checkKernelRequest } from "./kernel/build.ts";
 import type { KernelArtifact, KernelRequest } from "./kernel/types.ts";
 
 /** The guest NIC's MAC unless a caller picks another; the erdma device reports the same one. */
@@ -41,6 +41,8 @@ export interface PreparedGuest {
 
 /** Builds (or finds cached) everything a guest boot needs: QEMU, the kernel, the initramfs with the guest tools. */
 export async function prepareGuest(req: KernelRequest): Promise<PreparedGuest> {
+  // a mistyped --kernel or --config is told before QEMU is built
+  await checkKernelRequest(req);
   const qemu = await ensureQemu();
   const kernel = await buildKernel(req);
   const tools = await buildGuestToolsLayer();

@@ -3,9 +3,11 @@
  * location, never from the working directory (hil runs from a kernel tree, under `git bisect run`,
  * through a symlink on PATH or a global install).
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { sourceDigest } from "./source-digest.ts";
 
 /** The package's root directory (where package.json is), with a trailing separator. */
 export const PACKAGE_ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -17,9 +19,35 @@ export function packagePath(...parts: string[]): string {
 
 let version: string | undefined;
 
-/** The package's version (package.json). */
+/** The source entries whose content is this hil (what a run was judged by). */
+const SOURCE_ENTRIES = ["bin", "guest", "harness", "qemu", "util", "fixtures", "package.json"];
+
+/**
+ * Which code this is, as build metadata: the git commit of the package's own checkout (with
+ * `.dirty` when tracked files differ from it), or else a digest of its sources (an install
+ * without git), so a run record names the code that judged it.
+ */
+function buildIdentity(): string {
+  try {
+    const git = (args: string[]) =>
+      execFileSync("git", ["-C", PACKAGE_ROOT, ...args], {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "ignore"],
+      }).trim();
+    if (resolve(git(["rev-parse", "--show-toplevel"])) === resolve(PACKAGE_ROOT)) {
+      const commit = git(["rev-parse", "--short=12", "HEAD"]);
+      const dirty = git(["status", "--porcelain", "--untracked-files=no"]) !== "";
+      return `g${commit}${dirty ? ".dirty" : ""}`;
+    }
+  } catch {
+    // no git, or not a checkout of its own
+  }
+  return `src.${sourceDigest(PACKAGE_ROOT, SOURCE_ENTRIES).slice(0, 16)}`;
+}
+
+/** The package's version (package.json) with the code it is at: 0.1.0+g9bf0029a1b2c or 0.1.0+src.<digest>. */
 export function packageVersion(): string {
-  version ??= (JSON.parse(readFileSync(packagePath("package.json"), "utf8")) as { version: string }).version;
+  version ??= `${(JSON.parse(readFileSync(packagePath("package.json"), "utf8")) as { version: string }).version}+${buildIdentity()}`;
   return version;
 }
 

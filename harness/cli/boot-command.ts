@@ -1,8 +1,8 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { progress } from "../../util/progress.ts";
+import { bootDevice } from "../backend/registry.ts";
 import { bootPrepared, DEFAULT_GUEST_MAC, prepareGuest } from "../boot.ts";
-import { bootDevice } from "../device.ts";
 import { bootTrouble, settle } from "./boot-trouble.ts";
 import { addDeviceOptions, type DeviceOptionValues, deviceOptions } from "./device-options.ts";
 import { addKernelOptions, type KernelOptionValues, kernelRequest, parseSeconds } from "./kernel-options.ts";

@@ -1,13 +1,13 @@
 import { existsSync } from "node:fs";
 import { mkdtemp, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join, relative, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { type Command, Option } from "commander";
 import { diskFullError, writeFileAtomic } from "../../util/atomic-write.ts";
 import { ENVIRONMENT_EXIT, HilError } from "../../util/errors.ts";
 import { makeDir } from "../../util/make-dir.ts";
 import { progress } from "../../util/progress.ts";
-import { screenshotHtml } from "../report/browser.ts";
+import { screenshotHtml, screenshotPart } from "../report/browser.ts";
 import { type FoundChromium, requireChromium } from "../report/browser-find.ts";
 import { renderHtml } from "../report/html.ts";
 import { renderJunit } from "../report/junit.ts";
@@ -121,23 +121,29 @@ async function writeWithScreenshot(
     htmlFile === undefined ? join(scratch as string, "report.html") : besideTmp(htmlFile, ".html");
   const pngTmp = besideTmp(png, ".png");
   const step = progress.step(`[report] drawing the report in headless chromium (${browser.binary})`);
+  let parts = 0;
   try {
     if (htmlFile) await makeDir(dirname(htmlFile)).catch(cannotWrite(htmlFile));
     await writeFile(source, text).catch(cannotWrite(htmlFile ?? source));
     const shot = await screenshotHtml(source, pngTmp, { binary: browser.binary });
-    step.succeed(`${shot.width}x${shot.height} px, ${shot.layout.timelines.length} timeline(s)`);
-    await rename(pngTmp, png);
+    parts = shot.files.length;
+    step.succeed(
+      `${shot.width}x${shot.height} px${parts > 1 ? ` in ${parts} parts` : ""}, ${shot.layout.timelines.length} timeline(s)`,
+    );
+    for (let k = 0; k < parts; k++) await rename(screenshotPart(pngTmp, k), screenshotPart(png, k));
     if (htmlFile) await rename(source, htmlFile);
   } catch (err) {
     step.fail();
     throw err;
   } finally {
-    await rm(pngTmp, { force: true });
+    for (let k = 0; k < Math.max(parts, 1); k++) await rm(screenshotPart(pngTmp, k), { force: true });
     if (htmlFile) await rm(source, { force: true });
     if (scratch !== undefined) await rm(scratch, { recursive: true, force: true });
   }
   if (htmlFile) progress.info(`[report] html report: ${htmlFile}`);
-  progress.info(`[report] screenshot: ${png}`);
+  progress.info(
+    `[report] screenshot: ${png}${parts > 1 ? ` (the page in ${parts} parts: ${Array.from({ length: parts - 1 }, (_, k) => basename(screenshotPart(png, k + 1))).join(", ")} beside it)` : ""}`,
+  );
 }
 
 export async function reportAction(runDir: string, opts: ReportOptionValues): Promise<void> {

@@ -2,6 +2,15 @@ import { resolve } from "node:path";
 import { type Command, InvalidArgumentError, Option } from "commander";
 import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
+import {
+  askedBackend,
+  backendOf,
+  impliedBackend,
+  oneGuestOptions,
+  profileOf,
+  runsRemotely,
+} from "../backend/registry.ts";
+import type { RemoteTarget } from "../backend/remote-target.ts";
 import { DEFAULT_GUEST_MAC } from "../boot.ts";
 import { renderRepeatedTable, renderScenarioTable } from "../report/scenario-table.ts";
 import { renderVerdictTable } from "../report/table.ts";
@@ -20,7 +29,7 @@ import { MAX_REPEAT } from "../suite/repeat.ts";
 import { runOnTarget } from "../target/run.ts";
 import { exitCodeFor } from "../verdict.ts";
 import { type JobRecord, type JobSpec, runJob } from "../workflows/job.ts";
-import { addDeviceOptions, type DeviceOptionValues, deviceOptions } from "./device-options.ts";
+import { addDeviceOptions, type DeviceOptionValues } from "./device-options.ts";
 import { addKernelOptions, type KernelOptionValues, resolvedKernelRequest } from "./kernel-options.ts";
 import { addRulesOption } from "./rules-option.ts";
 import { addTargetOptions, checkTargetOptions, type TargetOptionValues } from "./target-options.ts";
@@ -153,29 +162,36 @@ export function register(program: Command): void {
   addRulesOption(cmd, "judge the drain suite");
   addTargetOptions(addDeviceOptions(addKernelOptions(cmd))).action(async (opts: RunOptionValues) => {
     checkTargetOptions(opts);
-    if (opts.target !== undefined) return runTargetCommand(opts, opts.target);
     const probeOnly = smokeOnly(opts);
-    if ((opts.deviceSocket !== undefined || opts.devicePci !== undefined) && (opts.guests ?? 1) > 1)
+    const driver = opts.driver ?? "erdma";
+    const extra = probeOnly ? {} : { driver };
+    // the backend the options ask for, before its device is checked (a socket, a PCI function)
+    const backend = askedBackend(opts, extra);
+    if ((opts.guests ?? 1) > backend.maxGuests)
       throw new HilError(
-        `--guests ${opts.guests}: the device of --device-socket or --device-pci can be given to one guest only`,
+        `--guests ${opts.guests}: the device of ${oneGuestOptions()} can be given to one guest only`,
         { where: "--guests" },
       );
     if (probeOnly && (opts.repeat ?? 1) > 1)
       throw new HilError(
         "--repeat repeats the drain suite's scenarios; --no-device without --driver runs the smoke checks alone",
       );
-    const driver = opts.driver ?? "erdma";
     // contradictions first (--device-socket with --no-device or --driver siw, --device-profile with siw)
-    const device = deviceOptions(opts, probeOnly ? {} : { driver });
-    if (!probeOnly && driver === "erdma" && !device)
-      throw new HilError("--driver erdma needs the emulated device (drop --no-device, or use --driver siw)");
+    const device = backend.choose(opts, extra);
+    // a device hil boots no guest for: the run is the remote machine's (harness/target)
+    if (runsRemotely(device)) return runTargetCommand(opts, device);
+    if (!probeOnly && !backendOf(device).drivers.includes(driver))
+      throw new HilError(
+        `--driver ${driver} needs the ${impliedBackend(driver).kind} device (drop --no-device, or use --driver ${backend.drivers.join(" or ")})`,
+      );
+    const profile = profileOf(device);
     const spec: JobSpec = {
       kernel: opts.kernel,
       ...(opts.series ? { series: opts.series } : {}),
       ...(opts.config.length > 0 ? { configs: opts.config } : {}),
       driver,
       executor: opts.executor ?? "kernel",
-      ...(device?.kind === "emulated" ? { deviceProfile: device.profileName } : {}),
+      ...(profile !== undefined ? { deviceProfile: profile } : {}),
       scenarios: opts.scenario ?? "*",
       ...(opts.rules ? { oracle: opts.rules } : {}),
     };
@@ -204,13 +220,13 @@ async function targetScenarios(glob: string | undefined, driver: DriverName) {
 }
 
 /** hil run --target: the suite on the target's device, judged into the run directory. */
-async function runTargetCommand(opts: RunOptionValues, target: string): Promise<void> {
+async function runTargetCommand(opts: RunOptionValues, target: RemoteTarget): Promise<void> {
   const driver = opts.driver ?? "erdma";
   const runDir = opts.runDir ? resolve(opts.runDir) : defaultRunDir();
   const record = await runOnTarget({
-    target,
-    ...(opts.identity !== undefined ? { identity: opts.identity } : {}),
-    ...(opts.targetDevice !== undefined ? { device: opts.targetDevice } : {}),
+    target: target.url,
+    ...(target.identity !== undefined ? { identity: target.identity } : {}),
+    ...(target.deviceName !== undefined ? { device: target.deviceName } : {}),
     kernel: resolvedKernelRequest(opts),
     scenarios: await targetScenarios(opts.scenario, driver),
     driver,

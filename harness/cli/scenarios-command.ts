@@ -139,38 +139,45 @@ function xfailsOf(s: Scenario): string {
   return parts.join("; ") || "-";
 }
 
+/** Words wrapped to `width` columns, each line indented by `indent`. */
+function wrap(text: string, width: number, indent: string): string[] {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.trim().split(/\s+/)) {
+    if (line && indent.length + line.length + 1 + word.length > width) {
+      lines.push(`${indent}${line}`);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(`${indent}${line}`);
+  return lines;
+}
+
 /**
  * The listing: a row a scenario (name, covers, drivers, executors, device profiles, known bugs and
- * expected failures, the description on one line cut to fit `width`), then a row a bad file.
+ * expected failures) with its whole description wrapped to `width` below it, then a row a bad file.
  */
 export function renderList(entries: readonly ScenarioEntry[], width = 160): string {
-  const rows = entries.flatMap((e) => {
-    const s = e.scenario;
-    if (!s) return [];
-    return [
-      [
-        s.name,
-        s.covers.join(","),
-        s.drivers.join(","),
-        s.executors.join(","),
-        s.device_profiles?.join(",") ?? "any",
-        xfailsOf(s),
-        s.description,
-      ],
-    ];
-  });
-  const head = ["scenario", "covers", "drivers", "executors", "device profiles", "xfail", "description"];
-  const widths = head
-    .slice(0, -1)
-    .map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
-  const line = (cells: string[]) => {
-    const fixed = cells
-      .slice(0, -1)
+  const scenarios = entries.flatMap((e) => (e.scenario ? [e.scenario] : []));
+  const rows = scenarios.map((s) => [
+    s.name,
+    s.covers.join(","),
+    s.drivers.join(","),
+    s.executors.join(","),
+    s.device_profiles?.join(",") ?? "any",
+    xfailsOf(s),
+  ]);
+  const head = ["scenario", "covers", "drivers", "executors", "device profiles", "xfail"];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] as string).length)));
+  const line = (cells: string[]) =>
+    cells
       .map((c, i) => c.padEnd(widths[i] as number))
-      .join("  ");
-    return `${fixed}  ${oneLine(cells.at(-1) as string, Math.max(30, width - fixed.length - 2))}`.trimEnd();
-  };
-  const out = rows.length > 0 ? [line(head), ...rows.map(line)] : [];
+      .join("  ")
+      .trimEnd();
+  const out = rows.length > 0 ? [line(head)] : [];
+  rows.forEach((r, i) => {
+    out.push(line(r), ...wrap((scenarios[i] as Scenario).description, Math.max(40, width), "    "));
+  });
   for (const e of entries) if (e.error) out.push(`bad  ${indentDetail(e.error.format())}`);
   return out.length ? `${out.join("\n")}\n` : "";
 }

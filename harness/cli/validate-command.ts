@@ -31,6 +31,7 @@ interface ValidateOptionValues {
   runDir?: string;
   json?: boolean;
   changedOnly?: boolean;
+  all?: boolean;
   /** false with --no-base-cache */
   baseCache: boolean;
   /** unset: at once when the machine has SIDES_AT_ONCE_CPUS */
@@ -71,7 +72,11 @@ export function registerValidateCommand(program: Command): void {
       `run the base and base+series at once, on two guests (the default on a machine with ${SIDES_AT_ONCE_CPUS} or more CPUs)`,
     )
     .option("--no-sides-at-once", "run the base, then base+series")
-    .option("--changed-only", "leave the unchanged rows out of the table")
+    .option(
+      "--all",
+      "list the unchanged rows too (by default only the changes are, and the unchanged counted)",
+    )
+    .option("--changed-only", "only the changes (the default; kept for scripts that say it)")
     .option("--json", "print the comparison as JSON")
     .addHelpText(
       "after",
@@ -113,7 +118,7 @@ export function registerValidateCommand(program: Command): void {
       progress.info(summary);
     } else {
       process.stdout.write(
-        `${renderDiff(result.diff, { showUnchanged: !opts.changedOnly })}\nrun directory: ${runDir}\n${baseCacheLine(result.baseCache)}\n${summary}\n`,
+        `${renderDiff(result.diff, { showUnchanged: opts.all === true && !opts.changedOnly })}\nrun directory: ${runDir}\n${baseCacheLine(result.baseCache)}\n${summary}\n`,
       );
     }
     process.exitCode = result.exitCode;

@@ -170,6 +170,11 @@ async function ensureSourceTree(p: Plan): Promise<string> {
 }
 
 /** Builds (or finds in the cache) the kernel `req` describes. */
+/** Throws the error buildKernel would give for a base, series or config fragment that does not exist, without building. */
+export async function checkKernelRequest(req: KernelRequest): Promise<void> {
+  await plan(req);
+}
+
 export async function buildKernel(req: KernelRequest): Promise<KernelArtifact> {
   const p = await plan(req);
   const entry = kernelEntryOptions(`kernel ${p.describe}`);

@@ -238,32 +238,60 @@ export async function measureLayout(
 }
 
 export interface ScreenshotResult {
-  file: string;
+  /** the PNGs, top to bottom: one, or several for a page taller than chromium draws at once */
+  files: string[];
   width: number;
+  /** the page's height, all parts together */
   height: number;
   layout: PageLayout;
 }
 
+/** The file of part k (0-based) of a screenshot: the file itself, then <name>-2.png, <name>-3.png ... */
+export function screenshotPart(file: string, k: number): string {
+  if (k === 0) return file;
+  return /\.png$/.test(file) ? file.replace(/\.png$/, `-${k + 1}.png`) : `${file}-${k + 1}`;
+}
+
 /**
  * A PNG of the whole report: the page is laid out once to learn its height, then drawn in a
- * window that tall, so every timeline is in the picture.
+ * window that tall, so every timeline is in the picture. A page taller than chromium's window
+ * (MAX_HEIGHT) is drawn in parts, each a copy of the page moved up by the parts before it.
  */
 export async function screenshotHtml(
   htmlFile: string,
   pngFile: string,
   opts: ChromiumOptions = {},
 ): Promise<ScreenshotResult> {
-  const layout = await measureLayout(await readFile(htmlFile, "utf8"), opts);
-  const height = Math.min(MAX_HEIGHT, Math.max(200, Math.ceil(layout.height)));
-  const file = resolve(pngFile);
-  await runChromium(
-    [`--window-size=${SCREENSHOT_WIDTH},${height}`, `--screenshot=${file}`],
-    pathToFileURL(resolve(htmlFile)).href,
-    opts,
-  );
-  const size = pngSize(await readFile(file).catch(() => Buffer.alloc(0)));
-  if (!size) throw new HilError("headless chromium wrote no PNG screenshot", { where: file });
-  return { file, ...size, layout };
+  const html = await readFile(htmlFile, "utf8");
+  const layout = await measureLayout(html, opts);
+  const total = Math.max(200, Math.ceil(layout.height));
+  const parts = Math.ceil(total / MAX_HEIGHT);
+  const files: string[] = [];
+  let width = SCREENSHOT_WIDTH;
+  for (let k = 0; k < parts; k++) {
+    const height = Math.min(MAX_HEIGHT, total - k * MAX_HEIGHT);
+    const file = resolve(screenshotPart(pngFile, k));
+    const shifted = k === 0 ? undefined : `${resolve(htmlFile)}.part${k + 1}.html`;
+    if (shifted) {
+      const style = `<style>html{margin-top:-${k * MAX_HEIGHT}px !important}</style>`;
+      const at = html.indexOf("</head>");
+      await writeFile(shifted, at >= 0 ? `${html.slice(0, at)}${style}${html.slice(at)}` : style + html);
+    }
+    try {
+      await runChromium(
+        [`--window-size=${SCREENSHOT_WIDTH},${height}`, `--screenshot=${file}`],
+        pathToFileURL(shifted ?? resolve(htmlFile)).href,
+        opts,
+      );
+    } finally {
+      if (shifted) rmSync(shifted, { force: true });
+    }
+    const size = pngSize(await readFile(file).catch(() => Buffer.alloc(0)));
+    if (!size) throw new HilError("headless chromium wrote no PNG screenshot", { where: file });
+    width = size.width;
+    files.push(file);
+  }
+  return { files, width, height: total, layout };
 }
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);

@@ -37,7 +37,16 @@
  * escaped by xml.ts instead.
  */
 
-import { deviceOf, kernelBase, type RunDir, repetitionOf, scenariosOf, stageChecks } from "../rundir/read.ts";
+import { runViews } from "../backend/registry.ts";
+import {
+  deviceOf,
+  kernelBase,
+  type RunDevice,
+  type RunDir,
+  repetitionOf,
+  scenariosOf,
+  stageChecks,
+} from "../rundir/read.ts";
 import type { RunRule, RunScenario } from "../rundir/schema.ts";
 import type { Verdict } from "../verdict.ts";
 import { xmlAttr, xmlText } from "./xml.ts";
@@ -216,17 +225,17 @@ function scenarioCases(s: RunScenario, strict: boolean): { cases: JCase[]; notEx
   };
 }
 
+/** The property that names the run's device: device.<key> (device.profile, device.external, device.pci). */
+function deviceJunitProperty(device: RunDevice): [string, string] {
+  const [key, value] = runViews(device).property(device);
+  return [`device.${key}`, value];
+}
+
 export function junitSuites(run: RunDir): JSuite[] {
   const r = run.record;
   const strict = r.strict === true;
   const device = deviceOf(run);
-  const deviceProperty: Array<[string, string]> = !device
-    ? []
-    : device.kind === "external"
-      ? [["device.external", device.socket]]
-      : device.kind === "pci"
-        ? [["device.pci", device.bdf]]
-        : [["device.profile", device.profile]];
+  const deviceProperty: Array<[string, string]> = device ? [deviceJunitProperty(device)] : [];
   const common: Array<[string, string]> = [
     ["kernel", r.kernel],
     ["kernel.base", kernelBase(run)],

@@ -24,6 +24,7 @@ import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { runViews } from "../backend/registry.ts";
 import {
   deviceOf,
   hasSeries,
@@ -183,21 +184,15 @@ export async function renderKcidb(run: RunDir, opts: KcidbOptions = {}): Promise
   const finished = run.finishedAt.getTime();
   const startTime = r.startedAt ?? new Date(finished - (r.wallMs ?? 0)).toISOString();
   const device = deviceOf(run);
-  const deviceText = !device
-    ? ""
-    : device.kind === "external"
-      ? `, external vfio-user device (${device.socket})`
-      : device.kind === "pci"
-        ? `, host PCI function ${device.bdf} (vfio-pci)`
-        : `, emulated erdma device (profile ${device.profile})`;
+  const views = device && runViews(device);
+  const deviceText = device && views ? `, ${views.environment(device)}` : "";
+  const [deviceKey, deviceValue] = device && views ? views.property(device) : [];
   const environment = {
     comment: `QEMU guest, ${r.driver ?? "erdma"} driver${deviceText}, ${r.executor ?? "kernel"} executor`,
     misc: {
       ...(r.driver ? { driver: r.driver } : {}),
       ...(r.executor ? { executor: r.executor } : {}),
-      ...(device?.kind === "emulated" ? { device_profile: device.profile } : {}),
-      ...(device?.kind === "external" ? { device_external: device.socket } : {}),
-      ...(device?.kind === "pci" ? { device_pci: device.bdf } : {}),
+      ...(deviceKey !== undefined ? { [`device_${deviceKey}`]: deviceValue } : {}),
     },
   };
   const facts = await checkoutFacts(run);

@@ -9,6 +9,7 @@
  */
 import { existsSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
+import { readDevice, runViews } from "../backend/registry.ts";
 import { deviceOf, hasSeries, kernelBase, type RunDir, repetitionOf } from "../rundir/read.ts";
 import type { RunScenario } from "../rundir/schema.ts";
 
@@ -64,15 +65,17 @@ function configArg(c: string, baseDir: string | undefined, notes: string[]): str
 }
 
 function deviceArgs(run: RunDir, profile: string | undefined, baseDir: string | undefined, notes: string[]) {
-  const d = deviceOf(run);
+  // a record that names no device but a job whose spec names a profile: the device of that profile
+  const d = deviceOf(run) ?? (profile !== undefined ? readDevice({ deviceProfile: profile }) : undefined);
   const mac = run.record.device?.mac;
   const macArgs = mac ? ["--mac", mac] : [];
-  if (d?.kind === "external") return ["--device-socket", d.socket, ...macArgs];
-  if (d?.kind === "pci") return ["--device-pci", d.bdf, ...macArgs];
-  const name = profile ?? d?.profile;
-  if (name === undefined) return macArgs;
-  const file = name.includes("/") || name.endsWith(".json");
-  return ["--device-profile", file ? absolute(name, baseDir, notes, "device profile") : name, ...macArgs];
+  const deviceArgs = d
+    ? runViews(d).rerunArgs(d, {
+        ...(profile !== undefined ? { profile } : {}),
+        absolute: (path, what) => absolute(path, baseDir, notes, what),
+      })
+    : [];
+  return [...deviceArgs, ...macArgs];
 }
 
 /** The `hil run` line that runs scenario `s` of `run` again, alone, as the run ran it. */

@@ -139,26 +139,77 @@ function wrText(w: WrRef): string {
 
 const MAX_PROBLEMS = 25;
 
-function problemItems(scope: string, l: RuleLink): string {
-  const items = l.problems.slice(0, MAX_PROBLEMS).map((p) => {
-    const refs = [
-      p.wrs.length > 0 ? esc(p.wrs.map(wrText).join(", ")) : "",
-      p.posts.length > 0 ? `posted by ${p.posts.map((e) => eventLink(scope, e)).join(" ")}` : "",
-      p.cqes.length > 0 ? `completions ${p.cqes.map((e) => eventLink(scope, e)).join(" ")}` : "",
-    ].filter(Boolean);
-    return `<li>${esc(p.reason)}${refs.length > 0 ? ` <span class="refs">(${refs.join("; ")})</span>` : ""}</li>`;
-  });
-  const more =
-    l.problems.length > MAX_PROBLEMS
-      ? [`<li>and ${l.problems.length - MAX_PROBLEMS} more: their events are highlighted too</li>`]
-      : [];
-  return items.length > 0 ? `<ul class="problems">${[...items, ...more].join("")}</ul>` : "";
+/** A problem's reason with its numbers blanked: near-identical problems (a WR each) share one. */
+function shapeOf(reason: string): string {
+  return reason.replace(/\d+/g, "#");
 }
 
-/** The list of a scenario's rules that did not pass: each reason, its problems and events, its link. */
+function problemRefs(scope: string, p: ProblemEvents): string[] {
+  return [
+    p.wrs.length > 0 ? esc(p.wrs.map(wrText).join(", ")) : "",
+    p.posts.length > 0 ? `posted by ${p.posts.map((e) => eventLink(scope, e)).join(" ")}` : "",
+    p.cqes.length > 0 ? `completions ${p.cqes.map((e) => eventLink(scope, e)).join(" ")}` : "",
+  ].filter(Boolean);
+}
+
+/** The problems, those alike (the same reason but for their numbers) folded under the first. */
+function problemItems(scope: string, l: RuleLink): string {
+  const groups: ProblemEvents[][] = [];
+  const byShape = new Map<string, ProblemEvents[]>();
+  for (const p of l.problems) {
+    const shape = shapeOf(p.reason);
+    const g = byShape.get(shape);
+    if (g) g.push(p);
+    else {
+      const fresh = [p];
+      byShape.set(shape, fresh);
+      groups.push(fresh);
+    }
+  }
+  const items = groups.slice(0, MAX_PROBLEMS).map((g) => {
+    const [first, ...alike] = g as [ProblemEvents, ...ProblemEvents[]];
+    const refs = problemRefs(scope, first);
+    const more =
+      alike.length > 0
+        ? ` <span class="refs">and ${alike.length} more like it: ${alike
+            .map((p) => (p.wrs.length > 0 ? esc(p.wrs.map(wrText).join(", ")) : esc(p.reason)))
+            .join(", ")}</span>`
+        : "";
+    return `<li>${esc(first.reason)}${refs.length > 0 ? ` <span class="refs">(${refs.join("; ")})</span>` : ""}${more}</li>`;
+  });
+  const rest =
+    groups.length > MAX_PROBLEMS
+      ? [`<li>and ${groups.length - MAX_PROBLEMS} more kinds: their events are highlighted too</li>`]
+      : [];
+  return items.length > 0 ? `<ul class="problems">${[...items, ...rest].join("")}</ul>` : "";
+}
+
+/** What makes a rule's verdict the same under several rule sets: the rule, verdict, reason and problems. */
+function sameness(l: RuleLink): string {
+  const r = l.rule;
+  return JSON.stringify([r.rule, r.verdict, r.reason, l.problems.map((p) => p.reason)]);
+}
+
+/**
+ * The list of a scenario's rules that did not pass: each reason, its problems and events, its link;
+ * a rule that broke the same way under several rule sets is one item naming them.
+ */
 export function ruleList(scope: string, links: readonly RuleLink[], records: readonly TraceRecord[]): string {
   if (links.length === 0) return "";
-  const items = links.map((l) => {
+  const groups: RuleLink[][] = [];
+  const bySameness = new Map<string, RuleLink[]>();
+  for (const l of links) {
+    const key = sameness(l);
+    const g = bySameness.get(key);
+    if (g) g.push(l);
+    else {
+      const fresh = [l];
+      bySameness.set(key, fresh);
+      groups.push(fresh);
+    }
+  }
+  const items = groups.map((g) => {
+    const l = g[0] as RuleLink;
     const r = l.rule;
     const known = r.knownBug
       ? ` <span class="meta">known bug ${esc(r.knownBug.reference)}</span>`
@@ -169,7 +220,8 @@ export function ruleList(scope: string, links: readonly RuleLink[], records: rea
       l.events.length > 0
         ? ` <a class="show" href="#${attr(l.anchor)}">show its ${esc(eventWords(l, records))} on the timeline</a>${l.inferred ? ' <span class="meta">(found from the WRs: this record predates event references)</span>' : ""}`
         : "";
-    return `<li class="rule" data-anchor="${attr(l.anchor)}"><span class="v v-${r.verdict} badge">${r.verdict}</span> [${esc(l.profile)}] rule ${esc(r.rule)} (${esc(r.title)}): ${esc(r.reason)}${known}${show}${problemItems(scope, l)}</li>`;
+    const profiles = g.map((x) => x.profile).join(", ");
+    return `<li class="rule" data-anchor="${attr(l.anchor)}"><span class="v v-${r.verdict} badge">${r.verdict}</span> [${esc(profiles)}] rule ${esc(r.rule)} (${esc(r.title)}): ${esc(r.reason)}${known}${show}${problemItems(scope, l)}</li>`;
   });
   return `<ul class="rules" id="${attr(`${scope}--rules`)}">\n${items.join("\n")}\n</ul>`;
 }

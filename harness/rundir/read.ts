@@ -6,6 +6,7 @@
 import { readFile, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { HilError } from "../../util/errors.ts";
+import { type RunDevice, readDevice, runViews } from "../backend/registry.ts";
 import { type HwTraceEvent, parseHwTrace } from "../protocol/hw-trace.ts";
 import { parseTrace, type TraceRecord } from "../protocol/trace.ts";
 import {
@@ -80,25 +81,17 @@ export async function loadHwTrace(run: RunDir, s: RunScenario): Promise<HwTraceE
   return parseHwTrace(await readText(file, "the scenario's hardware trace"), { source: file });
 }
 
-/** The erdma device of a run: the emulated one with its profile, or an external device server. */
-export type RunDevice =
-  | { kind: "emulated"; profile: string }
-  | { kind: "external"; socket: string }
-  | { kind: "pci"; bdf: string };
+/** The device of a run, as its backend reads it back (backend/registry.ts RunDevice). */
+export type { RunDevice };
 
-/** The run's device, or undefined when it had none (--no-device, siw, or an old record without it). */
+/** The run's device, or undefined when it had none (--no-device, siw, a target, or an old record without it). */
 export function deviceOf(run: RunDir): RunDevice | undefined {
-  const r = run.record;
-  if (r.device?.external !== undefined) return { kind: "external", socket: r.device.external };
-  if (r.device?.pci !== undefined) return { kind: "pci", bdf: r.device.pci };
-  const profile = r.deviceProfile ?? r.device?.profile;
-  return profile === undefined ? undefined : { kind: "emulated", profile };
+  return readDevice(run.record);
 }
 
 /** The device in a few words, as the reports' headers say it. */
 export function describeDevice(d: RunDevice): string {
-  if (d.kind === "pci") return `host PCI function ${d.bdf}`;
-  return d.kind === "external" ? `external device ${d.socket}` : `device profile ${d.profile}`;
+  return runViews(d).describe(d);
 }
 
 /** The scenarios of a run; a run of the smoke checks alone has none. */

@@ -6,9 +6,11 @@
  * hw-trace-<n>.jsonl for the n-th boot: another guest, or one booted after a hang). A scenario that
  * leaves the executor stuck costs its guest a reboot, never the rest of the suite. Fault steps are
  * armed on the device's control channel and cleared after each scenario; known driver bugs
- * recorded in the scenario turn their rules' FAILs into XFAILs. On an external device
- * (deviceSocket) or a host PCI function passed through (devicePci) scenarios with fault steps are
- * SKIPs (no control channel) and there is no hardware trace. With `repeat` n > 1
+ * recorded in the scenario turn their rules' FAILs into XFAILs. What the device allows is its
+ * backend's word (harness/backend): on a device without fault control (an external one, a host PCI
+ * function) scenarios with fault steps are SKIPs, a device without a hardware trace leaves none,
+ * a device one guest at a time can have gets one guest, and a two-guest scenario needs the
+ * backend's fabric. With `repeat` n > 1
  * each scenario runs n times in a row, each run (<scenario>#<k>) judged and traced on its own, and
  * the report says per scenario and oracle profile whether the repetitions agree (suite/repeat.ts).
  */
@@ -16,6 +18,7 @@ import { basename, dirname, join } from "node:path";
 import { traceFailureIn } from "../../qemu/device-server/trace-failure.ts";
 import { makeDir } from "../../util/make-dir.ts";
 import { progress } from "../../util/progress.ts";
+import { backendOf, type ChosenDevice, hwTraceOf, impliedDevice } from "../backend/registry.ts";
 import { type BootedGuest, bootPrepared, DEFAULT_GUEST_MAC, type PreparedGuest } from "../boot.ts";
 import type { ExecutorFactory, ExecutorOutcome, ScenarioExecutor } from "../executor/executor.ts";
 import { addSiwLink } from "../executor/kverbs-driver.ts";
@@ -62,18 +65,12 @@ export interface SuiteOptions extends SuiteTarget {
   profiles?: readonly OracleProfile[];
   /** the executor to use instead of the one registered for `executor` (tests, new executors) */
   executorFactory?: ExecutorFactory;
-  /** the erdma device's hardware trace of the first boot (driver erdma); later boots write beside it */
-  hwTraceFile?: string;
   /**
-   * driver erdma: attach the external vfio-user device server on this socket instead of starting
-   * the emulated device (no profile, no faults, no hardware trace; never stopped by the suite)
+   * the device under test (backend/registry.ts), its hardware trace file the first boot's (later
+   * boots write beside it); default: the one the driver implies (erdma: the emulated device with
+   * deviceProfile; siw: none)
    */
-  deviceSocket?: string;
-  /**
-   * driver erdma: pass this host PCI function (a real erdma device) through with vfio-pci instead
-   * of starting the emulated device (no profile, no faults, no hardware trace)
-   */
-  devicePci?: string;
+  device?: ChosenDevice;
   /** the guest NIC's MAC, which the device reports (default DEFAULT_GUEST_MAC) */
   mac?: string;
   /**
@@ -85,7 +82,7 @@ export interface SuiteOptions extends SuiteTarget {
   onQemuStarted?: (info: { pid: number; workDir: string; sshPort: number }) => void;
   /** run each scenario this many times in a row (1-100, default 1), each repetition judged on its own */
   repeat?: number;
-  /** guests booted side by side, each taking the next scenario when free (default 1; one on an external or passed-through device) */
+  /** guests booted side by side, each taking the next scenario when free (default 1; at most the device's backend's maxGuests) */
   guests?: number;
   /** boots a guest (default bootPrepared; tests boot none) */
   boot?: typeof bootPrepared;
@@ -147,16 +144,6 @@ function notRun(r: Repetition, profiles: OracleProfile[], verdict: Verdict, reas
     outcome: { verdict, reason },
     durationMs: 0,
   };
-}
-
-/** Why a scenario with fault steps cannot run on the external device at `socket`. */
-export function externalFaultReason(socket: string): string {
-  return `the external device at ${socket} has no fault control (no control channel to arm faults on)`;
-}
-
-/** Why a scenario with fault steps is a SKIP on a host PCI function passed through (--device-pci). */
-export function passthroughFaultReason(bdf: string): string {
-  return `no control channel: the device is real (host PCI function ${bdf}), faults cannot be armed on it`;
 }
 
 /**
@@ -293,7 +280,23 @@ export function bugTarget(opts: SuiteOptions): BugTarget {
   };
 }
 
-export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
+/** The options with the device resolved: the one given, else the one the driver implies. */
+function withDevice(opts: SuiteOptions): SuiteOptions {
+  const device =
+    opts.device ??
+    impliedDevice(opts.driver, {
+      ...(opts.deviceProfile ? { deviceProfile: opts.deviceProfile } : {}),
+      mac: opts.mac ?? DEFAULT_GUEST_MAC,
+    });
+  return device ? { ...opts, device } : opts;
+}
+
+export async function runSuite(given: SuiteOptions): Promise<SuiteReport> {
+  // from here on opts.device is the device (undefined: none)
+  const opts = withDevice(given);
+  const backend = backendOf(opts.device);
+  const faultSkip = backend.faultSkip?.(opts.device);
+  const twoGuests = backend.twoGuests;
   const repeat = opts.repeat ?? 1;
   const runs = expandRepeats(opts.scenarios, repeat, FIRST_PORT);
   const report: SuiteReport = {
@@ -309,8 +312,6 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
     throw runDirFull(opts.runDir, err) ?? err;
   });
   const factory = opts.executorFactory ?? executorFactory(opts.executor);
-  const external = opts.driver === "erdma" ? opts.deviceSocket : undefined;
-  const pci = opts.driver === "erdma" ? opts.devicePci : undefined;
   const todo: QueuedRun[] = [];
   const pairs: QueuedRun[] = [];
   for (const r of runs) {
@@ -323,19 +324,19 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
       executor: opts.executor,
       driver: opts.driver,
     });
-    const compiled = opts.driver === "siw" || external || pci ? withoutOptionalFaults(written) : written;
+    const compiled = backend.canArmFaults ? written : withoutOptionalFaults(written);
     const steps = plan.run ? planSteps(compiled, opts) : plan;
     if (profiles.length === 0) report.scenarios.push(notRun(r, [], "SKIP", "no oracle profile selected"));
     else if (!plan.run) report.scenarios.push(notRun(r, profiles, plan.verdict, plan.reason));
     else if (typeof factory === "string") report.scenarios.push(notRun(r, profiles, "MISS", factory));
     // as a fault on siw: not meant for a device without fault control, so a SKIP, not a MISS
-    else if (external && compiled.steps.some((x) => x.fault))
-      report.scenarios.push(notRun(r, profiles, "SKIP", externalFaultReason(external)));
-    else if (pci && compiled.steps.some((x) => x.fault))
-      report.scenarios.push(notRun(r, profiles, "SKIP", passthroughFaultReason(pci)));
+    else if (faultSkip && compiled.steps.some((x) => x.fault))
+      report.scenarios.push(notRun(r, profiles, "SKIP", faultSkip));
     else if (!steps.run) report.scenarios.push(notRun(r, profiles, steps.verdict, steps.reason));
-    else if (s.guests === 2 && (external || pci))
-      report.scenarios.push(notRun(r, profiles, "SKIP", "two guests need the emulated erdma fabric"));
+    else if (s.guests === 2 && !("joinedBy" in twoGuests))
+      report.scenarios.push(
+        notRun(r, profiles, "SKIP", "skip" in twoGuests ? twoGuests.skip : twoGuests.unchecked),
+      );
     else if (s.guests === 2) pairs.push({ r, profiles, compiled });
     else todo.push({ r, profiles, compiled });
   }
@@ -346,8 +347,7 @@ export async function runSuite(opts: SuiteOptions): Promise<SuiteReport> {
     return report;
   };
   if (typeof factory === "string") return finish();
-  if (todo.length > 0)
-    await runLanes(opts, factory, report, todo, external !== undefined || pci !== undefined);
+  if (todo.length > 0) await runLanes(opts, factory, report, todo, backend.maxGuests);
   for (const item of pairs) await runPair(opts, item, report);
   return finish();
 }
@@ -358,12 +358,12 @@ async function runLanes(
   factory: ExecutorFactory,
   report: SuiteReport,
   todo: QueuedRun[],
-  oneDevice: boolean,
+  maxGuests: number,
 ): Promise<void> {
   const repeat = opts.repeat ?? 1;
   const units = unitsOf(hangsLast(todo), (item) => item.r.scenario.name);
   // one device behind a socket or a host PCI function: one guest at a time can have it
-  const guests = oneDevice ? 1 : Math.max(1, Math.min(opts.guests ?? 1, units.length));
+  const guests = Math.max(1, Math.min(opts.guests ?? 1, units.length, maxGuests));
   const what =
     repeat > 1
       ? `${opts.scenarios.length} scenario(s) x ${repeat} repetitions`
@@ -388,12 +388,14 @@ async function runLanes(
 /** A ULP workload across two guests: a pair booted for it alone (pair-run.ts), judged like any run. */
 async function runPair(opts: SuiteOptions, item: QueuedRun, report: SuiteReport): Promise<void> {
   const { r } = item;
-  const joined = opts.driver === "siw" ? "siw on their fabric NICs" : "the erdma fabric";
+  const two = backendOf(opts.device).twoGuests;
+  const joined = "joinedBy" in two ? two.joinedBy(opts.driver) : "";
   const step = progress.step(`[suite] ${repetitionLabel(r)} on two guests joined by ${joined}`);
   const first = report.boots + 1;
   report.boots += 2;
+  const hwTraceFile = hwTraceOf(opts.device);
   const traceFor = (boot: number) =>
-    opts.hwTraceFile ? hwTraceFileFor(opts.hwTraceFile, boot) : join(opts.runDir, hwTraceName(boot));
+    hwTraceFile ? hwTraceFileFor(hwTraceFile, boot) : join(opts.runDir, hwTraceName(boot));
   const outcome = await observePair(
     {
       prepared: opts.prepared,
@@ -499,17 +501,10 @@ async function runOne(
   const { r, compiled } = item;
   const control = controlOf(session.guest.device);
   if (compiled.steps.some((x) => x.fault) && !control) {
-    const ext = session.guest.externalDevice;
-    report.scenarios.push(
-      notRun(
-        r,
-        item.profiles,
-        "MISS",
-        ext
-          ? externalFaultReason(ext.socketPath)
-          : "the device server has no control channel to arm faults on",
-      ),
-    );
+    const why =
+      backendOf(opts.device).faultSkip?.(opts.device) ??
+      "the device server has no control channel to arm faults on";
+    report.scenarios.push(notRun(r, item.profiles, "MISS", why));
     return false;
   }
   const hwFile = session.hwTraceFile;
@@ -746,28 +741,23 @@ async function startSession(
   factory: ExecutorFactory,
   boot: number,
 ): Promise<{ session?: GuestSession; probe?: CheckResult[] }> {
-  const external = opts.driver === "erdma" ? opts.deviceSocket : undefined;
-  const pci = opts.driver === "erdma" ? opts.devicePci : undefined;
-  // an external or a real device keeps no trace of ours
-  const hwTraceFile =
-    opts.hwTraceFile && !external && !pci ? hwTraceFileFor(opts.hwTraceFile, boot) : undefined;
+  const { device } = opts;
+  const backend = backendOf(device);
+  // this boot's hardware trace, beside the first boot's, where the device keeps one
+  const first = backend.hwTrace?.keptIn(device);
+  const hwTraceFile = first ? hwTraceFileFor(first, boot) : undefined;
   const guest = await (opts.boot ?? bootPrepared)(opts.prepared, {
     mac: opts.mac ?? DEFAULT_GUEST_MAC,
     keepConsole: join(opts.runDir, boot === 1 ? "console.log" : `console-${boot}.log`),
     ...(opts.onQemuStarted ? { onQemuStarted: opts.onQemuStarted } : {}),
-    device:
-      opts.driver === "siw"
-        ? false
-        : pci
-          ? { pci }
-          : external
-            ? { external }
-            : { profile: opts.deviceProfile, ...(hwTraceFile ? { traceFile: hwTraceFile } : {}) },
+    device: backend.boot(
+      backend.hwTrace && hwTraceFile ? backend.hwTrace.keepIn(device, hwTraceFile) : device,
+    ),
   });
   try {
     let probe: CheckResult[] | undefined;
     if (boot === 1 && opts.probe) {
-      probe = await opts.probe(guest, opts.driver === "siw" ? undefined : hwTraceFile);
+      probe = await opts.probe(guest, hwTraceFile);
       checkHwTrace(guest);
       if (probe.some((r) => !PASSING_VERDICTS.includes(r.verdict))) {
         await guest.dispose();
@@ -784,7 +774,7 @@ async function startSession(
       session: {
         guest,
         executor: await factory(guest, opts.prepared),
-        ...(hwTraceFile && opts.driver !== "siw" ? { hwTraceFile } : {}),
+        ...(hwTraceFile ? { hwTraceFile } : {}),
         consoleAt: guest.consoleLog().length,
         barriers: 0,
       },

@@ -13,6 +13,7 @@ import { HilError } from "../../util/errors.ts";
 import { invocation } from "../../util/invocation.ts";
 import { packageVersion } from "../../util/package.ts";
 import { progress } from "../../util/progress.ts";
+import { TARGET_NO_FAULTS } from "../backend/remote-target.ts";
 import { buildKverbsModule } from "../image/kverbs-module.ts";
 import { buildKernel } from "../kernel/build.ts";
 import type { KernelRequest } from "../kernel/types.ts";
@@ -42,8 +43,6 @@ import {
 import { parseTargetUrl, targetLabel } from "./url.ts";
 
 export const TARGET_LOG_FILE = "target-log.txt";
-const NO_FAULTS =
-  "the target's device is real: there is no control channel to arm device faults on (hil runs fault scenarios on the emulated device)";
 const MARGIN_MS = 60_000;
 const CLEANUP_TIMEOUT_MS = 60_000;
 const LOST_GRACE_MS = 500;
@@ -187,7 +186,7 @@ export async function runOnTarget(req: TargetRunRequest): Promise<RunRecord & { 
       kernel: planKernelOf(kernel),
       driver: req.driver,
       addr: device.addr,
-      noFaults: NO_FAULTS,
+      noFaults: TARGET_NO_FAULTS,
       ...(req.profiles ? { profiles: req.profiles } : {}),
     });
     const dir = (

@@ -13,10 +13,11 @@
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { DEFAULT_PROFILE, loadProfile } from "../../qemu/erdma/profile-file.ts";
+import { loadProfile } from "../../qemu/erdma/profile-file.ts";
 import { hashFile, hashParts } from "../../util/hash.ts";
 import { PACKAGE_ROOT } from "../../util/package.ts";
 import { sourceDigest } from "../../util/source-digest.ts";
+import { impliedProfile } from "../backend/registry.ts";
 import type { PreparedGuest } from "../boot.ts";
 import type { Scenario } from "../scenario/schema.ts";
 import type { JobSpec } from "./job.ts";
@@ -109,13 +110,14 @@ export async function baseKeyInputs(
   scenarios: readonly Scenario[],
   opts: { meantOnly: boolean; harness?: string },
 ): Promise<BaseKeyInputs> {
+  const profile = impliedProfile(spec.driver, spec.deviceProfile);
   return {
     kernel: prepared.kernel.key,
     image: prepared.initrdKey ?? (await hashFile(prepared.initrd)),
     qemu: `${prepared.qemu.version} ${prepared.qemu.binary}`,
     driver: spec.driver,
     executor: spec.executor,
-    deviceProfile: spec.driver === "erdma" ? json(loadProfile(spec.deviceProfile ?? DEFAULT_PROFILE)) : null,
+    deviceProfile: profile !== undefined ? json(loadProfile(profile)) : null,
     scenarios: scenarios.map(scenarioIdentity),
     meantOnly: opts.meantOnly,
     rules: spec.oracle ? [...new Set(spec.oracle)].sort() : null,

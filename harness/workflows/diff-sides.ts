@@ -13,8 +13,8 @@
  */
 import { existsSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { DEFAULT_PROFILE } from "../../qemu/erdma/profile-file.ts";
 import { HilError } from "../../util/errors.ts";
+import { impliedProfile } from "../backend/registry.ts";
 import { combineVerdicts } from "../oracle/judge.ts";
 import { readRunRecord, repetitionOf } from "../rundir/read.ts";
 import { type RunRecord, type RunStability, VERDICTS_FILE } from "../rundir/schema.ts";
@@ -85,7 +85,8 @@ export function flakyCells(record: RunRecord, target?: string): Map<string, RunS
 export function jobTarget(spec: JobSpec): string {
   const series = spec.series ? ` + ${spec.series}` : "";
   const configs = (spec.configs ?? []).map((c) => ` +config ${c}`).join("");
-  const device = spec.driver === "erdma" ? `/${spec.deviceProfile ?? DEFAULT_PROFILE}` : "";
+  const profile = impliedProfile(spec.driver, spec.deviceProfile);
+  const device = profile !== undefined ? `/${profile}` : "";
   const rules = spec.oracle ? ` rules ${spec.oracle.join(",")}` : "";
   return `${spec.kernel}${series}${configs} ${spec.driver}${device} ${spec.executor}${rules}`;
 }

@@ -7,13 +7,22 @@
 
 import { existsSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { DEFAULT_PROFILE, loadProfile } from "../../qemu/erdma/profile-file.ts";
 import { HilError } from "../../util/errors.ts";
 import { invocation } from "../../util/invocation.ts";
 import { packageVersion } from "../../util/package.ts";
 import { progress } from "../../util/progress.ts";
+import {
+  backendOf,
+  bootDevice,
+  type ChosenDevice,
+  hwTraceOf,
+  impliedDevice,
+  impliedProfile,
+  profileOf,
+  recordedDevice,
+  smokeDevice,
+} from "../backend/registry.ts";
 import { DEFAULT_GUEST_MAC, type PreparedGuest, prepareGuest, withGuest } from "../boot.ts";
-import { bootDevice, type ChosenDevice, recordedDevice, smokeDevice } from "../device.ts";
 import type { KernelRequest } from "../kernel/types.ts";
 import { runSmokeChecks } from "../probe/checks.ts";
 import { writeClaimedRun } from "../rundir/claim.ts";
@@ -36,7 +45,7 @@ export type JobSpec = {
   configs?: string[];
   driver: DriverName;
   executor: ExecutorKind;
-  /** the erdma device profile, a name or a JSON file (driver erdma; default erdma-reflush) */
+  /** the device profile, a name or a JSON file (where the driver's device takes one: erdma; default erdma-reflush) */
   deviceProfile?: string;
   /** scenario names or globs from fixtures/scenarios, or paths; comma-separated */
   scenarios: string;
@@ -60,7 +69,8 @@ export interface RunJobOptions {
   kernelErrors?: "throw" | "record";
   /**
    * the device instead of the one the spec implies (erdma: the emulated device with its profile;
-   * siw: none): an external vfio-user server, or null for none (`hil run --no-device`)
+   * siw: none; backend/registry.ts impliedDevice): another backend's, or null for none
+   * (`hil run --no-device`)
    */
   device?: ChosenDevice | null;
   /** the guest NIC's MAC, which the device reports (default DEFAULT_GUEST_MAC) */
@@ -109,17 +119,19 @@ export function scenarioPatterns(spec: JobSpec, baseDir = process.cwd()): string
 export function describeJob(spec: JobSpec): string {
   const configs = (spec.configs ?? []).map((c) => ` +config ${c}`).join("");
   const kernel = `${spec.series ? `${spec.kernel} + ${spec.series}` : spec.kernel}${configs}`;
-  const device = spec.driver === "erdma" ? `/${spec.deviceProfile ?? DEFAULT_PROFILE}` : "";
+  const profile = impliedProfile(spec.driver, spec.deviceProfile);
+  const device = profile !== undefined ? `/${profile}` : "";
   return `${kernel} ${spec.driver}${device} ${spec.executor} [${spec.scenarios}]`;
 }
 
 /** Checks what can be checked before anything is built: the driver/profile pairing, the profile. */
 export function checkJobSpec(spec: JobSpec): void {
-  if (spec.driver === "siw" && spec.deviceProfile)
+  if (spec.deviceProfile && impliedProfile(spec.driver, spec.deviceProfile) === undefined)
     throw new HilError(
-      `device profile ${spec.deviceProfile} is for the emulated erdma device; driver siw attaches none`,
+      `device profile ${spec.deviceProfile} is for the emulated erdma device; driver ${spec.driver} attaches none`,
     );
-  if (spec.driver === "erdma") loadProfile(spec.deviceProfile ?? DEFAULT_PROFILE);
+  // the device the driver implies, made: a profile that does not load is an error now
+  impliedDevice(spec.driver, spec.deviceProfile ? { deviceProfile: spec.deviceProfile } : {});
 }
 
 const prepared = new Map<string, Promise<PreparedGuest>>();
@@ -153,30 +165,16 @@ function errorResult(id: string, title: string, err: unknown): CheckResult {
 
 /** The device a job attaches: the options' choice, else what the spec implies. */
 function jobDevice(spec: JobSpec, opts: RunJobOptions, runDir: string): ChosenDevice | undefined {
-  const mac = opts.mac ?? DEFAULT_GUEST_MAC;
   const chosen =
     opts.device !== undefined
       ? (opts.device ?? undefined)
-      : spec.driver === "erdma"
-        ? {
-            kind: "emulated" as const,
-            profileName: spec.deviceProfile ?? DEFAULT_PROFILE,
-            profile: loadProfile(spec.deviceProfile ?? DEFAULT_PROFILE),
-            mac,
-          }
-        : undefined;
-  // the emulated device keeps its hardware trace in the run directory; an external one has none
-  return chosen?.kind === "emulated" ? { ...chosen, traceFile: join(runDir, HW_TRACE_FILE) } : chosen;
-}
-
-/** The emulated device's record with the guest NIC's MAC when it is not the default (a rerun needs it). */
-function recordedMac(
-  recorded: ReturnType<typeof recordedDevice>,
-  device: ChosenDevice | undefined,
-): ReturnType<typeof recordedDevice> {
-  return recorded && device?.kind === "emulated" && device.mac !== DEFAULT_GUEST_MAC
-    ? { ...recorded, mac: device.mac }
-    : recorded;
+      : impliedDevice(spec.driver, {
+          ...(spec.deviceProfile ? { deviceProfile: spec.deviceProfile } : {}),
+          mac: opts.mac ?? DEFAULT_GUEST_MAC,
+        });
+  // a device with a hardware trace keeps it in the run directory
+  const hwTrace = backendOf(chosen).hwTrace;
+  return hwTrace ? hwTrace.keepIn(chosen, join(runDir, HW_TRACE_FILE)) : chosen;
 }
 
 /**
@@ -193,10 +191,11 @@ async function selectJobScenarios(
   if (opts.adjustScenarios) scenarios = opts.adjustScenarios(scenarios);
   const notices: string[] = [];
   if (!opts.meantOnly) return { scenarios, notices };
+  const profile = profileOf(device);
   const target = {
     driver: spec.driver,
     executor: spec.executor,
-    ...(device?.kind === "emulated" ? { deviceProfile: device.profileName } : {}),
+    ...(profile !== undefined ? { deviceProfile: profile } : {}),
   };
   const verbs = scenarios.filter((s) => s.workload === "verbs");
   if (verbs.length < scenarios.length)
@@ -206,14 +205,8 @@ async function selectJobScenarios(
   scenarios = verbs;
   const meant = scenarios.filter((s) => planScenario(s, target).run);
   if (meant.length < scenarios.length) {
-    const on =
-      device?.kind === "emulated"
-        ? `/${device.profileName}`
-        : device?.kind === "pci"
-          ? "/pci"
-          : device
-            ? "/external"
-            : "";
+    const name = profile ?? (device ? backendOf(device).kind : undefined);
+    const on = name !== undefined ? `/${name}` : "";
     notices.push(
       `[run] ${scenarios.length - meant.length} scenario(s) not meant for ${spec.driver}/${spec.executor}${on} left out`,
     );
@@ -236,7 +229,7 @@ async function probeOnly(
       (guest) =>
         runSmokeChecks(guest, {
           release: prepared.kernel.release,
-          device: smokeDevice(device, device?.kind === "emulated" ? device.traceFile : undefined),
+          device: smokeDevice(device, hwTraceOf(device)),
         }),
     );
     step.succeed();
@@ -313,6 +306,7 @@ async function runClaimedJob(
   const job = { ...(opts.id ? { id: opts.id } : {}), spec, baseDir: resolve(baseDir) };
   const made = invocation();
   const mac = opts.mac ?? DEFAULT_GUEST_MAC;
+  const profile = profileOf(device);
   const kernelRequest = kernelRequestOf(spec, baseDir);
   let guestKernel: PreparedGuest;
   try {
@@ -323,7 +317,7 @@ async function runClaimedJob(
       kernel: describeJob(spec),
       driver: spec.driver,
       executor: spec.executor,
-      ...(device?.kind === "emulated" ? { deviceProfile: device.profileName } : {}),
+      ...(profile !== undefined ? { deviceProfile: profile } : {}),
       scenarios: [],
       wallMs: Date.now() - started,
       results: [errorResult("kernel", "the kernel builds", err)],
@@ -340,7 +334,7 @@ async function runClaimedJob(
   };
   const tail = {
     ...(opts.strict ? { strict: true } : {}),
-    device: recordedMac(recordedDevice(device, HW_TRACE_FILE), device),
+    device: recordedDevice(device, HW_TRACE_FILE),
     ...(series ? { series } : {}),
     startedAt: new Date(started).toISOString(),
     versions: runVersions(guestKernel, kernelRequest.base),
@@ -353,7 +347,7 @@ async function runClaimedJob(
   const target = {
     driver: spec.driver,
     executor: spec.executor,
-    ...(device?.kind === "emulated" ? { deviceProfile: device.profileName } : {}),
+    ...(profile !== undefined ? { deviceProfile: profile } : {}),
   };
   let report: SuiteReport;
   let results: CheckResult[];
@@ -363,9 +357,7 @@ async function runClaimedJob(
       scenarios,
       runDir,
       ...target,
-      ...(device?.kind === "emulated" && device.traceFile ? { hwTraceFile: device.traceFile } : {}),
-      ...(device?.kind === "external" ? { deviceSocket: device.socketPath } : {}),
-      ...(device?.kind === "pci" ? { devicePci: device.bdf } : {}),
+      ...(device ? { device } : {}),
       ...(opts.mac ? { mac: opts.mac } : {}),
       ...(spec.oracle ? { profiles: spec.oracle } : {}),
       ...(opts.repeat && opts.repeat > 1 ? { repeat: opts.repeat } : {}),

@@ -12,6 +12,7 @@ import { HilError } from "../../util/errors.ts";
 import { hashParts } from "../../util/hash.ts";
 import { progress } from "../../util/progress.ts";
 import { type YamlProblem, YamlSource } from "../../util/yaml-source.ts";
+import { impliedProfile, takesProfile } from "../backend/registry.ts";
 import { DEBIAN_BASES } from "../kernel/base-spec.ts";
 import { shippedFragments } from "../kernel/kconfig.ts";
 import { DRIVERS, EXECUTORS, ORACLE_PROFILES } from "../scenario/schema.ts";
@@ -104,7 +105,7 @@ export function jobId(spec: JobSpec): string {
   return [
     kernelLabel(spec),
     spec.driver,
-    ...(spec.driver === "erdma" ? [spec.deviceProfile ?? DEFAULT_PROFILE] : []),
+    ...[impliedProfile(spec.driver, spec.deviceProfile)].filter((p) => p !== undefined),
     spec.executor,
     spec.scenarios,
   ]
@@ -141,7 +142,7 @@ export function expandPlan(plan: PlanSpec): { jobs: MatrixJob[]; excludeHits: nu
   const specs: JobSpec[] = [];
   for (const k of plan.kernels)
     for (const driver of plan.drivers)
-      for (const profile of driver === "erdma" ? plan.device_profiles : [undefined])
+      for (const profile of takesProfile(driver) ? plan.device_profiles : [undefined])
         for (const executor of plan.executors)
           for (const scenarios of plan.scenarios) {
             const spec: JobSpec = {
@@ -193,8 +194,7 @@ export const JOB_AXES: readonly string[] = Object.values(AXIS_NAMES);
 /** Every axis of a job, by its plan key, "-" where the job has none (siw has no device profile). */
 export function jobAxes(spec: JobSpec): Array<[string, string]> {
   return (Object.keys(AXIS_NAMES) as Array<keyof JobSpec>).map((k) => {
-    const v =
-      k === "deviceProfile" && spec.driver === "erdma" ? (spec.deviceProfile ?? DEFAULT_PROFILE) : spec[k];
+    const v = k === "deviceProfile" ? impliedProfile(spec.driver, spec.deviceProfile) : spec[k];
     return [AXIS_NAMES[k], v === undefined ? "-" : Array.isArray(v) ? v.join(",") : String(v)];
   });
 }

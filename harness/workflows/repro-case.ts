@@ -12,6 +12,7 @@ import { z } from "zod";
 import { listProfiles } from "../../qemu/erdma/profile-file.ts";
 import { HilError } from "../../util/errors.ts";
 import { type YamlProblem, YamlSource } from "../../util/yaml-source.ts";
+import { takesProfile } from "../backend/registry.ts";
 import { DEBIAN_BASES } from "../kernel/base-spec.ts";
 import { ULP_RULES } from "../scenario/known-bug.ts";
 import { DRIVERS, EXECUTORS, ORACLE_PROFILES, type Scenario } from "../scenario/schema.ts";
@@ -136,8 +137,8 @@ export async function parseCase(text: string | YamlSource, file: string): Promis
     problems.push(src.problem(["kernel"], `no such kernel source ${resolve(baseDir, spec.kernel)}`));
   if (spec.series && !existsSync(resolve(baseDir, spec.series)))
     problems.push(src.problem(["series"], `no such series ${resolve(baseDir, spec.series)}`));
-  if (spec.driver === "siw" && spec.device_profile)
-    problems.push(src.problem(["device_profile"], "driver siw attaches no erdma device"));
+  if (spec.device_profile && !takesProfile(spec.driver))
+    problems.push(src.problem(["device_profile"], `driver ${spec.driver} attaches no erdma device`));
   const known = listProfiles();
   if (spec.device_profile && !spec.device_profile.includes("/") && !known.includes(spec.device_profile))
     problems.push(
@@ -181,7 +182,7 @@ export async function parseCase(text: string | YamlSource, file: string): Promis
     ...(spec.series ? { series: spec.series } : {}),
     driver: spec.driver,
     executor: spec.executor,
-    ...(spec.driver === "erdma" && spec.device_profile ? { deviceProfile: spec.device_profile } : {}),
+    ...(takesProfile(spec.driver) && spec.device_profile ? { deviceProfile: spec.device_profile } : {}),
     scenarios: spec.scenarios.join(","),
     ...(spec.oracle ? { oracle: spec.oracle } : {}),
   };

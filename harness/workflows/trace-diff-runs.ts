@@ -6,6 +6,7 @@
 import { existsSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
 import { HilError } from "../../util/errors.ts";
+import { runViews } from "../backend/registry.ts";
 import {
   deviceOf,
   loadRunDir,
@@ -34,9 +35,7 @@ export interface TraceRun {
 
 function deviceName(run: RunDir): string {
   const d = deviceOf(run);
-  if (d?.kind === "emulated") return d.profile;
-  if (d?.kind === "external") return "external device";
-  return run.record.driver ?? "no device";
+  return (d && runViews(d).diffName(d)) ?? run.record.driver ?? "no device";
 }
 
 function firstRepetitions(run: RunDir): { scenarios: Map<string, RunScenario>; repetitions: number } {

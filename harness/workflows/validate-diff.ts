@@ -40,14 +40,14 @@ export function diffVerdicts(base: RunRecord, patched: RunRecord): ValidateDiff 
 export const VALIDATE_EVIDENCE_LINES = MAX_EVIDENCE;
 
 /**
- * The table: changed rows first (new FAILs, fixed, not judged, changed), each moved rule with its
- * evidence, then the unchanged ones.
+ * The table: the changed rows (new FAILs, fixed, not judged, changed), each moved rule once with
+ * its evidence once a row; the unchanged ones only when asked (the summary counts them).
  */
 export function renderDiff(
   diff: ValidateDiff,
   opts: Pick<DiffTableOptions, "showUnchanged" | "evidenceLines"> = {},
 ): string {
-  return renderComparison(diff, { evidenceLines: VALIDATE_EVIDENCE_LINES, ...opts });
+  return renderComparison(diff, { evidenceLines: VALIDATE_EVIDENCE_LINES, showUnchanged: false, ...opts });
 }
 
 export function diffSummary(diff: ValidateDiff): string {

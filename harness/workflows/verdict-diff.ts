@@ -145,52 +145,96 @@ export interface DiffTableOptions {
   evidenceLines?: number;
 }
 
+/** Evidence lines are cut here in the table; verdicts.json in the run directory has them whole. */
+const EVIDENCE_WIDTH = 160;
+
 function evidenceBlock(lines: readonly string[] | undefined, max: number, indent: string): string[] {
   if (!lines || max <= 0) return [];
-  const shown = lines.slice(0, max).map((l) => `${indent}${l}`.trimEnd());
+  const cut = (l: string) => (l.length > EVIDENCE_WIDTH ? `${l.slice(0, EVIDENCE_WIDTH - 2)} …` : l);
+  const shown = lines.slice(0, max).map((l) => `${indent}${cut(l)}`.trimEnd());
   if (lines.length > max) shown.push(`${indent}... ${lines.length - max} more line(s)`);
   return shown;
 }
 
-/** The table: changed rows first (new FAILs, fixed, not judged, changed), then the unchanged ones. */
+/** The cells of one row: the same name and the same change, the same rules moved the same way. */
+interface Row {
+  deltas: VerdictDelta[];
+}
+
+/** What makes two cells one row: the name, the change, and the rules that moved, how and why. */
+function signature(d: VerdictDelta, name: string): string {
+  const rules = d.rules.map((r) => [r.rule, r.base, r.patched, r.reason]);
+  return JSON.stringify([name, d.base, d.patched, d.change, rules.length > 0 ? rules : d.reason]);
+}
+
+/** Cells of one name whose change is the same under several profiles become one row. */
+function rowsOf(deltas: readonly VerdictDelta[], name: (d: VerdictDelta) => string): Row[] {
+  const rows: Row[] = [];
+  const bySignature = new Map<string, Row>();
+  for (const d of deltas) {
+    const key = signature(d, name(d));
+    const row = bySignature.get(key);
+    if (row && d.profile !== undefined && d.change !== "unchanged") row.deltas.push(d);
+    else {
+      const fresh = { deltas: [d] };
+      rows.push(fresh);
+      bySignature.set(key, fresh);
+    }
+  }
+  return rows;
+}
+
+/**
+ * The table: changed rows first (new FAILs, fixed, not judged, changed), then the unchanged ones
+ * when asked. A scenario whose cells changed the same way under several rule sets is one row naming
+ * them, its moved rules once, and the evidence once for the row (a FAIL's first).
+ */
 export function renderComparison(diff: VerdictComparison, opts: DiffTableOptions = {}): string {
+  const name = opts.name ?? ((d: VerdictDelta) => d.scenario ?? d.key);
   const rows = CHANGES.flatMap((c) =>
-    diff.deltas.filter((d) => d.change === c && (c !== "unchanged" || opts.showUnchanged !== false)),
+    rowsOf(
+      diff.deltas.filter((d) => d.change === c && (c !== "unchanged" || opts.showUnchanged !== false)),
+      name,
+    ),
   );
   if (diff.deltas.length === 0) return "no verdicts to compare\n";
   if (rows.length === 0) return `no verdict changed (${diff.deltas.length} compared)\n`;
   const [left, right] = opts.sides ?? ["base", "patched"];
-  const name = opts.name ?? ((d: VerdictDelta) => d.scenario ?? d.key);
   const max = opts.evidenceLines ?? 0;
-  const w = Math.max(8, ...rows.map((d) => name(d).length));
-  const pw = Math.max(7, ...rows.map((d) => (d.profile ?? "").length));
+  const profilesOf = (row: Row) => row.deltas.map((d) => d.profile ?? "").join(",");
+  const w = Math.max(8, ...rows.map((r) => name(r.deltas[0] as VerdictDelta).length));
+  const pw = Math.max(7, ...rows.map((r) => profilesOf(r).length));
   const lw = Math.max(5, left.length);
   const rw = Math.max(7, right.length);
   const indent = "".padEnd(w + pw + 4);
-  // a rule's evidence already printed for the same row name under another profile (a console
-  // report FAILs the console rule of every profile): "<name> rule <r>" -> evidence and profile
-  const printed = new Map<string, { evidence: string; profile: string }>();
-  const ruleEvidence = (d: VerdictDelta, r: RuleDelta): string[] => {
-    if (!r.evidence?.length || max <= 0) return [];
-    const key = `${name(d)} rule ${r.rule}`;
-    const text = r.evidence.join("\n");
-    const before = printed.get(key);
-    if (before?.evidence === text) return [`${indent}  (the same evidence as under ${before.profile} above)`];
-    printed.set(key, { evidence: text, profile: d.profile ?? "" });
-    return evidenceBlock(r.evidence, max, `${indent}  `);
-  };
+  // evidence already printed for a row of the same name (a console report FAILs other rules too)
+  const printed = new Set<string>();
   const lines = [
-    `${"scenario".padEnd(w)}  ${"profile".padEnd(pw)}  ${left.padEnd(lw)}  ${right.padEnd(rw)}  ${"change".padEnd(10)}  reason`,
+    `${"scenario".padEnd(w)}  ${"rules".padEnd(pw)}  ${left.padEnd(lw)}  ${right.padEnd(rw)}  ${"change".padEnd(10)}  reason`,
   ];
-  for (const d of rows) {
+  for (const row of rows) {
+    const d = row.deltas[0] as VerdictDelta;
     lines.push(
-      `${name(d).padEnd(w)}  ${(d.profile ?? "").padEnd(pw)}  ${(d.base ?? "-").padEnd(lw)}  ${(d.patched ?? "-").padEnd(rw)}  ${WORDS[d.change].padEnd(10)}  ${d.change === "unchanged" ? "" : d.reason}`.trimEnd(),
+      `${name(d).padEnd(w)}  ${profilesOf(row).padEnd(pw)}  ${(d.base ?? "-").padEnd(lw)}  ${(d.patched ?? "-").padEnd(rw)}  ${WORDS[d.change].padEnd(10)}  ${d.change === "unchanged" ? "" : d.reason}`.trimEnd(),
     );
     if (d.change === "unchanged") continue;
-    if (d.rules.length === 0) lines.push(...evidenceBlock(d.evidence, max, `${indent}  `));
+    // the evidence of one rule a row, under it (a FAIL's first): the others' are in verdicts.json
+    const shown =
+      d.rules.find((r) => r.patched === "FAIL" && r.evidence?.length) ??
+      d.rules.find((r) => r.evidence?.length);
+    const evidenceOf = (evidence: readonly string[] | undefined) => {
+      if (!evidence?.length || max <= 0) return;
+      const key = `${name(d)}\n${evidence.join("\n")}`;
+      if (printed.has(key)) lines.push(`${indent}  (the same evidence as above)`);
+      else {
+        printed.add(key);
+        lines.push(...evidenceBlock(evidence, max, `${indent}  `));
+      }
+    };
+    if (d.rules.length === 0) evidenceOf(d.evidence);
     for (const r of d.rules) {
       lines.push(`${indent}rule ${r.rule}: ${r.base ?? "-"} -> ${r.patched ?? "-"}  ${r.reason}`);
-      lines.push(...ruleEvidence(d, r));
+      if (r === shown) evidenceOf(r.evidence);
     }
     const note = opts.note?.(d);
     if (note) lines.push(`${indent}${note}`);

@@ -11,7 +11,7 @@ export { QEMU_BACKPORTS_PACKAGES, QEMU_HOST_PACKAGES } from "./packages.ts";
  * from Debian's source into the cache (installing its build dependencies first).
  */
 export async function ensureQemu(): Promise<QemuInstall> {
-  return resolveQemu(process.env, { inspect: inspectQemu, build: ensureBuiltQemu });
+  return resolveQemu(process.env, { inspect: inspectQemu, build: ensureBuiltQemu, built: findBuiltQemu });
 }
 
 /**

@@ -17,6 +17,8 @@ export const QEMU_BINARY_NAME = "qemu-system-x86_64";
 export interface QemuProviders {
   inspect: (binary: string) => Promise<QemuCapabilities>;
   build: () => Promise<QemuInstall>;
+  /** a build already in the cache, if any (nothing to explain then) */
+  built?: () => Promise<QemuInstall | undefined>;
 }
 
 function isExecutable(path: string): boolean {
@@ -93,6 +95,12 @@ export async function findHostQemu(
 
 /** The QEMU of findHostQemu, else a build (see there for $HIL_QEMU and PATH). */
 export async function resolveQemu(env: NodeJS.ProcessEnv, providers: QemuProviders): Promise<QemuInstall> {
-  const host = await findHostQemu(env, providers.inspect, (why) => progress.info(`[qemu] ${why}`));
-  return host ?? providers.build();
+  const skipped: string[] = [];
+  const host = await findHostQemu(env, providers.inspect, (why) => skipped.push(why));
+  if (host) return host;
+  // a QEMU on PATH that cannot be used explains a build; with one cached it explains nothing
+  const cached = await providers.built?.();
+  if (cached) return cached;
+  for (const why of skipped) progress.info(`[qemu] ${why}`);
+  return providers.build();
 }

@@ -434,3 +434,37 @@ t.test("no chromium run left its singleton socket directory in the system temp d
     "each run's TMPDIR was a directory of its own, removed after it",
   );
 });
+
+t.test("a page taller than chromium draws at once is drawn whole, in parts", async (t) => {
+  const chromium = findChromium();
+  if (!chromium) throw new Error("no headless chromium: hil setup --browser installs Debian's");
+  const { screenshotHtml, screenshotPart } = await import("../../harness/report/browser.ts");
+  const dir = t.testdir({});
+  const html = join(dir, "tall.html");
+  const { writeFileSync } = await import("node:fs");
+  // three bands of colour, 15000 px each: 45000 px in all, more than the 16384 px of one window
+  writeFileSync(
+    html,
+    `<!DOCTYPE html><html><head><style>body{margin:0}div{height:15000px}</style></head><body><div style="background:#ff0000"></div><div style="background:#00ff00"></div><div style="background:#0000ff"></div></body></html>`,
+  );
+  const png = join(dir, "tall.png");
+  const shot = await screenshotHtml(html, png, { binary: chromium.binary });
+  t.equal(shot.files.length, 3, "three parts");
+  t.same(shot.files, [png, screenshotPart(png, 1), screenshotPart(png, 2)]);
+  const heights = shot.files.map((f) => pngSize(readFileSync(f))?.height ?? 0);
+  t.equal(
+    heights.reduce((a, b) => a + b, 0),
+    shot.height,
+    `the parts together are the whole page (${heights.join(" + ")} = ${shot.height})`,
+  );
+  // the last part starts 2 x 16384 px down the page: inside the third (blue) band
+  const last = decodePng(readFileSync(shot.files[2] as string));
+  t.same(pixel(last, 10, 10).slice(0, 3), [0, 0, 255], "the last part shows the bottom of the page");
+  const first = decodePng(readFileSync(shot.files[0] as string));
+  t.same(pixel(first, 10, 10).slice(0, 3), [255, 0, 0], "the first part its top");
+  t.same(
+    readdirSync(dir).sort(),
+    ["tall.html", "tall-2.png", "tall-3.png", "tall.png"].sort(),
+    "no shifted copy left",
+  );
+});

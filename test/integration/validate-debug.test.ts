@@ -78,13 +78,15 @@ t.test("--config debug: KASAN's use-after-free is a new FAIL with its stacks, ex
   );
   t.equal(r.exitCode, 1, `${r.stdout}${r.stderr}`.slice(-4000));
   const uaf = String.raw`kasan: BUG: KASAN: slab-use-after-free in erdma_destroy_qp\+0x[0-9a-f]+/0x[0-9a-f]+ \[erdma\]`;
-  for (const profile of PROFILES)
-    t.match(
-      r.stdout,
-      new RegExp(`^${SCENARIO}\\s+${profile}\\s+PASS\\s+FAIL\\s+NEW FAIL\\s+rule console: ${uaf}$`, "m"),
-      `a new FAIL under ${profile}, named by KASAN's report`,
-    );
-  // the first profile's rule quotes the report; the others point at it
+  t.match(
+    r.stdout,
+    new RegExp(
+      `^${SCENARIO}\\s+${PROFILES.join(",")}\\s+PASS\\s+FAIL\\s+NEW FAIL\\s+rule console: ${uaf}$`,
+      "m",
+    ),
+    "one row for the three rule sets, a new FAIL named by KASAN's report",
+  );
+  // the rule and the report once, under the row
   t.match(
     r.stdout,
     new RegExp(
@@ -106,7 +108,7 @@ t.test("--config debug: KASAN's use-after-free is a new FAIL with its stacks, ex
     ),
     "the access, allocation and free stacks under the rule",
   );
-  t.equal(r.stdout.match(/\(the same evidence as under ib above\)/g)?.length, 2, "printed once per scenario");
+  t.equal(r.stdout.match(/- kasan: BUG: KASAN/g)?.length, 1, "the report printed once for the scenario");
   t.match(
     r.stdout,
     /^hil validate: REGRESSION: 3 new FAIL, 0 fixed, 0 not judged, \d+ unchanged \(debian:6\.12 \+ config debug vs debian:6\.12 \+ 1 patch\(es\) from \S+erdma-teardown-uaf\.mbox \+ config debug\)/m,
@@ -163,8 +165,7 @@ t.test("the default kernel: no rule sees the use-after-free, no change, exit 0",
     iso.env,
   );
   t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-4000));
-  for (const profile of PROFILES)
-    t.match(r.stdout, new RegExp(`^${SCENARIO}\\s+${profile}\\s+PASS\\s+PASS\\s+unchanged$`, "m"));
+  t.match(r.stdout, /^no verdict changed \(\d+ compared\)$/m, "the unchanged are counted, not listed");
   t.notMatch(r.stdout, /NEW FAIL|FIXED|NOT JUDGED|changed {2}/);
   t.match(
     r.stdout,

@@ -30,7 +30,7 @@ t.test("the immediate-error series: new FAILs, exit 1", async (t) => {
   t.equal(r.exitCode, 1, `${r.stdout}${r.stderr}`.slice(-4000));
   t.match(
     r.stdout,
-    /^drain-qp-idle\s+linux\s+PASS\s+FAIL\s+NEW FAIL\s+rule 1: the drain's sq marker post to qp in ERR returned -22, not 0/m,
+    /^drain-qp-idle\s+(?:[\w-]+,)*linux(?:,[\w-]+)*\s+PASS\s+FAIL\s+NEW FAIL\s+rule 1: the drain's sq marker post to qp in ERR returned -22, not 0/m,
   );
   t.match(
     r.stdout,
@@ -39,9 +39,9 @@ t.test("the immediate-error series: new FAILs, exit 1", async (t) => {
   t.match(r.stdout, /^\s+rule console: PASS -> FAIL\s+warn: WARNING: .*__ib_drain_sq/m);
   t.match(
     r.stdout,
-    /^post-send-in-error\s+ib\s+PASS\s+FAIL\s+NEW FAIL\s+rule 1: post call \d+ to qp in ERR returned -22, not 0/m,
+    /^post-send-in-error\s+(?:[\w-]+,)*ib(?:,[\w-]+)*\s+PASS\s+FAIL\s+NEW FAIL\s+rule 1: post call \d+ to qp in ERR returned -22, not 0/m,
   );
-  t.match(r.stdout, /^post-send-in-error\s+linux\s+PASS\s+FAIL\s+NEW FAIL/m);
+  t.match(r.stdout, /^post-send-in-error\s+(?:[\w-]+,)*linux(?:,[\w-]+)*\s+PASS\s+FAIL\s+NEW FAIL/m);
   t.match(
     r.stdout,
     /^post-send-in-error\s+iwarp-rdmac\s+PASS\s+MISS\s+NOT JUDGED\s+rule 5: rule 5 not exercised/m,
@@ -97,7 +97,7 @@ t.test("an empty series: no change, exit 0", async (t) => {
   );
   t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-4000));
   t.match(r.stderr, /empty\.mbox holds no patch: base\+series is the base kernel/);
-  t.match(r.stdout, /^drain-qp-idle\s+linux\s+PASS\s+PASS\s+unchanged$/m);
+  t.match(r.stdout, /^no verdict changed \(\d+ compared\)$/m);
   t.match(
     r.stdout,
     /^hil validate: no regression: 0 new FAIL, 0 fixed, 0 not judged, \d+ unchanged \(.*, empty series\)/m,

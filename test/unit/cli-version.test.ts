@@ -29,11 +29,14 @@ import { findQemu } from "../../qemu/provision/qemu.ts";
 import { QEMU_SOURCE } from "../../qemu/provision/source.ts";
 import { debFileVersion, type PackageUri } from "../../util/apt.ts";
 import { HilError } from "../../util/errors.ts";
+import { packageVersion } from "../../util/package.ts";
 import { syntheticRecord, writeRunDir } from "../fixtures/rundir/synthetic.ts";
 
-const PACKAGE_VERSION = (
+const PACKAGE_JSON_VERSION = (
   JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }
 ).version;
+/** package.json's version with the code's identity as build metadata (util/package.ts) */
+const PACKAGE_VERSION = packageVersion();
 
 const KERNEL_DEB: PackageUri = {
   url: "http://deb.debian.org/debian/pool/main/l/linux/linux-source-6.12_6.12.95-1%7ebpo12%2b1_all.deb",
@@ -271,4 +274,11 @@ t.test("verdicts.json: the run's versions; older records without them still read
       await program.parseAsync(["node", "hil", "report", dir, "--format", format, "--out", out]);
       t.ok(readFileSync(out, "utf8").length > 0, `hil report --format ${format} reads it`);
     }
+});
+
+t.test("hil's version names the code it is: its git commit here, or a digest of its sources", async (t) => {
+  const { execFileSync } = await import("node:child_process");
+  const head = execFileSync("git", ["rev-parse", "--short=12", "HEAD"], { encoding: "utf8" }).trim();
+  t.equal(PACKAGE_VERSION.split("+")[0], PACKAGE_JSON_VERSION, "package.json's version first");
+  t.match(PACKAGE_VERSION, new RegExp(`^\\d+\\.\\d+\\.\\d+\\+g${head}(\\.dirty)?$`));
 });

@@ -5,13 +5,14 @@
 import { readFileSync, readlinkSync } from "node:fs";
 import { basename, join } from "node:path";
 import t from "tap";
+import { passthroughFaultReason } from "../../harness/backend/pci-passthrough.ts";
+import { bootDevice, recordedDevice, smokeDevice } from "../../harness/backend/registry.ts";
 import { bootPrepared, type PreparedGuest } from "../../harness/boot.ts";
 import { type DeviceOptionValues, deviceOptions } from "../../harness/cli/device-options.ts";
-import { bootDevice, recordedDevice, smokeDevice } from "../../harness/device.ts";
 import { rerunScenario } from "../../harness/report/rerun.ts";
 import { describeDevice, deviceOf, type RunDir } from "../../harness/rundir/read.ts";
 import { type RunScenario, runRecordSchema } from "../../harness/rundir/schema.ts";
-import { passthroughFaultReason, runSuite } from "../../harness/suite/suite.ts";
+import { runSuite } from "../../harness/suite/suite.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 import { faultyScenario } from "../support/fake-suite.ts";
 import { fakeHost } from "../support/fake-sysfs.ts";
@@ -91,7 +92,7 @@ t.test(
       runDir: dir,
       driver: "erdma",
       executor: "kernel",
-      devicePci: "0000:03:00.0",
+      device: { kind: "pci", bdf: "0000:03:00.0", mac: "52:54:00:12:34:56" },
       profiles: ["linux"],
       executorFactory: async () => {
         throw new Error("no executor may load: nothing boots");

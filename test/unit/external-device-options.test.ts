@@ -10,6 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Command } from "commander";
 import t, { type Test } from "tap";
+import { externalFaultReason } from "../../harness/backend/external-socket.ts";
+import { bootDevice, recordedDevice, smokeDevice } from "../../harness/backend/registry.ts";
 import type { PreparedGuest } from "../../harness/boot.ts";
 import {
   addDeviceOptions,
@@ -17,8 +19,7 @@ import {
   deviceOptions,
   parseMacOption,
 } from "../../harness/cli/device-options.ts";
-import { bootDevice, recordedDevice, smokeDevice } from "../../harness/device.ts";
-import { externalFaultReason, runSuite } from "../../harness/suite/suite.ts";
+import { runSuite } from "../../harness/suite/suite.ts";
 import { HilError } from "../../util/errors.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 import { faultyScenario } from "../support/fake-suite.ts";
@@ -137,7 +138,7 @@ t.test("the suite on an external device: fault scenarios are SKIP before any gue
     runDir: dir,
     driver: "erdma",
     executor: "kernel",
-    deviceSocket: sock,
+    device: { kind: "external", socketPath: sock, mac: "52:54:00:12:34:56" },
     profiles: ["linux"],
     executorFactory: async () => {
       throw new Error("no executor may load: nothing boots");

@@ -22,6 +22,7 @@ import {
   parseVersion,
 } from "../../qemu/provision/version.ts";
 import { HilError } from "../../util/errors.ts";
+import { progress } from "../../util/progress.ts";
 
 function tempDir(t: Test, prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
@@ -163,6 +164,23 @@ t.test("decision order", async (t) => {
     t.equal(await resolveQemu({ PATH: `/nonexistent:${dir}` }, p), BUILT);
     t.same(calls.inspected, [old]);
     t.equal(calls.builds, 1);
+  });
+
+  await t.test("why a QEMU on PATH is passed over is said only when a build follows", async (t) => {
+    const said: string[] = [];
+    const info = progress.info;
+    progress.info = (text: string) => void said.push(text);
+    t.teardown(() => {
+      progress.info = info;
+    });
+    const cached = providers({ [old]: { version: "7.2.0", hasVfioUser: false } }, BUILT);
+    t.equal(await resolveQemu({ PATH: dir }, { ...cached.p, built: async () => BUILT }), BUILT);
+    t.equal(cached.calls.builds, 0, "the cached build is used");
+    t.same(said, [], "nothing to explain with a build in the cache");
+    const cold = providers({ [old]: { version: "7.2.0", hasVfioUser: false } }, BUILT);
+    t.equal(await resolveQemu({ PATH: dir }, { ...cold.p, built: async () => undefined }), BUILT);
+    t.equal(cold.calls.builds, 1);
+    t.match(said, [/\[qemu\] not using .*7\.2\.0/], "the reason for the build is said");
   });
 
   await t.test("a new QEMU on PATH without vfio-user-pci leads to a build", async (t) => {

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import t from "tap";
+import { externalFaultReason } from "../../harness/backend/external-socket.ts";
 import { registerReportCommand } from "../../harness/cli/report-command.ts";
 import { renderHtml } from "../../harness/report/html.ts";
 import { renderJunit } from "../../harness/report/junit.ts";
@@ -15,7 +16,6 @@ import { renderKcidb } from "../../harness/report/kcidb.ts";
 import { validateKcidb } from "../../harness/report/kcidb-validate.ts";
 import { renderKtap } from "../../harness/report/ktap.ts";
 import { deviceOf, loadRunDir } from "../../harness/rundir/read.ts";
-import { externalFaultReason } from "../../harness/suite/suite.ts";
 import { HilError } from "../../util/errors.ts";
 import { syntheticRecord, writeRunDir } from "../fixtures/rundir/synthetic.ts";
 

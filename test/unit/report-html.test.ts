@@ -260,3 +260,38 @@ t.test("an XFAIL says its cause in the rule list: an injected fault or a known b
   t.match(known, /known bug erdma_qp\.c:x/);
   t.notMatch(known, /injected fault/);
 });
+
+t.test("a rule broken the same way under several rule sets is one item; alike problems fold", async (t) => {
+  const { ruleList } = await import("../../harness/report/rule-links.ts");
+  const problem = (wrId: number) => ({
+    reason: `qp rq WR ${wrId} (posted in RTS) never completed though qp ended in ERR`,
+    wrs: [{ qp: "qp", queue: "rq" as const, wrId }],
+    posts: [],
+    cqes: [],
+    events: [],
+  });
+  const link = (profile: string) => ({
+    anchor: `s--${profile}--rule-5`,
+    profile,
+    rule: {
+      rule: "5",
+      title: "t",
+      verdict: "FAIL" as const,
+      reason: "qp rq WR 2000 never completed (and 24 more)",
+    },
+    problems: Array.from({ length: 25 }, (_, i) => problem(2000 + i)),
+    events: [],
+    inferred: false,
+  });
+  const html = ruleList("s", ["ib", "iwarp-rdmac", "linux"].map(link), []);
+  t.equal(html.match(/<li class="rule"/g)?.length, 1, "one item for the three rule sets");
+  t.match(html, /\[ib, iwarp-rdmac, linux\] rule 5/);
+  t.equal(html.match(/never completed though/g)?.length, 1, "the 25 alike problems: the first written out");
+  t.match(html, /and 24 more like it: qp rq WR 2001, qp rq WR 2002/);
+  const other = { ...link("linux"), rule: { ...link("linux").rule, reason: "another reason" } };
+  t.equal(
+    ruleList("s", [link("ib"), other], []).match(/<li class="rule"/g)?.length,
+    2,
+    "different reasons stay apart",
+  );
+});

@@ -68,12 +68,17 @@ t.test("the immediate-error series: new FAILs under ib and linux, a regression",
     { rule: "console", patched: "FAIL", reason: "rule console FAIL" },
   ]);
   t.equal(validateExitCode(diff), 1);
-  const text = renderDiff(diff);
+  const text = renderDiff(diff, { showUnchanged: true });
   const lines = text.split("\n");
-  t.match(lines[1], /^post-send-in-error\s+ib\s+PASS\s+FAIL\s+NEW FAIL\s+post-send-in-error under ib: FAIL$/);
+  t.match(lines[0], /^scenario\s+rules\s+base\s+patched\s+change\s+reason$/);
+  t.match(
+    lines[1],
+    /^post-send-in-error\s+ib,linux\s+PASS\s+FAIL\s+NEW FAIL\s+post-send-in-error under ib: FAIL$/,
+    "one row for the two rule sets where it moved the same way",
+  );
   t.match(text, /rule 9: PASS -> FAIL {2}rule 9 FAIL/);
   t.match(text, /partial-post-rq-overflow\s+linux\s+FAIL\s+FAIL\s+unchanged/);
-  t.notMatch(renderDiff(diff, { showUnchanged: false }), /unchanged/);
+  t.notMatch(renderDiff(diff), /unchanged/, "by default the unchanged rows are only counted");
   t.equal(diffSummary(diff), "REGRESSION: 3 new FAIL, 0 fixed, 0 not judged, 3 unchanged");
   const same = diffVerdicts(record(BASE), record(BASE));
   t.equal(
@@ -175,19 +180,57 @@ t.test(
   },
 );
 
-t.test("the same rule's evidence under a second profile of a scenario is printed once", async (t) => {
-  const cells = (v: Verdict): Cell[] => [
-    ["destroy-during-flush", "ib", v, { console: v }],
-    ["destroy-during-flush", "linux", v, { console: v }],
-  ];
-  const patched = record(cells("FAIL"));
-  for (const j of patched.scenarios?.[0]?.judgements ?? [])
-    for (const r of j.rules)
-      r.evidence = ["- kasan: BUG: KASAN: slab-use-after-free in f+0x1/0x2", "  f+0x1/0x2"];
-  const text = renderDiff(diffVerdicts(record(cells("PASS")), patched));
-  t.equal(text.match(/^\s+- kasan: BUG: KASAN/gm)?.length, 1, "the evidence once");
-  t.match(
-    text,
-    /^destroy-during-flush\s+linux\s+PASS\s+FAIL\s+NEW FAIL.*\n\s+rule console: PASS -> FAIL .*\n\s+\(the same evidence as under ib above\)$/m,
+t.test(
+  "a scenario that moved the same way under several rule sets is one row, its evidence once",
+  async (t) => {
+    const cells = (v: Verdict): Cell[] => [
+      ["destroy-during-flush", "ib", v, { console: v }],
+      ["destroy-during-flush", "linux", v, { console: v }],
+    ];
+    const patched = record(cells("FAIL"));
+    for (const j of patched.scenarios?.[0]?.judgements ?? [])
+      for (const r of j.rules)
+        r.evidence = ["- kasan: BUG: KASAN: slab-use-after-free in f+0x1/0x2", "  f+0x1/0x2"];
+    const text = renderDiff(diffVerdicts(record(cells("PASS")), patched));
+    t.equal(text.match(/^\s+- kasan: BUG: KASAN/gm)?.length, 1, "the evidence once");
+    t.match(
+      text,
+      /^destroy-during-flush\s+ib,linux\s+PASS\s+FAIL\s+NEW FAIL/m,
+      "one row naming both rule sets",
+    );
+    t.equal(text.match(/rule console: PASS -> FAIL/g)?.length, 1, "the moved rule once");
+  },
+);
+
+t.test("27 new FAILs in 9 scenarios: under 150 lines, every scenario and its evidence", async (t) => {
+  const names = Array.from({ length: 9 }, (_, i) => `scenario-${i}`);
+  const profiles = ["ib", "iwarp-rdmac", "linux"];
+  const cells = (v: Verdict): Cell[] =>
+    names.flatMap((n) => profiles.map((p): Cell => [n, p, v, { 4: v, 5: v, 9: v }]));
+  const same = Array.from({ length: 47 }, (_, i): Cell => [`same-${i}`, "ib", "PASS"]);
+  const patched = record([...cells("FAIL"), ...same]);
+  for (const s of (patched.scenarios ?? []).filter((x) => !x.name.startsWith("same-")))
+    for (const j of s.judgements)
+      for (const r of j.rules) {
+        r.reason = `rule ${r.rule} broken in ${s.name}`;
+        r.evidence = Array.from(
+          { length: 12 },
+          (_, i) => `#${i} ${JSON.stringify({ ev: "cqe", wr_id: 2000 + i, pad: "x".repeat(240) })}`,
+        );
+      }
+  const diff = diffVerdicts(
+    record([...cells("PASS"), ...Array.from({ length: 47 }, (_, i): Cell => [`same-${i}`, "ib", "PASS"])]),
+    patched,
   );
+  t.equal(diff.counts["new-fail"], 27);
+  const text = renderDiff(diff);
+  const lines = text.trimEnd().split("\n");
+  t.ok(lines.length < 150, `${lines.length} lines`);
+  t.ok(
+    Math.max(...lines.map((l) => l.length)) <= 200,
+    "no line runs on (evidence cut; verdicts.json has it whole)",
+  );
+  for (const n of names)
+    t.match(text, new RegExp(`^${n}\\s+ib,iwarp-rdmac,linux\\s+PASS\\s+FAIL\\s+NEW FAIL`, "m"));
+  t.notMatch(text, /same-\d/, "the unchanged are counted, not listed");
 });

@@ -1,0 +1,86 @@
+/**
+ * An external vfio-user device server the user started (--device-socket): an RTL co-simulation, an
+ * FPGA bridge, another model. hil neither starts nor stops it, has no control channel to it (no
+ * faults) and keeps no hardware trace of it; one guest at a time can have it.
+ */
+import { externalErdma } from "../../qemu/device-server/attach.ts";
+import { HilError } from "../../util/errors.ts";
+import { DEFAULT_GUEST_MAC } from "../boot.ts";
+import type { DeviceBackend } from "./backend.ts";
+
+/** An external vfio-user device server, already listening (see --device-socket). */
+export interface ExternalDevice {
+  kind: "external";
+  /** its socket, absolute */
+  socketPath: string;
+  /** the guest NIC's MAC, which the device must report */
+  mac: string;
+}
+
+/** A run on an external device, read back: its socket. */
+export interface ExternalRun {
+  kind: "external";
+  socket: string;
+}
+
+/** Why a scenario with fault steps cannot run on the external device at `socket`. */
+export function externalFaultReason(socket: string): string {
+  return `the external device at ${socket} has no fault control (no control channel to arm faults on)`;
+}
+
+/** Why a two-guest scenario is a SKIP on a device one guest at a time can have. */
+export const ONE_DEVICE_NO_PAIR = "two guests need the emulated erdma fabric";
+
+export const externalSocket: DeviceBackend<ExternalDevice, ExternalRun> = {
+  kind: "external",
+  title: "`--device-socket <path>`",
+  drivers: ["erdma"],
+  impliedBy: [],
+  boots: true,
+  option: {
+    flags: "--device-socket <path>",
+    help: "attach the external vfio-user device server listening on this UNIX socket (an RTL co-simulation, an FPGA bridge, another model) instead of starting the emulated device; it must present an erdma function (0x1ded:0x107f) that reports the guest NIC's MAC (--mac). hil neither starts nor stops it, arms no faults on it and keeps no hardware trace of it",
+  },
+  // with --device-pci too, that backend says they contradict each other
+  asks: (values) => values.deviceSocket !== undefined && values.devicePci === undefined,
+  choose(values, extra) {
+    const socket = values.deviceSocket ?? "";
+    if (!values.device) throw new HilError("--device-socket and --no-device contradict each other");
+    if (values.deviceProfile)
+      throw new HilError(
+        "--device-profile sets the emulated erdma device's behaviour; the external device of --device-socket has its own",
+      );
+    if (extra.traceFile)
+      throw new HilError(
+        "--trace keeps the emulated device's hardware trace; hil cannot record an external device's (drop --trace or --device-socket)",
+      );
+    if (extra.driver === "siw")
+      throw new HilError("--driver siw runs soft-iWARP without a device; --device-socket attaches one");
+    const mac = values.mac ?? DEFAULT_GUEST_MAC;
+    return { kind: "external", socketPath: externalErdma(socket).socketPath, mac };
+  },
+  profileOf: () => undefined,
+  boot: (d) => ({ external: d.socketPath }),
+  smoke: (d) => ({ external: d.socketPath, mac: d.mac }),
+  canArmFaults: false,
+  faultSkip: (d) => externalFaultReason(d.socketPath),
+  maxGuests: 1,
+  twoGuests: { skip: ONE_DEVICE_NO_PAIR },
+  record: (d) => ({ external: d.socketPath, mac: d.mac }),
+  runs: {
+    read: (r) =>
+      r.device?.external !== undefined ? { kind: "external", socket: r.device.external } : undefined,
+    describe: (r) => `external device ${r.socket}`,
+    environment: (r) => `external vfio-user device (${r.socket})`,
+    property: (r) => ["external", r.socket],
+    rerunArgs: (r) => ["--device-socket", r.socket],
+    diffName: () => "external device",
+  },
+  about: {
+    probe:
+      "probes, binds to the NIC, in `ibv_devinfo`; no profile to compare its attributes with, no trace to match",
+    judges:
+      "every scenario without fault steps: rules 1-9, the commands and console rules; no hardware-trace rules; a hang as on the emulated device",
+  },
+  example: { kind: "external", socketPath: "<path>", mac: DEFAULT_GUEST_MAC },
+};
