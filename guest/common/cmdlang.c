@@ -3,7 +3,7 @@
  * The command language: one command a line, "<op> key=value ...". A line is checked when it is
  * read (known operation, known keys, required keys present, no key twice, not an operation the
  * executor refuses); what the values name is checked when the command runs. Compiled into both
- * executors: the kernel module (as kv_cmdlang.c) and hil-uverbs.
+ * executors: the kernel module and hil-uverbs.
  */
 #include "cmdlang.h"
 

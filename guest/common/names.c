@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The names of QP states, work completion statuses and rdma_cm events, each keyed by the enum
- * of the side it is compiled into (IB_* in the kernel, IBV_* in libibverbs), so the two
- * executors write the same text for the same thing.
+ * The names of QP states, work completion statuses and opcodes and rdma_cm events, each keyed
+ * by the enum of the side it is compiled into (IB_* in the kernel, IBV_* in libibverbs), so the
+ * two executors write the same text for the same thing.
  */
 #include "names.h"
 
@@ -73,6 +73,37 @@ const char *hil_wc_status_name(unsigned int status)
 	if (status < N_OF(wc_status_names) && wc_status_names[status])
 		return wc_status_names[status];
 	return "UNKNOWN";
+}
+
+const char *hil_wc_opcode_name(unsigned int opcode)
+{
+	switch (opcode) {
+	case WC(SEND):
+		return "SEND";
+	case WC(RDMA_WRITE):
+		return "RDMA_WRITE";
+	case WC(RDMA_READ):
+		return "RDMA_READ";
+	case WC(COMP_SWAP):
+		return "COMP_SWAP";
+	case WC(FETCH_ADD):
+		return "FETCH_ADD";
+	case WC(BIND_MW):
+		return "BIND_MW";
+	case WC(LOCAL_INV):
+		return "LOCAL_INV";
+#ifdef __KERNEL__
+	/* fast registration is a kernel verb: libibverbs has no such opcode */
+	case IB_WC_REG_MR:
+		return "REG_MR";
+#endif
+	case WC(RECV):
+		return "RECV";
+	case WC(RECV_RDMA_WITH_IMM):
+		return "RECV_RDMA_WITH_IMM";
+	default:
+		return "OTHER";
+	}
 }
 
 static const char *const cm_event_names[] = {

@@ -14,6 +14,8 @@ const char *hil_qp_state_name(int state);
 int hil_qp_state_parse(const char *name, int *state);
 /* "SUCCESS", "WR_FLUSH_ERR", ..., or "UNKNOWN" */
 const char *hil_wc_status_name(unsigned int status);
+/* "SEND", "RDMA_WRITE", ..., "RECV", or "OTHER" */
+const char *hil_wc_opcode_name(unsigned int opcode);
 /* "ADDR_RESOLVED", ..., or NULL for an event without a name here */
 const char *hil_cm_event_name(unsigned int event);
 

@@ -34,26 +34,26 @@ static struct {
 	u32 *lat;
 	u32 nlat;
 	u32 maxlat;
-	struct kv_qp *receiver;
+	struct hil_qp *receiver;
 } bs;
 
-static int repost_recv(struct kv_qp *receiver, struct kv_ctx *c)
+static int repost_recv(struct hil_qp *receiver, struct hil_ctx *c)
 {
-	struct ib_recv_wr *wr = &receiver->pool->bench_rwrs[c->slot];
+	struct ib_recv_wr *wr = &receiver->pool->port.bench_rwrs[c->slot];
 	int rc;
 
 	wr->next = NULL;
-	c->state = KV_CTX_POSTED;
+	c->state = HIL_CTX_POSTED;
 	rc = ib_post_recv(receiver->qp, wr, NULL);
 	if (rc)
-		c->state = KV_CTX_FREE;
+		c->state = HIL_CTX_FREE;
 	return rc;
 }
 
-void kv_bench_done(struct kv_ctx *c, struct kv_cq *kcq, struct ib_wc *wc)
+void kv_bench_done(struct hil_ctx *c, struct ib_wc *wc)
 {
-	if (c->queue == KV_RQ)
-		c->state = KV_CTX_FREE;
+	if (c->queue == HIL_RQ)
+		c->state = HIL_CTX_FREE;
 	if (!bs.active)
 		return;
 	if (wc->status != IB_WC_SUCCESS) {
@@ -61,7 +61,7 @@ void kv_bench_done(struct kv_ctx *c, struct kv_cq *kcq, struct ib_wc *wc)
 			bs.first_status = wc->status;
 		return;
 	}
-	if (c->queue == KV_SQ) {
+	if (c->queue == HIL_SQ) {
 		bs.acked = max_t(u64, bs.acked, (u64)c->seq + 1);
 		if (bs.nlat < bs.maxlat)
 			bs.lat[bs.nlat++] = (u32)min_t(u64, ktime_get_ns() - c->t_post, U32_MAX);
@@ -73,14 +73,14 @@ void kv_bench_done(struct kv_ctx *c, struct kv_cq *kcq, struct ib_wc *wc)
 }
 
 /* Posts a receive on every RQ slot of the receiver that has none (the ring is made once). */
-static int fill_receives(struct hil_cmd *cmd, struct kv_qp *receiver)
+static int fill_receives(struct hil_cmd *cmd, struct hil_qp *receiver)
 {
-	struct kv_pool *pp = receiver->pool;
-	u32 n = pp->nslots[KV_RQ], i;
+	struct hil_pool *pp = receiver->pool;
+	u32 n = pp->nslots[HIL_RQ], i;
 	int rc;
 
-	if (!pp->bench_rq) {
-		struct kv_ctx **ring = kcalloc(n, sizeof(*ring), GFP_KERNEL);
+	if (!pp->port.bench_rq) {
+		struct hil_ctx **ring = kcalloc(n, sizeof(*ring), GFP_KERNEL);
 		struct ib_recv_wr *wrs = kcalloc(n, sizeof(*wrs), GFP_KERNEL);
 		struct ib_sge *sges = kcalloc(n, sizeof(*sges), GFP_KERNEL);
 
@@ -91,7 +91,7 @@ static int fill_receives(struct hil_cmd *cmd, struct kv_qp *receiver)
 			return hil_fail(cmd, -ENOMEM, "no memory");
 		}
 		for (i = 0; i < n; i++) {
-			struct kv_ctx *c = kv_ctx_get(pp);
+			struct hil_ctx *c = hil_ctx_get(pp);
 
 			if (!c) {
 				kfree(ring);
@@ -100,25 +100,26 @@ static int fill_receives(struct hil_cmd *cmd, struct kv_qp *receiver)
 				return hil_fail(cmd, -ENOSPC, "QP %s has posted max_wrs WRs", pp->name);
 			}
 			c->bench = 1;
-			c->queue = KV_RQ;
+			c->port.cqe.done = kv_done;
+			c->queue = HIL_RQ;
 			c->slot = i;
-			c->state = KV_CTX_FREE;
+			c->state = HIL_CTX_FREE;
 			ring[i] = c;
-			sges[i].addr = pp->slots[KV_RQ][i].dma;
+			sges[i].addr = pp->port.slots[HIL_RQ][i].dma;
 			sges[i].length = pp->slot_len;
 			sges[i].lkey = receiver->pd->pd->local_dma_lkey;
-			wrs[i].wr_cqe = &c->cqe;
+			wrs[i].wr_cqe = &c->port.cqe;
 			wrs[i].sg_list = &sges[i];
 			wrs[i].num_sge = 1;
 		}
-		pp->bench_rq = ring;
-		pp->bench_rwrs = wrs;
-		pp->bench_rsges = sges;
+		pp->port.bench_rq = ring;
+		pp->port.bench_rwrs = wrs;
+		pp->port.bench_rsges = sges;
 	}
 	for (i = 0; i < n; i++) {
-		if (pp->bench_rq[i]->state == KV_CTX_POSTED)
+		if (pp->port.bench_rq[i]->state == HIL_CTX_POSTED)
 			continue;
-		rc = repost_recv(receiver, pp->bench_rq[i]);
+		rc = repost_recv(receiver, pp->port.bench_rq[i]);
 		if (rc)
 			return hil_fail(cmd, rc, "ib_post_recv on %s failed", pp->name);
 	}
@@ -132,48 +133,48 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void trace_result(struct kv_qp *q, const char *op, u32 iters, u32 depth, u32 len,
+static void trace_result(struct hil_qp *q, const char *op, u32 iters, u32 depth, u32 len,
 			 u32 signal, u64 posted, u64 ns, int rc)
 {
-	struct kv_rec r;
+	struct hil_rec r;
 	u64 sum = 0;
 	u32 i;
 
-	kv_rec_begin(&r, "bench");
-	kv_rec_str(&r, "qp", q->name);
-	kv_rec_str(&r, "op", op);
-	kv_rec_uint(&r, "iters", iters);
-	kv_rec_uint(&r, "depth", depth);
-	kv_rec_uint(&r, "len", len);
-	kv_rec_uint(&r, "signal", signal);
-	kv_rec_uint(&r, "posted", posted);
-	kv_rec_uint(&r, "completed", bs.acked);
-	kv_rec_uint(&r, "ns", ns);
-	kv_rec_uint(&r, "wrs_per_s", ns ? div64_u64(bs.acked * NSEC_PER_SEC, ns) : 0);
-	kv_rec_uint(&r, "bytes", bs.acked * len);
-	kv_rec_uint(&r, "errors", bs.errors);
+	hil_rec_begin(&r, "bench");
+	hil_rec_str(&r, "qp", q->name);
+	hil_rec_str(&r, "op", op);
+	hil_rec_uint(&r, "iters", iters);
+	hil_rec_uint(&r, "depth", depth);
+	hil_rec_uint(&r, "len", len);
+	hil_rec_uint(&r, "signal", signal);
+	hil_rec_uint(&r, "posted", posted);
+	hil_rec_uint(&r, "completed", bs.acked);
+	hil_rec_uint(&r, "ns", ns);
+	hil_rec_uint(&r, "wrs_per_s", ns ? div64_u64(bs.acked * NSEC_PER_SEC, ns) : 0);
+	hil_rec_uint(&r, "bytes", bs.acked * len);
+	hil_rec_uint(&r, "errors", bs.errors);
 	if (bs.errors)
-		kv_rec_int(&r, "first_status", bs.first_status);
-	kv_rec_uint(&r, "samples", bs.nlat);
+		hil_rec_int(&r, "first_status", bs.first_status);
+	hil_rec_uint(&r, "samples", bs.nlat);
 	if (bs.nlat) {
 		sort(bs.lat, bs.nlat, sizeof(u32), cmp_u32, NULL);
 		for (i = 0; i < bs.nlat; i++)
 			sum += bs.lat[i];
-		kv_rec_uint(&r, "lat_min_ns", bs.lat[0]);
-		kv_rec_uint(&r, "lat_p50_ns", bs.lat[bs.nlat / 2]);
-		kv_rec_uint(&r, "lat_p99_ns", bs.lat[(u64)bs.nlat * 99 / 100]);
-		kv_rec_uint(&r, "lat_max_ns", bs.lat[bs.nlat - 1]);
-		kv_rec_uint(&r, "lat_avg_ns", div_u64(sum, bs.nlat));
+		hil_rec_uint(&r, "lat_min_ns", bs.lat[0]);
+		hil_rec_uint(&r, "lat_p50_ns", bs.lat[bs.nlat / 2]);
+		hil_rec_uint(&r, "lat_p99_ns", bs.lat[(u64)bs.nlat * 99 / 100]);
+		hil_rec_uint(&r, "lat_max_ns", bs.lat[bs.nlat - 1]);
+		hil_rec_uint(&r, "lat_avg_ns", div_u64(sum, bs.nlat));
 	}
-	kv_rec_int(&r, "rc", rc);
-	kv_rec_commit(&r);
+	hil_rec_int(&r, "rc", rc);
+	hil_rec_commit(&r);
 }
 
-int kv_op_bench(struct hil_cmd *cmd)
+int hil_op_bench(struct hil_cmd *cmd)
 {
 	const char *op = hil_arg(cmd, "op") ?: "send";
-	struct kv_qp *q = kv_find_qp(hil_arg(cmd, "qp"));
-	struct kv_ctx **ring = NULL;
+	struct hil_qp *q = hil_find_qp(hil_arg(cmd, "qp"));
+	struct hil_ctx **ring = NULL;
 	struct ib_rdma_wr *wrs = NULL;
 	struct ib_sge *sges = NULL;
 	u32 iters, depth, len, signal, ms, nrecv = 0, i;
@@ -194,9 +195,9 @@ int kv_op_bench(struct hil_cmd *cmd)
 	send = !strcmp(op, "send");
 	if (!q->peer)
 		return hil_fail(cmd, -EINVAL, "QP %s has no local peer", q->name);
-	if (q->scq->poll != IB_POLL_DIRECT || q->peer->rcq->poll != IB_POLL_DIRECT)
+	if (q->scq->port.poll != IB_POLL_DIRECT || q->peer->rcq->port.poll != IB_POLL_DIRECT)
 		return hil_fail(cmd, -EINVAL, "bench needs poll=direct CQs");
-	if (!iters || !depth || depth > q->pool->nslots[KV_SQ] || !signal || signal > depth)
+	if (!iters || !depth || depth > q->pool->nslots[HIL_SQ] || !signal || signal > depth)
 		return hil_fail(cmd, -EINVAL, "need 0 < signal <= depth <= sq, iters > 0");
 	if (len > q->pool->slot_len || len > q->peer->pool->slot_len)
 		return hil_fail(cmd, -EINVAL, "len=%u is more than buf", len);
@@ -214,18 +215,19 @@ int kv_op_bench(struct hil_cmd *cmd)
 		goto out;
 	}
 	for (i = 0; i < depth; i++) {
-		ring[i] = kv_ctx_get(q->pool);
+		ring[i] = hil_ctx_get(q->pool);
 		if (!ring[i]) {
 			rc = hil_fail(cmd, -ENOSPC, "QP %s has posted max_wrs WRs", q->name);
 			goto out;
 		}
 		ring[i]->bench = 1;
-		ring[i]->queue = KV_SQ;
-		ring[i]->state = KV_CTX_POSTED;
+		ring[i]->port.cqe.done = kv_done;
+		ring[i]->queue = HIL_SQ;
+		ring[i]->state = HIL_CTX_POSTED;
 	}
 	bs.receiver = q->peer;
 	if (send) {
-		nrecv = q->peer->pool->nslots[KV_RQ];
+		nrecv = q->peer->pool->nslots[HIL_RQ];
 		if (depth > nrecv) {
 			rc = hil_fail(cmd, -EINVAL, "depth=%u is more than the peer's rq=%u", depth,
 				      nrecv);
@@ -245,7 +247,7 @@ int kv_op_bench(struct hil_cmd *cmd)
 
 		while (posted < iters && posted - bs.acked < depth &&
 		       (!send || posted - bs.recvd < nrecv)) {
-			struct kv_ctx *c = ring[posted % depth];
+			struct hil_ctx *c = ring[posted % depth];
 			struct ib_rdma_wr *w = &wrs[posted % depth];
 			struct ib_sge *sge = &sges[posted % depth];
 			bool sig = (posted + 1) % signal == 0 || posted + 1 == iters;
@@ -253,20 +255,20 @@ int kv_op_bench(struct hil_cmd *cmd)
 			c->seq = posted;
 			c->t_post = ktime_get_ns();
 			memset(w, 0, sizeof(*w));
-			sge->addr = q->pool->slots[KV_SQ][posted % q->pool->nslots[KV_SQ]].dma;
+			sge->addr = q->pool->port.slots[HIL_SQ][posted % q->pool->nslots[HIL_SQ]].dma;
 			sge->length = len;
 			sge->lkey = q->pd->pd->local_dma_lkey;
-			w->wr.wr_cqe = &c->cqe;
+			w->wr.wr_cqe = &c->port.cqe;
 			w->wr.sg_list = len ? sge : NULL;
 			w->wr.num_sge = len ? 1 : 0;
 			w->wr.send_flags = sig ? IB_SEND_SIGNALED : 0;
 			if (send) {
 				w->wr.opcode = IB_WR_SEND;
 			} else {
-				struct kv_pool *pp = q->peer->pool;
+				struct hil_pool *pp = q->peer->pool;
 
 				w->wr.opcode = IB_WR_RDMA_WRITE;
-				w->remote_addr = pp->slots[KV_RQ][posted % pp->nslots[KV_RQ]].dma;
+				w->remote_addr = pp->port.slots[HIL_RQ][posted % pp->nslots[HIL_RQ]].dma;
 				w->rkey = q->peer->pd->pd->unsafe_global_rkey;
 			}
 			if (prev)

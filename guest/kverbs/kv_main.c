@@ -101,16 +101,6 @@ bool kv_device_known(struct ib_device *dev)
 	return found;
 }
 
-static void trace_ibdev(struct ib_device *dev, const char *action)
-{
-	struct kv_rec r;
-
-	kv_rec_begin(&r, "ibdev");
-	kv_rec_str(&r, "name", dev_name(&dev->dev));
-	kv_rec_str(&r, "action", action);
-	kv_rec_commit(&r);
-}
-
 static int kv_add_one(struct ib_device *dev)
 {
 	struct kv_devent *e = kzalloc(sizeof(*e), GFP_KERNEL);
@@ -121,7 +111,7 @@ static int kv_add_one(struct ib_device *dev)
 	mutex_lock(&kv_devs_lock);
 	list_add_tail(&e->node, &kv_devs);
 	mutex_unlock(&kv_devs_lock);
-	trace_ibdev(dev, "add");
+	hil_trace_ibdev(dev_name(&dev->dev), "add");
 	return 0;
 }
 
@@ -131,8 +121,8 @@ static void kv_remove_one(struct ib_device *dev, void *client_data)
 
 	/* waits for the running command: a stuck drain keeps the device from going away */
 	mutex_lock(&kv.exec_lock);
-	if (kv.dev == dev)
-		kv_teardown_all("device removed");
+	if (hil.dev.dev == dev)
+		hil_teardown_all("device removed");
 	mutex_unlock(&kv.exec_lock);
 	mutex_lock(&kv_devs_lock);
 	list_for_each_entry_safe(e, tmp, &kv_devs, node) {
@@ -142,7 +132,7 @@ static void kv_remove_one(struct ib_device *dev, void *client_data)
 		}
 	}
 	mutex_unlock(&kv_devs_lock);
-	trace_ibdev(dev, "remove");
+	hil_trace_ibdev(dev_name(&dev->dev), "remove");
 }
 
 static struct ib_client kv_client = {
@@ -155,28 +145,9 @@ static struct ib_client kv_client = {
 
 static void kv_execute(struct hil_cmd *cmd)
 {
-	struct kv_rec r;
-	u64 t0 = ktime_get_ns();
-	int rc;
-
 	mutex_lock(&kv.exec_lock);
-	kv_rec_begin(&r, "cmd");
-	kv_rec_uint(&r, "id", cmd->id);
-	kv_rec_str(&r, "line", cmd->line);
-	kv_rec_commit(&r);
-
-	rc = kv_run(cmd);
-
-	kv_rec_begin(&r, "done");
-	kv_rec_uint(&r, "id", cmd->id);
-	kv_rec_str(&r, "op", cmd->op->name);
-	kv_rec_int(&r, "rc", rc);
-	kv_rec_uint(&r, "us", (ktime_get_ns() - t0) / 1000);
-	if (rc)
+	if (hil_execute(cmd))
 		WRITE_ONCE(kv.failed, kv.failed + 1);
-	if (cmd->err[0])
-		kv_rec_str(&r, "err", cmd->err);
-	kv_rec_commit(&r);
 	mutex_unlock(&kv.exec_lock);
 }
 
@@ -255,16 +226,6 @@ static int kv_status_json(char *buf, size_t size)
 
 /* ---- debugfs ---- */
 
-static void kv_reject(const char *line, const char *why)
-{
-	struct kv_rec r;
-
-	kv_rec_begin(&r, "reject");
-	kv_rec_str(&r, "line", line);
-	kv_rec_str(&r, "why", why);
-	kv_rec_commit(&r);
-}
-
 static ssize_t ctl_write(struct file *file, const char __user *ubuf, size_t count, loff_t *ppos)
 {
 	LIST_HEAD(batch);
@@ -298,7 +259,7 @@ static ssize_t ctl_write(struct file *file, const char __user *ubuf, size_t coun
 		}
 		rc = hil_parse(line, len, &q->cmd, NULL, &why);
 		if (rc) {
-			kv_reject(line, why);
+			hil_trace_reject(line, why);
 			kfree(q);
 			break;
 		}
@@ -404,29 +365,17 @@ static const struct file_operations wait_fops = {
 	.read = wait_read,
 };
 
-static void kv_hello(void)
-{
-	struct kv_rec r;
-
-	kv_rec_begin(&r, "hello");
-	kv_rec_int(&r, "version", KV_VERSION);
-	kv_rec_str(&r, "release", init_utsname()->release);
-	kv_rec_int(&r, "pid", task_pid_nr(wk.task));
-	kv_rec_commit(&r);
-}
-
 static int __init kv_init(void)
 {
 	int i, rc;
 
 	mutex_init(&kv.exec_lock);
-	INIT_LIST_HEAD(&kv.graveyard);
-	kv.max_wrs = max_wrs;
-	for (i = 0; i < KV_MAX_OBJS; i++) {
-		init_waitqueue_head(&kv.cqs[i].wq);
-		init_waitqueue_head(&kv.qps[i].cm.wq);
-		init_waitqueue_head(&kv.listeners[i].cm.wq);
-		spin_lock_init(&kv.listeners[i].lock);
+	hil.max_wrs = max_wrs;
+	for (i = 0; i < HIL_MAX_OBJS; i++) {
+		init_waitqueue_head(&hil.cqs[i].port.wq);
+		init_waitqueue_head(&hil.qps[i].cm.port.wq);
+		init_waitqueue_head(&hil.listeners[i].cm.port.wq);
+		hil_lock_init(&hil.listeners[i].lock);
 	}
 	spin_lock_init(&wk.lock);
 	INIT_LIST_HEAD(&wk.queue);
@@ -441,7 +390,7 @@ static int __init kv_init(void)
 		rc = PTR_ERR(wk.task);
 		goto err_trace;
 	}
-	kv_hello();
+	hil_trace_hello(KV_VERSION, init_utsname()->release, task_pid_nr(wk.task));
 	rc = ib_register_client(&kv_client);
 	if (rc)
 		goto err_thread;
@@ -472,7 +421,7 @@ static void __exit kv_exit(void)
 	/* nothing is queued: every queued command holds a module reference */
 	kthread_stop(wk.task);
 	mutex_lock(&kv.exec_lock);
-	kv_teardown_all("module unload");
+	hil_teardown_all("module unload");
 	mutex_unlock(&kv.exec_lock);
 	ib_unregister_client(&kv_client);
 	kv_trace_exit();

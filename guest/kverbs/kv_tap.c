@@ -12,7 +12,6 @@
 #include <linux/kernel.h>
 
 #include "kv.h"
-#include "names.h"
 
 struct kv_tap_marker {
 	struct ib_cqe *cqe;
@@ -22,7 +21,7 @@ struct kv_tap_marker {
 
 static struct {
 	struct ib_device *dev;
-	const struct kv_qp *q;
+	const struct hil_qp *q;
 	u64 call;
 	struct kv_tap_marker markers[2];
 	int (*modify_qp)(struct ib_qp *qp, struct ib_qp_attr *attr, int mask, struct ib_udata *udata);
@@ -34,9 +33,9 @@ static const char *cq_name(const struct ib_cq *cq)
 {
 	int i;
 
-	for (i = 0; i < KV_MAX_OBJS; i++)
-		if (kv.cqs[i].in_use && kv.cqs[i].cq == cq)
-			return kv.cqs[i].name;
+	for (i = 0; i < HIL_MAX_OBJS; i++)
+		if (hil.cqs[i].in_use && hil.cqs[i].cq == cq)
+			return hil.cqs[i].name;
 	return "?";
 }
 
@@ -48,7 +47,7 @@ static bool drained_qp(const struct ib_qp *qp)
 static void marker_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct kv_tap_marker *m = NULL;
-	struct kv_rec r;
+	struct hil_wc w;
 	int i;
 
 	for (i = 0; i < ARRAY_SIZE(tap.markers); i++)
@@ -56,19 +55,14 @@ static void marker_done(struct ib_cq *cq, struct ib_wc *wc)
 			m = &tap.markers[i];
 	if (!m)
 		return;
-	kv_rec_begin(&r, "drain_marker_cqe");
-	kv_rec_uint(&r, "call", tap.call);
-	kv_rec_str(&r, "cq", cq_name(cq));
-	kv_rec_str(&r, "qp", tap.q ? tap.q->name : "?");
-	kv_rec_str(&r, "queue", m->queue == KV_SQ ? "sq" : "rq");
-	kv_rec_wc(&r, wc);
-	kv_rec_commit(&r);
+	hil_wc_read(&w, wc);
+	hil_trace_marker_cqe(tap.call, cq_name(cq), tap.q ? tap.q->name : "?", m->queue, &w);
 	/* the core's done (ib_drain_qp_done) wakes the drain: nothing here may touch m after it */
 	m->done(cq, wc);
 }
 
 /* The marker's ib_cqe gets marker_done; returns false when it is one of this executor's WRs. */
-static bool take_marker(struct ib_cqe *cqe, enum kv_queue queue)
+static bool take_marker(struct ib_cqe *cqe, enum hil_queue queue)
 {
 	struct kv_tap_marker *m = &tap.markers[queue];
 
@@ -81,70 +75,52 @@ static bool take_marker(struct ib_cqe *cqe, enum kv_queue queue)
 	return true;
 }
 
-static void trace_marker(enum kv_queue queue, int rc, bool signaled)
+static void trace_marker(enum hil_queue queue, int rc, bool signaled)
 {
-	struct kv_rec r;
-
-	kv_rec_begin(&r, "drain_marker");
-	kv_rec_uint(&r, "call", tap.call);
-	kv_rec_str(&r, "qp", tap.q->name);
-	kv_rec_str(&r, "queue", queue == KV_SQ ? "sq" : "rq");
-	kv_rec_str(&r, "how", "kernel");
-	kv_rec_int(&r, "rc", rc);
-	kv_rec_bool(&r, "signaled", signaled);
-	kv_rec_commit(&r);
+	hil_trace_marker(tap.call, tap.q->name, queue, "kernel", -1, rc, signaled);
 }
 
 static int tap_modify_qp(struct ib_qp *qp, struct ib_qp_attr *attr, int mask, struct ib_udata *udata)
 {
-	struct kv_rec r;
 	u64 call;
 	int rc;
 
 	if (!drained_qp(qp) || !(mask & IB_QP_STATE))
 		return tap.modify_qp(qp, attr, mask, udata);
-	call = ++kv.calls;
-	kv_rec_begin(&r, "modify");
-	kv_rec_uint(&r, "call", call);
-	kv_rec_str(&r, "qp", tap.q->name);
-	kv_rec_str(&r, "state", hil_qp_state_name(attr->qp_state));
-	kv_rec_str(&r, "by", "drain");
-	kv_rec_commit(&r);
+	call = ++hil.calls;
+	hil_trace_modify(call, tap.q->name, attr->qp_state, "drain");
 	rc = tap.modify_qp(qp, attr, mask, udata);
-	kv_rec_begin(&r, "modify_ret");
-	kv_rec_uint(&r, "call", call);
-	kv_rec_int(&r, "rc", rc);
-	kv_rec_commit(&r);
+	hil_trace_modify_ret(call, rc);
 	return rc;
 }
 
 static int tap_post_send(struct ib_qp *qp, const struct ib_send_wr *wr, const struct ib_send_wr **bad)
 {
-	bool marker = drained_qp(qp) && wr && !wr->next && take_marker(wr->wr_cqe, KV_SQ);
+	bool marker = drained_qp(qp) && wr && !wr->next && take_marker(wr->wr_cqe, HIL_SQ);
 	int rc = tap.post_send(qp, wr, bad);
 
 	if (marker) {
 		if (rc)
-			wr->wr_cqe->done = tap.markers[KV_SQ].done;
-		trace_marker(KV_SQ, rc, wr->send_flags & IB_SEND_SIGNALED);
+			wr->wr_cqe->done = tap.markers[HIL_SQ].done;
+		trace_marker(HIL_SQ, rc, wr->send_flags & IB_SEND_SIGNALED);
 	}
 	return rc;
 }
 
 static int tap_post_recv(struct ib_qp *qp, const struct ib_recv_wr *wr, const struct ib_recv_wr **bad)
 {
-	bool marker = drained_qp(qp) && wr && !wr->next && take_marker(wr->wr_cqe, KV_RQ);
+	bool marker = drained_qp(qp) && wr && !wr->next && take_marker(wr->wr_cqe, HIL_RQ);
 	int rc = tap.post_recv(qp, wr, bad);
 
 	if (marker) {
 		if (rc)
-			wr->wr_cqe->done = tap.markers[KV_RQ].done;
-		trace_marker(KV_RQ, rc, true);
+			wr->wr_cqe->done = tap.markers[HIL_RQ].done;
+		trace_marker(HIL_RQ, rc, true);
 	}
 	return rc;
 }
 
-void kv_tap_begin(const struct kv_qp *q, u64 call)
+void kv_tap_begin(const struct hil_qp *q, u64 call)
 {
 	struct ib_device *dev = q->qp->device;
 

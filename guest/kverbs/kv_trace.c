@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * The trace: one JSON object per line, appended to a fixed buffer from any context (completion
- * handlers run in softirq), read through debugfs by byte offset. Every record starts with
- * "seq" (a counter that never goes back, not even when the trace is cleared) and "ns" (time since
- * the module loaded), then "ev" and the event's fields. When the buffer is full, one
- * {"ev":"overflow"} record is written and later records are counted as dropped.
+ * The trace: one JSON object per line (the records guest/common/record.c builds), appended to a
+ * fixed buffer from any context (completion handlers run in softirq), read through debugfs by
+ * byte offset. Every record starts with "seq" (a counter that never goes back, not even when the
+ * trace is cleared) and "ns" (time since the module loaded), then "ev" and the event's fields.
+ * When the buffer is full, one {"ev":"overflow"} record is written and later records are counted
+ * as dropped.
  */
 #include <linux/kernel.h>
 #include <linux/ktime.h>
@@ -97,112 +98,17 @@ ssize_t kv_trace_read(char __user *ubuf, size_t count, loff_t *ppos)
 	return n;
 }
 
-static void rec_put(struct kv_rec *r, const char *s, size_t n)
-{
-	if (r->len + n >= sizeof(r->buf)) {
-		r->trunc = true;
-		return;
-	}
-	memcpy(r->buf + r->len, s, n);
-	r->len += n;
-}
-
-void kv_rec_printf(struct kv_rec *r, const char *fmt, ...)
-{
-	va_list ap;
-	size_t room = sizeof(r->buf) - r->len;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(r->buf + r->len, room, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= room) {
-		r->buf[r->len] = '\0';
-		r->trunc = true;
-		return;
-	}
-	r->len += n;
-}
-
-static void rec_key(struct kv_rec *r, const char *key)
-{
-	kv_rec_printf(r, ",\"%s\":", key);
-}
-
-static void rec_escaped(struct kv_rec *r, const char *s)
-{
-	rec_put(r, "\"", 1);
-	for (; *s; s++) {
-		unsigned char c = *s;
-
-		if (c == '"' || c == '\\') {
-			char esc[2] = { '\\', c };
-
-			rec_put(r, esc, 2);
-		} else if (c < 0x20 || c >= 0x7f) {
-			kv_rec_printf(r, "\\u%04x", c);
-		} else {
-			rec_put(r, s, 1);
-		}
-	}
-	rec_put(r, "\"", 1);
-}
-
-void kv_rec_begin(struct kv_rec *r, const char *ev)
-{
-	r->len = 0;
-	r->trunc = false;
-	kv_rec_printf(r, "\"ev\":\"%s\"", ev);
-}
-
-void kv_rec_str(struct kv_rec *r, const char *key, const char *val)
-{
-	rec_key(r, key);
-	if (val)
-		rec_escaped(r, val);
-	else
-		rec_put(r, "null", 4);
-}
-
-void kv_rec_int(struct kv_rec *r, const char *key, s64 val)
-{
-	kv_rec_printf(r, ",\"%s\":%lld", key, val);
-}
-
-void kv_rec_uint(struct kv_rec *r, const char *key, u64 val)
-{
-	kv_rec_printf(r, ",\"%s\":%llu", key, val);
-}
-
-void kv_rec_bool(struct kv_rec *r, const char *key, bool val)
-{
-	kv_rec_printf(r, ",\"%s\":%s", key, val ? "true" : "false");
-}
-
-void kv_rec_null(struct kv_rec *r, const char *key)
-{
-	kv_rec_printf(r, ",\"%s\":null", key);
-}
-
-void kv_rec_raw(struct kv_rec *r, const char *key, const char *json)
-{
-	rec_key(r, key);
-	rec_put(r, json, strlen(json));
-}
-
-void kv_rec_commit(struct kv_rec *r)
+void hil_trace_emit(const char *fields, size_t len)
 {
 	char head[64];
 	unsigned long flags;
 	size_t need;
 	int hn;
 
-	if (r->trunc)
-		kv_rec_printf(r, ",\"truncated\":true");
 	spin_lock_irqsave(&tr.lock, flags);
 	hn = scnprintf(head, sizeof(head), "{\"seq\":%llu,\"ns\":%llu,", tr.seq,
 		       ktime_get_ns() - tr.t0);
-	need = hn + r->len + 2;
+	need = hn + len + 2;
 	if (tr.overflowed || tr.len + need + KV_OVERFLOW_RESERVE > tr.cap) {
 		if (!tr.overflowed) {
 			tr.len += scnprintf(tr.buf + tr.len, tr.cap - tr.len,
@@ -216,9 +122,9 @@ void kv_rec_commit(struct kv_rec *r)
 		return;
 	}
 	memcpy(tr.buf + tr.len, head, hn);
-	memcpy(tr.buf + tr.len + hn, r->buf, r->len);
-	tr.buf[tr.len + hn + r->len] = '}';
-	tr.buf[tr.len + hn + r->len + 1] = '\n';
+	memcpy(tr.buf + tr.len + hn, fields, len);
+	tr.buf[tr.len + hn + len] = '}';
+	tr.buf[tr.len + hn + len + 1] = '\n';
 	tr.len += need;
 	tr.seq++;
 	spin_unlock_irqrestore(&tr.lock, flags);

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * This executor's side of the command language (guest/common/commands.def, checked by
- * guest/common/cmdlang.c): its operation table, the kernel executor's operations and values it
- * refuses when the input is checked, before anything runs, sleep and mark.
+ * guest/common/cmdlang.c): the kernel executor's operations and values it refuses when the input
+ * is checked, before anything runs, and sleep and mark as a program does them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 
 #define REFUSED "not run by the user executor: "
 
-/* Operations of the kernel executor this one refuses, and why (their uv_op_<name> is NULL). */
+/* Operations of the kernel executor this one refuses, and why. */
 static const char *const uv_refused[HIL_OP_COUNT] = {
 	[HIL_OP_clear] = REFUSED "it empties the kernel executor's trace buffer; this executor's "
 				 "trace is its stdout",
@@ -22,36 +22,29 @@ static const char *const uv_refused[HIL_OP_COUNT] = {
 				 "(ib_process_cq_direct)",
 };
 
-#define uv_op_clear NULL
-#define uv_op_bench NULL
-
-static int (*const uv_ops[HIL_OP_COUNT])(struct hil_cmd *cmd) = {
-#define HIL_COMMAND(name, keys, about) [HIL_OP_##name] = uv_op_##name,
-#include "commands.def"
-#undef HIL_COMMAND
-};
-
-int uv_op_sleep(struct hil_cmd *cmd)
+/* refused when the input is read: never run */
+int hil_op_clear(struct hil_cmd *cmd)
 {
-	uint32_t ms;
-	int rc = hil_arg_u32(cmd, "ms", 0, &ms);
+	return hil_fail(cmd, -EOPNOTSUPP, "%s", uv_refused[HIL_OP_clear]);
+}
 
-	if (rc)
-		return rc;
-	if (ms > 600000)
-		return hil_fail(cmd, -EINVAL, "ms=%u is more than 600000", ms);
+int hil_op_bench(struct hil_cmd *cmd)
+{
+	return hil_fail(cmd, -EOPNOTSUPP, "%s", uv_refused[HIL_OP_bench]);
+}
+
+int hil_port_sleep(struct hil_cmd *cmd, uint32_t ms)
+{
+	(void)cmd;
 	uv_sleep_us(ms * 1000U);
 	return 0;
 }
 
-int uv_op_mark(struct hil_cmd *cmd)
+int hil_port_mark(struct hil_cmd *cmd, uint32_t id)
 {
 	char line[48];
-	uint32_t id;
-	int rc = hil_arg_u32(cmd, "id", 0, &id), fd, n;
+	int fd, n, rc;
 
-	if (rc)
-		return rc;
 	fd = open("/dev/kmsg", O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return hil_fail(cmd, -errno, "cannot open /dev/kmsg");
@@ -102,9 +95,4 @@ static int check_user_values(const struct hil_cmd *cmd, const char **why)
 int uv_parse(const char *line, size_t len, struct hil_cmd *cmd, const char **why)
 {
 	return hil_parse(line, len, cmd, uv_refused, why) ?: check_user_values(cmd, why);
-}
-
-int uv_run(struct hil_cmd *cmd)
-{
-	return uv_ops[cmd->op->id](cmd);
 }

@@ -11,52 +11,34 @@
  *
  * Records: drain {call qp which}; per queue modify/modify_ret (the ERR transition, by:"drain"),
  * drain_marker {call qp queue how:"user" wr_id rc signaled} (its post), drain_marker_cqe (its
- * completion, in poll order, from post.c) or hang {call qp op which queue cq waited_ms};
- * drain_ret {call us state} once every marker completed, with the QP state queried after it.
+ * completion, in poll order, from cq.c) or hang {call qp op which queue cq waited_ms};
+ * drain_ret {call us state} once every marker completed, with the QP state queried after it
+ * (the drain command and those records but the marker's and the hang: guest/common/core_cq.c).
  * "how":"user" tells this drain from the kernel's ib_drain_* (which hil_kverbs observes, "kernel").
  */
-#include <errno.h>
-#include <string.h>
-
-#include "names.h"
 #include "uv.h"
 
-static void trace_marker(uint64_t call, const struct uv_qp *q, enum uv_queue queue, int rc)
+static void trace_hang(uint64_t call, const struct hil_qp *q, const char *which,
+		       enum hil_queue queue, const struct hil_cq *cq, uint64_t waited_ns)
 {
-	struct uv_rec r;
+	struct hil_rec r;
 
-	uv_rec_begin(&r, "drain_marker");
-	uv_rec_uint(&r, "call", call);
-	uv_rec_str(&r, "qp", q->name);
-	uv_rec_str(&r, "queue", queue == UV_SQ ? "sq" : "rq");
-	uv_rec_str(&r, "how", "user");
-	uv_rec_uint(&r, "wr_id", UV_MARKER_WRID | queue);
-	uv_rec_int(&r, "rc", rc);
-	uv_rec_bool(&r, "signaled", true);
-	uv_rec_commit(&r);
+	hil_rec_begin(&r, "hang");
+	hil_rec_uint(&r, "call", call);
+	hil_rec_str(&r, "qp", q->name);
+	hil_rec_str(&r, "op", "drain");
+	hil_rec_str(&r, "which", which);
+	hil_rec_str(&r, "queue", queue == HIL_SQ ? "sq" : "rq");
+	hil_rec_str(&r, "cq", cq->name);
+	hil_rec_uint(&r, "waited_ms", waited_ns / 1000000);
+	hil_rec_commit(&r);
 }
 
-static void trace_hang(uint64_t call, const struct uv_qp *q, const char *which,
-		       enum uv_queue queue, const struct uv_cq *cq, uint64_t waited_ns)
-{
-	struct uv_rec r;
-
-	uv_rec_begin(&r, "hang");
-	uv_rec_uint(&r, "call", call);
-	uv_rec_str(&r, "qp", q->name);
-	uv_rec_str(&r, "op", "drain");
-	uv_rec_str(&r, "which", which);
-	uv_rec_str(&r, "queue", queue == UV_SQ ? "sq" : "rq");
-	uv_rec_str(&r, "cq", cq->name);
-	uv_rec_uint(&r, "waited_ms", waited_ns / 1000000);
-	uv_rec_commit(&r);
-}
-
-static int post_marker(struct uv_qp *q, enum uv_queue queue)
+static int post_marker(struct hil_qp *q, enum hil_queue queue)
 {
 	uint64_t wr_id = UV_MARKER_WRID | queue;
 
-	if (queue == UV_SQ) {
+	if (queue == HIL_SQ) {
 		struct ibv_send_wr wr, *bad = NULL;
 
 		memset(&wr, 0, sizeof(wr));
@@ -74,7 +56,7 @@ static int post_marker(struct uv_qp *q, enum uv_queue queue)
 }
 
 /* Polls the CQ until the marker completed: 0, -ETIMEDOUT, or a poll error. */
-static int wait_marker(struct uv_cq *cq, const struct uv_marker *m, uint64_t t0)
+static int wait_marker(struct hil_cq *cq, const struct uv_marker *m, uint64_t t0)
 {
 	uint64_t deadline = t0 + (uint64_t)uv.drain_timeout_ms * 1000000;
 
@@ -86,7 +68,7 @@ static int wait_marker(struct uv_cq *cq, const struct uv_marker *m, uint64_t t0)
 		if (m->seen)
 			break;
 		if (!n) {
-			if (uv_now_ns() > deadline)
+			if (hil_now_ns() > deadline)
 				return -ETIMEDOUT;
 			uv_sleep_us(100);
 		}
@@ -95,30 +77,29 @@ static int wait_marker(struct uv_cq *cq, const struct uv_marker *m, uint64_t t0)
 }
 
 /* One queue: ERR, marker, wait. */
-static int drain_queue(struct hil_cmd *cmd, struct uv_qp *q, const char *which, uint64_t call,
-		       enum uv_queue queue)
+static int drain_queue(struct hil_cmd *cmd, struct hil_qp *q, const char *which, uint64_t call,
+		       enum hil_queue queue)
 {
-	struct uv_cq *cq = queue == UV_SQ ? q->scq : q->rcq;
-	struct uv_marker *m = &q->pool->marker[queue];
-	const char *qname = queue == UV_SQ ? "sq" : "rq";
+	struct hil_cq *cq = queue == HIL_SQ ? q->scq : q->rcq;
+	struct uv_marker *m = &q->pool->port.marker[queue];
+	const char *qname = queue == HIL_SQ ? "sq" : "rq";
 	uint64_t modify_call, t0;
 	int rc;
 
-	rc = uv_modify_state(q, IBV_QPS_ERR, &modify_call, "drain");
+	rc = hil_modify_state(q, IBV_QPS_ERR, "drain", &modify_call);
 	if (rc)
 		return hil_fail(cmd, rc, "drain %s: ibv_modify_qp to ERR failed", qname);
-	memset(m, 0, sizeof(*m));
+	m->seen = false;
 	m->call = call;
 	rc = post_marker(q, queue);
-	trace_marker(call, q, queue, rc);
+	hil_trace_marker(call, q->name, queue, "user", (int64_t)(UV_MARKER_WRID | queue), rc, true);
 	if (rc)
 		return hil_fail(cmd, rc, "drain %s: posting the marker failed", qname);
-	m->posted = true;
-	t0 = uv_now_ns();
+	t0 = hil_now_ns();
 	rc = wait_marker(cq, m, t0);
 	if (rc == -ETIMEDOUT) {
-		trace_hang(call, q, which, queue, cq, uv_now_ns() - t0);
-		uv.hung = true;
+		trace_hang(call, q, which, queue, cq, hil_now_ns() - t0);
+		hil.hung = true;
 		return hil_fail(cmd, rc, "drain %s: the marker did not complete in %u ms (a hang)",
 				qname, uv.drain_timeout_ms);
 	}
@@ -127,48 +108,17 @@ static int drain_queue(struct hil_cmd *cmd, struct uv_qp *q, const char *which, 
 	return 0;
 }
 
-int uv_op_drain(struct hil_cmd *cmd)
+int hil_port_drain(struct hil_cmd *cmd, struct hil_qp *q, const char *which, uint64_t call)
 {
-	const char *which = hil_arg(cmd, "which") ?: "qp";
-	struct uv_qp *q = uv_find_qp(hil_arg(cmd, "qp"));
-	struct ibv_qp_init_attr init;
-	struct ibv_qp_attr attr;
-	struct uv_rec r;
-	uint64_t call, t0, us;
-	int rc = 0, qrc;
+	int rc = 0;
 
-	if (!q)
-		return hil_fail(cmd, -ENOENT, "no QP %s", hil_arg(cmd, "qp"));
-	if (strcmp(which, "qp") && strcmp(which, "sq") && strcmp(which, "rq"))
-		return hil_fail(cmd, -EINVAL, "which=%s: qp, sq or rq", which);
-	call = ++uv.calls;
-	uv_rec_begin(&r, "drain");
-	uv_rec_uint(&r, "call", call);
-	uv_rec_str(&r, "qp", q->name);
-	uv_rec_str(&r, "which", which);
-	uv_rec_commit(&r);
-	t0 = uv_now_ns();
 	/* like ib_drain_qp: the send queue, then the receive queue, each whatever the other did */
 	if (strcmp(which, "rq"))
-		rc = drain_queue(cmd, q, which, call, UV_SQ);
-	if (strcmp(which, "sq") && !uv.hung) {
-		int rq_rc = drain_queue(cmd, q, which, call, UV_RQ);
+		rc = drain_queue(cmd, q, which, call, HIL_SQ);
+	if (strcmp(which, "sq") && !hil.hung) {
+		int rq_rc = drain_queue(cmd, q, which, call, HIL_RQ);
 
 		rc = rc ?: rq_rc;
 	}
-	if (uv.hung)
-		return rc;
-	us = (uv_now_ns() - t0) / 1000;
-	/* the state the drain left, as the provider reports it (not assumed) */
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = (enum ibv_qp_state)UV_QPS_UNSET;
-	qrc = ibv_query_qp(q->qp, &attr, IBV_QP_STATE, &init);
-	uv_rec_begin(&r, "drain_ret");
-	uv_rec_uint(&r, "call", call);
-	uv_rec_uint(&r, "us", us);
-	if (!qrc)
-		uv_rec_str(&r, "state", (int)attr.qp_state == UV_QPS_UNSET ? "UNSET" :
-					 hil_qp_state_name(attr.qp_state));
-	uv_rec_commit(&r);
 	return rc;
 }

@@ -18,10 +18,6 @@
  * Exit status: 0 every command returned 0; 1 a command failed; 2 bad usage or rejected input;
  * 3 a drain hung.
  */
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -76,16 +72,12 @@ static char *read_all(FILE *in, size_t *len)
 static void trace_reject(const char *line, unsigned int lineno, const char *op, const char *why)
 {
 	char text[HIL_ERR_LEN + 64];
-	struct uv_rec r;
 
 	if (op)
 		snprintf(text, sizeof(text), "line %u: %s: %s", lineno, op, why);
 	else
 		snprintf(text, sizeof(text), "line %u: %s", lineno, why);
-	uv_rec_begin(&r, "reject");
-	uv_rec_str(&r, "line", line);
-	uv_rec_str(&r, "why", text);
-	uv_rec_commit(&r);
+	hil_trace_reject(line, text);
 }
 
 static bool skipped(const char *line, size_t len)
@@ -168,15 +160,10 @@ static int parse_script(char *text, struct uv_script *s)
 static void trace_hello(void)
 {
 	struct utsname u;
-	struct uv_rec r;
 
 	if (uname(&u))
 		strcpy(u.release, "unknown");
-	uv_rec_begin(&r, "hello");
-	uv_rec_int(&r, "version", UV_VERSION);
-	uv_rec_str(&r, "release", u.release);
-	uv_rec_int(&r, "pid", getpid());
-	uv_rec_commit(&r);
+	hil_trace_hello(UV_VERSION, u.release, getpid());
 }
 
 /* The devices librdmacm knows, as the kernel executor's ib_client reports them. */
@@ -185,43 +172,13 @@ static void list_devices(void)
 	int n = 0;
 
 	uv.devs = rdma_get_devices(&n);
-	for (int i = 0; uv.devs && i < n; i++) {
-		struct uv_rec r;
-
-		uv_rec_begin(&r, "ibdev");
-		uv_rec_str(&r, "name", ibv_get_device_name(uv.devs[i]->device));
-		uv_rec_str(&r, "action", "add");
-		uv_rec_commit(&r);
-	}
-}
-
-static int execute(struct hil_cmd *cmd)
-{
-	uint64_t t0 = uv_now_ns();
-	struct uv_rec r;
-	int rc;
-
-	uv_rec_begin(&r, "cmd");
-	uv_rec_uint(&r, "id", cmd->id);
-	uv_rec_str(&r, "line", cmd->line);
-	uv_rec_commit(&r);
-
-	rc = uv_run(cmd);
-
-	uv_rec_begin(&r, "done");
-	uv_rec_uint(&r, "id", cmd->id);
-	uv_rec_str(&r, "op", cmd->op->name);
-	uv_rec_int(&r, "rc", rc);
-	uv_rec_uint(&r, "us", (uv_now_ns() - t0) / 1000);
-	if (cmd->err[0])
-		uv_rec_str(&r, "err", cmd->err);
-	uv_rec_commit(&r);
-	return rc;
+	for (int i = 0; uv.devs && i < n; i++)
+		hil_trace_ibdev(ibv_get_device_name(uv.devs[i]->device), "add");
 }
 
 /*
  * -s: each line is parsed and run as soon as it is read. Returns the exit status (without the
- * hang, which uv.hung says): 0, 1 a command failed, 2 a rejected command ended the run.
+ * hang, which hil.hung says): 0, 1 a command failed, 2 a rejected command ended the run.
  */
 static int run_stream(FILE *in)
 {
@@ -237,11 +194,11 @@ static int run_stream(FILE *in)
 		return 2;
 	}
 	list_devices();
-	while (!uv.hung && status != 2 && getline(&line, &cap, in) != -1) {
+	while (!hil.hung && status != 2 && getline(&line, &cap, in) != -1) {
 		char *p = line;
 
 		lineno++;
-		while (*p && !uv.hung) {
+		while (*p && !hil.hung) {
 			size_t len = strcspn(p, "\n;");
 			char *c = p;
 			size_t clen = len;
@@ -253,7 +210,7 @@ static int run_stream(FILE *in)
 					break;
 				}
 				cmd->id = ++ids;
-				if (execute(cmd))
+				if (hil_execute(cmd))
 					status = 1;
 			}
 			p += len;
@@ -289,7 +246,7 @@ int main(int argc, char **argv)
 	int opt, status = 0;
 
 	uv.drain_timeout_ms = 10000;
-	uv.max_wrs = 65536;
+	hil.max_wrs = 65536;
 	while ((opt = getopt(argc, argv, "sw:m:h")) != -1) {
 		if (opt == 's') {
 			stream = true;
@@ -297,7 +254,7 @@ int main(int argc, char **argv)
 		}
 		if (opt == 'w' && !parse_opt_u32(optarg, &uv.drain_timeout_ms))
 			continue;
-		if (opt == 'm' && !parse_opt_u32(optarg, &uv.max_wrs))
+		if (opt == 'm' && !parse_opt_u32(optarg, &hil.max_wrs))
 			continue;
 		usage(opt == 'h' ? stdout : stderr);
 		return opt == 'h' ? 0 : 2;
@@ -342,13 +299,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	list_devices();
-	for (unsigned int i = 0; i < script.n && !uv.hung; i++)
-		if (execute(&script.cmds[i]))
+	for (unsigned int i = 0; i < script.n && !hil.hung; i++)
+		if (hil_execute(&script.cmds[i]))
 			status = 1;
 out:
-	uv_teardown_all(uv.hung ? "exit after a hang" : "exit");
+	hil_teardown_all(hil.hung ? "exit after a hang" : "exit");
 	if (uv.devs)
 		rdma_free_devices(uv.devs);
 	free(script.cmds);
-	return uv.hung ? 3 : status;
+	return hil.hung ? 3 : status;
 }

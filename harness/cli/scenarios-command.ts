@@ -10,7 +10,7 @@ import { HilError, isHilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
 import { ulpCommand } from "../executor/ulp.ts";
 import { RULES, ULP_RULE_SET } from "../oracle/judge.ts";
-import { commandLine } from "../protocol/commands.ts";
+import { commandLine, keyValueLine } from "../protocol/commands.ts";
 import { type CompiledScenario, type CompiledStep, compileScenario } from "../scenario/compile.ts";
 import { stepRules } from "../scenario/exercise.ts";
 import { loadScenarioFile } from "../scenario/load.ts";
@@ -208,7 +208,7 @@ function wrRange(step: CompiledStep): string {
 }
 
 function faultLine(f: FaultStep): string {
-  return `${commandLine("device fault:", {
+  return `${keyValueLine("device fault:", {
     kind: f.kind,
     on: f.on,
     queue: f.queue,

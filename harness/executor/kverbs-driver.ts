@@ -9,6 +9,7 @@ import { HilError } from "../../util/errors.ts";
 import type { BuiltGuestModule, ModuleShell } from "../image/kmod.ts";
 import { loadGuestModule } from "../image/kmod.ts";
 import { KVERBS_DEPS, KVERBS_MODULE } from "../image/kverbs-module.ts";
+import { commandLine } from "../protocol/commands.ts";
 import { type DoneRecord, parseTrace, recordsOf, type TraceRecord } from "../protocol/trace.ts";
 
 export const KVERBS_DEBUGFS = "/sys/kernel/debug/hil_kverbs";
@@ -292,7 +293,7 @@ export class KverbsDriver {
    * the module, its worker thread or its debugfs directory.
    */
   async unload(): Promise<void> {
-    await this.run(["reset"]);
+    await this.run([commandLine("reset")]);
     await this.sh(`rmmod ${KVERBS_MODULE}`);
     const left = await this.sh(
       `{ [ -d ${KVERBS_DEBUGFS} ] && echo debugfs; [ -d /sys/module/${KVERBS_MODULE} ] && echo module; grep -qx ${KVERBS_MODULE} /proc/[0-9]*/comm && echo thread; } 2>/dev/null; true`,

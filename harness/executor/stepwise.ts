@@ -177,7 +177,7 @@ export async function runStepwise(
         timeoutMs: SETTLE_WAIT_MS * settle.length + 10_000,
         index: end,
       },
-      { commands: phaseSent(["reset"], "teardown"), timeoutMs: TEARDOWN_TIMEOUT_MS, index: end },
+      { commands: phaseSent([commandLine("reset")], "teardown"), timeoutMs: TEARDOWN_TIMEOUT_MS, index: end },
       ...(mark
         ? [{ commands: phaseSent([mark], "barrier"), timeoutMs: BARRIER_TIMEOUT_MS, index: end }]
         : []),

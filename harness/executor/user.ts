@@ -45,7 +45,10 @@ const EXPECTED_EXITS: ReadonlySet<number> = new Set([
 
 /** The settling pass at the end of a run: late completions, then a last poll of every CQ. */
 function settleLines(compiled: CompiledScenario): string[] {
-  return [`sleep ms=${SETTLE_MS}`, ...compiled.cqs.map((cq) => `poll cq=${cq} min=0 timeout=0`)];
+  return [
+    commandLine("sleep", { ms: SETTLE_MS }),
+    ...compiled.cqs.map((cq) => commandLine("poll", { cq, min: 0, timeout: 0 })),
+  ];
 }
 
 /** The hil-uverbs input for a scenario compiled for the user executor, each line with its step. */

@@ -135,9 +135,9 @@ function batchesOf(compiled: CompiledScenario): [PlannedGroup[], PlannedGroup[]]
         index: end,
       },
       {
-        lines: ["reset"],
+        lines: [commandLine("reset")],
         timeoutMs: TEARDOWN_TIMEOUT_MS,
-        sent: phaseSent(["reset"], "teardown"),
+        sent: phaseSent([commandLine("reset")], "teardown"),
         index: end,
       },
     ],

@@ -4,7 +4,7 @@
  * commands with its own watchdog. Steps an executor cannot carry out are marked, not dropped.
  */
 
-import { commandLine } from "../protocol/commands.ts";
+import { commandLine, type PollContext } from "../protocol/commands.ts";
 import {
   countOn,
   type DriverName,
@@ -150,7 +150,7 @@ function peerCqNames(s: Scenario): { send: string; recv: string } {
 
 function setupCommands(s: Scenario, opts: CompileOptions): string[] {
   const cq = cqNames(s);
-  const pollOf = (poll: string) => (opts.executor === "user" ? undefined : poll);
+  const pollOf = (poll: PollContext) => (opts.executor === "user" ? undefined : poll);
   const lines = [
     commandLine("device", { addr: opts.addr }),
     commandLine("pd", { name: NAMES.pd, rkey: "global" }),

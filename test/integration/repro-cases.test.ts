@@ -53,7 +53,7 @@ t.test("hil repro erdma-drain-hang-6.1: REPRODUCES, with the stack", async (t) =
     }),
   );
   const fns = frames.map((f) => f.fn);
-  const chain = ["__ib_drain_sq", "ib_drain_qp", "kv_op_drain", "kv_worker", "kthread"];
+  const chain = ["__ib_drain_sq", "ib_drain_qp", "hil_port_drain", "hil_op_drain", "kv_worker", "kthread"];
   t.same(
     fns.filter((fn) => chain.includes(fn)),
     chain,
