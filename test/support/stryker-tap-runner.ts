@@ -15,13 +15,17 @@
  *   reach it, and a mutant no file reaches is reported as not covered without a run.
  * - Code that runs only while a module loads (a top-level constant) cannot be switched afterwards:
  *   the modules the test files import load before any test runs, so what they reach then is
- *   Stryker's "static" coverage, and Stryker runs each static mutant in a fresh worker (this runner
- *   says it cannot reload the environment) with the mutant active before anything loads.
+ *   Stryker's "static" coverage. A static mutant runs on a fresh copy of the project's modules,
+ *   loaded with the mutant active: its test files are imported under `?stryker-gen=N`, and a
+ *   resolve hook hands every project module they reach (not node_modules: tap stays one) the same
+ *   query, so each is a new module. The copies stay in memory until the worker ends, so
+ *   stryker.config.json restarts it now and then (maxTestRunnerReuse).
  *
  * A file whose tests fail under a mutant kills it; failures are counted on tap's root test, whose
  * TAP output goes nowhere but the first failure's line, kept for the report.
  */
 import { readFileSync } from "node:fs";
+import { register } from "node:module";
 import { dirname, relative, resolve } from "node:path";
 import { Writable } from "node:stream";
 import { pathToFileURL } from "node:url";
@@ -82,6 +86,24 @@ function strykerNamespace(): InstrumenterContext {
   return ns;
 }
 
+/**
+ * Module resolution hook (node:module register, in the loader's thread): a module imported from a
+ * URL carrying `stryker-gen=N` gets the same query when it is one of the project's (under `root`,
+ * outside node_modules), so each generation is a new copy of the project's modules.
+ */
+const GENERATION_HOOK = `
+let root;
+export function initialize(data) { root = data.root; }
+export async function resolve(specifier, context, nextResolve) {
+  const resolved = await nextResolve(specifier, context);
+  const generation = context.parentURL && /[?&]stryker-gen=(\\d+)/.exec(context.parentURL);
+  if (!generation || !resolved.url.startsWith(root) || resolved.url.includes("/node_modules/") || resolved.url.includes("?")) {
+    return resolved;
+  }
+  return { ...resolved, url: resolved.url + "?stryker-gen=" + generation[1] };
+}
+`;
+
 /** The relative module specifiers a test file imports (`from "…"`, `import "…"`). */
 function relativeImports(source: string): string[] {
   return [...source.matchAll(/(?:\bfrom|^import)\s*["'](\.{1,2}\/[^"']+)["']/gm)].map((m) => m[1] as string);
@@ -93,6 +115,7 @@ export class TapInProcessRunner implements TestRunner {
   readonly #testFiles: string[];
   #root: TapRoot | undefined;
   #runs = 0;
+  #generations = 0;
   /** The first `not ok` lines of the file running now: an assertion's, then its tests'. */
   #failures: string[] = [];
   #rootTeardowns: (() => unknown)[] = [];
@@ -106,7 +129,7 @@ export class TapInProcessRunner implements TestRunner {
   }
 
   capabilities(): TestRunnerCapabilities {
-    return { reloadEnvironment: false };
+    return { reloadEnvironment: true };
   }
 
   async dryRun(options: DryRunOptions): Promise<DryRunResult> {
@@ -142,17 +165,11 @@ export class TapInProcessRunner implements TestRunner {
 
   async mutantRun(options: MutantRunOptions): Promise<MutantRunResult> {
     const ns = strykerNamespace();
-    if (options.mutantActivation === "static") {
-      if (this.#root !== undefined) {
-        return {
-          status: MutantRunStatus.Error,
-          errorMessage: `static mutant ${options.activeMutant.id} in a worker whose modules are loaded`,
-        };
-      }
-      ns.activeMutant = options.activeMutant.id;
-    }
+    // The modules loaded first never run with a mutant active while loading: a static mutant gets a
+    // generation of its own, and a later mutant (Stryker's reloadEnvironment) the first modules.
+    await this.#load();
+    const generation = options.mutantActivation === "static" ? ++this.#generations : undefined;
     try {
-      await this.#load();
       ns.activeMutant = options.activeMutant.id;
       ns.hitCount = options.hitLimit === undefined ? undefined : 0;
       ns.hitLimit = options.hitLimit;
@@ -162,7 +179,7 @@ export class TapInProcessRunner implements TestRunner {
       let nrOfTests = 0;
       for (const file of files) {
         nrOfTests++;
-        const failure = await this.#runFile(file);
+        const failure = await this.#runFile(file, generation);
         if (ns.hitLimit !== undefined && (ns.hitCount ?? 0) > ns.hitLimit) {
           return {
             status: MutantRunStatus.Timeout,
@@ -201,6 +218,9 @@ export class TapInProcessRunner implements TestRunner {
         typeof message === "string" ? send(message, ...rest) : false) as typeof process.send;
     }
     const { t } = await import("tap");
+    register(`data:text/javascript,${encodeURIComponent(GENERATION_HOOK)}`, {
+      data: { root: pathToFileURL(`${process.cwd()}/`).href },
+    });
     t.pipe(
       new Writable({
         write: (chunk: Buffer, _encoding, done) => {
@@ -230,8 +250,11 @@ export class TapInProcessRunner implements TestRunner {
     }
   }
 
-  /** Runs one test file's tests to their end; returns why it failed, or undefined if it passed. */
-  async #runFile(file: string): Promise<string | undefined> {
+  /**
+   * Runs one test file's tests to their end, on the modules loaded first or on a new generation of
+   * them; returns why it failed, or undefined if it passed.
+   */
+  async #runFile(file: string, generation?: number): Promise<string | undefined> {
     const root = this.#root;
     if (root === undefined) throw new Error("tap-in-process: run before load");
     if (root.results !== undefined || root.bailedOut) {
@@ -242,7 +265,8 @@ export class TapInProcessRunner implements TestRunner {
     const failsBefore = root.counts.fail;
     this.#failures = [];
     try {
-      await import(`${pathToFileURL(resolve(file)).href}?stryker-run=${++this.#runs}`);
+      const query = generation === undefined ? `stryker-run=${++this.#runs}` : `stryker-gen=${generation}`;
+      await import(`${pathToFileURL(resolve(file)).href}?${query}`);
     } catch (error) {
       return `${relative(process.cwd(), resolve(file))} failed to load: ${String(error)}`;
     }

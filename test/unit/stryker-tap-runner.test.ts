@@ -121,7 +121,7 @@ t.test("coverage per test file and static, kills, survivors, reruns, root teardo
   t.same(
     out.staticLate,
     { status: "survived", nrOfTests: 2 },
-    "a static mutant switched on after loading changes nothing: why Stryker gives it a fresh worker",
+    "a static mutant switched on at run time after loading changes nothing: why it needs fresh modules",
   );
   t.equal(
     readFileSync(join(dir, "teardowns"), "utf8"),
@@ -130,7 +130,7 @@ t.test("coverage per test file and static, kills, survivors, reruns, root teardo
   );
 });
 
-t.test("a static mutant in a fresh worker is active while the modules load", async (t) => {
+t.test("a static mutant as a fresh worker's first is active while its modules load", async (t) => {
   const dir = t.testdir({ "lib.ts": LIB, "add.test.ts": ADD_TEST, "other.test.ts": OTHER_TEST });
   const out = drive(
     dir,
@@ -142,16 +142,26 @@ t.test("a static mutant in a fresh worker is active while the modules load", asy
   t.same(out.static.killedBy, ["add.test.ts"], "LIMIT is 4: add.test.ts's limit test fails");
 });
 
-t.test("a static mutant in a worker that has loaded the modules is an error, not a survivor", async (t) => {
-  const dir = t.testdir({ "lib.ts": LIB, "add.test.ts": ADD_TEST, "other.test.ts": OTHER_TEST });
-  const out = drive(
-    dir,
-    `await runner.mutantRun(${mutant("none")});
-     out.static = await runner.mutantRun({ ...${mutant("0")}, mutantActivation: "static" });`,
-  ) as { static: { status: string; errorMessage: string } };
-  t.equal(out.static.status, "error");
-  t.match(out.static.errorMessage, /static mutant 0/);
-});
+t.test(
+  "a static mutant after others runs on a new copy of the project's modules; the first stay as they were",
+  async (t) => {
+    const dir = t.testdir({ "lib.ts": LIB, "add.test.ts": ADD_TEST, "other.test.ts": OTHER_TEST });
+    const out = drive(
+      dir,
+      `out.capabilities = runner.capabilities();
+     out.before = await runner.mutantRun(${mutant("none")});
+     out.static = await runner.mutantRun({ ...${mutant("0")}, mutantActivation: "static" });
+     out.after = await runner.mutantRun({ ...${mutant("none")}, reloadEnvironment: true });
+     out.again = await runner.mutantRun({ ...${mutant("0")}, mutantActivation: "static" });`,
+    ) as Record<string, { status?: string; killedBy?: string[] }>;
+    t.same(out.capabilities, { reloadEnvironment: true });
+    t.equal(out.before?.status, "survived");
+    t.equal(out.static?.status, "killed");
+    t.same(out.static?.killedBy, ["add.test.ts"], "LIMIT is 4 in the new copy");
+    t.equal(out.after?.status, "survived", "the first modules never loaded with mutant 0 active");
+    t.equal(out.again?.status, "killed", "each static mutant gets its own copy");
+  },
+);
 
 t.test("a config without test files is refused, naming the option", async (t) => {
   const { TapInProcessRunner } = await import("../support/stryker-tap-runner.ts");
