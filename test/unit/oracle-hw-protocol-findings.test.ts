@@ -223,3 +223,162 @@ t.test("the rule: not under a run without a hardware trace; the server's lines a
   t.equal(r.judged, 1);
   t.end();
 });
+
+t.test("an interrupt fault explains a queue event that concerns QPs too", (t) => {
+  const { findings } = hwProtocolFindings(
+    events(
+      fired({ vector: 1 }, "drop_irq"),
+      warn("CQ destroyed while QPs still use it", { cqn: 1, qps: [2, 5] }),
+    ),
+  );
+  t.same(findings[0]?.qpns, [2, 5]);
+  t.match(findings[0]?.explained, /^injected fault \(drop_irq on vector 1, t=1\): DESTROY_CQ of CQ 1/);
+  t.end();
+});
+
+t.test("a complaint the contract explains keeps that explanation, whatever fault fired before", (t) => {
+  const { findings } = hwProtocolFindings(
+    events(
+      qpState(7, "none", "IDLE"),
+      fired({ qpn: 7 }, "drop_cqe"),
+      { kind: "state", object: "device", id: 0, from: "enabled", to: "reset (FLR)" },
+      cmd("DESTROY_QP", 4, { object: { kind: "qp", id: 7 } }),
+    ),
+  );
+  t.match(findings[0]?.explained, /^DESTROY_QP for QP 7 raced a reset the driver did not order \(FLR/);
+  t.end();
+});
+
+const reflushCmd = (detail: Record<string, unknown>, name = "REFLUSH") => cmd(name, 0, { detail });
+const sqDoorbell = (id: number, pi: number, ring?: Record<string, number>) => ({
+  kind: "doorbell",
+  db: "sq",
+  value: "0x1",
+  id,
+  detail: { pi },
+  ...(ring ? { ring } : {}),
+});
+
+t.test("REFLUSH is checked against the doorbells of QPs the device has", (t) => {
+  const created = [
+    qpState(1, "none", "IDLE"),
+    cmd("CREATE_QP", 0, { detail: { qpn: 1, sqCqn: 1, rqCqn: 1 } }),
+  ];
+  const rung = hwProtocolFindings(
+    events(...created, sqDoorbell(1, 4), reflushCmd({ qpn: 1, sqPi: 4, rqPi: 0 })),
+  );
+  t.same(rung.findings, [], "the doorbell of a QP created in the trace, without the device's ring, counts");
+  const ringed = hwProtocolFindings(
+    events(sqDoorbell(2, 4, { depth: 8, ci: 0 }), reflushCmd({ qpn: 2, sqPi: 4, rqPi: 0 })),
+  );
+  t.same(ringed.findings, [], "one the device has a ring for counts");
+  const unknown = hwProtocolFindings(events(sqDoorbell(9, 4), reflushCmd({ qpn: 9, sqPi: 4, rqPi: 0 })));
+  t.same(
+    unknown.findings.map((f) => [f.check, f.qpns, f.at]),
+    [["reflush", [9], 1]],
+    "the doorbell of a QP the device neither has a ring for nor saw created does not count as rung",
+  );
+  const inFlight = hwProtocolFindings(
+    events(...created, reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), warn("odd")),
+  );
+  t.same(
+    inFlight.findings.map((f) => [f.at, f.check]),
+    [
+      [2, "reflush"],
+      [3, "status"],
+    ],
+    "in trace order: the REFLUSH never made good is found at the end, shown where it was",
+  );
+  for (const partial of [
+    { sqPi: 3, rqPi: 0 },
+    { qpn: 1, rqPi: 0 },
+    { qpn: 1, sqPi: 3 },
+  ])
+    t.same(
+      hwProtocolFindings(events(...created, reflushCmd(partial))).findings,
+      [],
+      `missing a field: ${JSON.stringify(partial)}`,
+    );
+  t.same(
+    hwProtocolFindings(events(...created, reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }, "MODIFY_QP"))).findings,
+    [],
+    "another command",
+  );
+  t.end();
+});
+
+t.test("a QP's destroy and a device reset settle its REFLUSH books", (t) => {
+  const created = [qpState(1, "none", "IDLE")];
+  const destroyed = hwProtocolFindings(
+    events(...created, reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), qpState(1, "IDLE", "destroyed")),
+  );
+  t.match(destroyed.findings[0]?.reason, /no doorbell carrying it came before its DESTROY_QP$/);
+  const reset = hwProtocolFindings(
+    events(...created, reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), {
+      kind: "state",
+      object: "device",
+      id: 0,
+      from: "enabled",
+      to: "reset (FLR)",
+    }),
+  );
+  t.same(reset.findings, [], "a reset loses the QP and its books");
+  const notReset = hwProtocolFindings(
+    events(...created, reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), {
+      kind: "state",
+      object: "device",
+      id: 0,
+      from: "x",
+      to: "enabled",
+    }),
+  );
+  t.equal(notReset.findings.length, 1, "a device state that is no reset");
+  const cqState = hwProtocolFindings(
+    events(...created, reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), {
+      kind: "state",
+      object: "cq",
+      id: 1,
+      from: "VALID",
+      to: "reset",
+    }),
+  );
+  t.equal(cqState.findings.length, 1, "a CQ's state is not the device's");
+  const other = hwProtocolFindings(
+    events(...created, reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), {
+      kind: "state",
+      object: "cq",
+      id: 1,
+      from: "none",
+      to: "destroyed",
+    }),
+  );
+  t.match(other.findings[0]?.reason, /in this trace$/, "a CQ destroyed is not the QP");
+  t.end();
+});
+
+t.test("a CQ doorbell past the CQEs written: a cq-doorbell finding on the CQ's QPs, a queue event", (t) => {
+  const { findings } = hwProtocolFindings(
+    events(qpState(1, "none", "IDLE"), cmd("CREATE_QP", 0, { detail: { qpn: 1, sqCqn: 2, rqCqn: 2 } }), {
+      kind: "doorbell",
+      db: "cq",
+      value: `0x${((2n << 32n) | 12n).toString(16)}`,
+      id: 2,
+      ring: { depth: 16, pi: 10 },
+    }),
+  );
+  t.same(
+    findings.map((f) => [f.check, f.qpns, f.queueEvent]),
+    [["cq-doorbell", [1], true]],
+  );
+  const noRing = hwProtocolFindings(events({ kind: "doorbell", db: "cq", value: "0xc", id: 2 }));
+  t.same(noRing.findings, []);
+  t.end();
+});
+
+t.test("an event quoted at exactly 400 characters is not cut", (t) => {
+  const base = JSON.stringify(events(warn("odd", { pad: "" }))[0]);
+  const list = events(warn("odd", { pad: "x".repeat(400 - base.length) }));
+  t.equal(JSON.stringify(list[0]).length, 400);
+  t.equal(judgeHwProtocol(list).problems?.[0]?.evidence[1], JSON.stringify(list[0]));
+  t.end();
+});
