@@ -7,7 +7,8 @@ import t from "tap";
 import { checkPremise, PREMISE_TITLE, premiseMissReason, premiseRow } from "../../harness/oracle/premise.ts";
 import type { TraceRecord } from "../../harness/protocol/trace.ts";
 import { type Premise, premiseSchema } from "../../harness/scenario/premise-schema.ts";
-import { FLUSH, LOC_PROT_ERR, pair, SUCCESS, type TraceBuilder } from "../support/oracle-trace.ts";
+import { erdmaTraceEventSchema } from "../../qemu/erdma/trace-schema.ts";
+import { FLUSH, LOC_PROT_ERR, pair, SUCCESS, TraceBuilder } from "../support/oracle-trace.ts";
 
 const premise = (...conditions: unknown[]): Premise => premiseSchema.parse(conditions);
 
@@ -283,7 +284,7 @@ t.test("cq_wrapped and cq_shared_by_qps: the CQ of the QP under test, by its com
     false,
     "completions of no QP on cq",
   ]);
-  const recv = new (pair().constructor as new () => TraceBuilder)()
+  const recv = new TraceBuilder()
     .qp("qp", { qpNum: 1, scq: "scq", rcq: "rcq" })
     .raw(cq("scq", { cqe: 100 }))
     .raw(cq("rcq", { cqe: 1 }))
@@ -389,5 +390,127 @@ t.test("a premise: none, no conditions, device conditions without a hardware tra
   );
   t.equal(premiseRow(held)?.judged, 1);
   t.equal(premiseMissReason(held), undefined);
+  t.end();
+});
+
+const qpCreate = (name: string, qpNum: number, sq: number, rq: number, cqs = { scq: "cq", rcq: "cq" }) => ({
+  ev: "create",
+  kind: "qp",
+  name,
+  qp_num: qpNum,
+  ...cqs,
+  sig_all: false,
+  max_send_wr: sq,
+  max_recv_wr: rq,
+  max_send_sge: 1,
+  max_inline_data: 0,
+  cmd: 1,
+});
+
+t.test("chain_exceeds_queue reads the named QP's own capacity of the named queue, from posts only", (t) => {
+  const b = new TraceBuilder()
+    .raw(qpCreate("qp", 1, 64, 2))
+    .raw(qpCreate("peer", 2, 2, 64))
+    .post("peer", "sq", 1, 3)
+    .post("qp", "rq", 10, 3)
+    .post("qp", "sq", 20, 3)
+    .cqe("qp", "sq", 20);
+  t.same(one({ chain_exceeds_queue: { on: "peer", queue: "sq" } }, b), [
+    true,
+    "the longest chain 3 WR(s), the queue holds 2",
+  ]);
+  t.same(one({ chain_exceeds_queue: { queue: "rq" } }, b), [
+    true,
+    "the longest chain 3 WR(s), the queue holds 2",
+  ]);
+  t.same(one({ chain_exceeds_queue: { queue: "sq" } }, b), [
+    false,
+    "the longest chain 3 WR(s), the queue holds 64",
+  ]);
+  t.end();
+});
+
+t.test("error_without_modify: a query that shows ERR is no modify; a drain alone is one", (t) => {
+  const queried = pair()
+    .raw({ ev: "query", qp: "qp", rc: 0, state: "ERR" })
+    .raw({ ev: "async", qp: "qp", event: "QP_FATAL", code: 1 });
+  t.same(one({ error_without_modify: {} }, queried)[0], true);
+  const drained = pair()
+    .raw({ ev: "drain", call: 50, qp: "qp", which: "sq" })
+    .raw({ ev: "async", qp: "qp", event: "QP_FATAL", code: 1 });
+  t.same(one({ error_without_modify: {} }, drained), [false, "the first error came after a modify to ERR"]);
+  t.end();
+});
+
+t.test("cq_shared_by_qps: the QP's send CQ is its scq; another CQ's completions do not count", (t) => {
+  const b = new TraceBuilder()
+    .raw(qpCreate("qp", 1, 64, 64, { scq: "scq", rcq: "rcq" }))
+    .raw(qpCreate("peer", 2, 64, 64, { scq: "scq", rcq: "pcq" }))
+    .post("qp", "sq", 1, 1)
+    .cqe("qp", "sq", 1, { cq: "scq" })
+    .post("peer", "sq", 2, 1)
+    .cqe("peer", "sq", 2, { cq: "scq" })
+    .post("peer", "rq", 3, 1)
+    .cqe("peer", "rq", 3, { cq: "pcq" })
+    .post("qp", "rq", 4, 1)
+    .cqe("qp", "rq", 4, { cq: "rcq" });
+  t.same(one({ cq_shared_by_qps: { cq: "send" } }, b), [true, "completions of qp, peer on scq"]);
+  t.same(one({ cq_shared_by_qps: { cq: "recv" } }, b), [false, "completions of qp on rcq"]);
+  t.end();
+});
+
+t.test("device conditions find the QP by the number its create gave it, whatever records follow", (t) => {
+  const records = pair().raw({ ev: "destroy", kind: "qp", name: "qp", why: "teardown", rc: 0 }).records;
+  const hw = [
+    erdmaTraceEventSchema.parse({
+      t: 1,
+      dev: "erdma",
+      kind: "flush",
+      qpn: 1,
+      queue: "sq",
+      from: 0,
+      to: 2,
+      count: 2,
+      limit: "pi",
+    }),
+  ];
+  const r = checkPremise(premise({ device_flushed: { on: "qp", queue: "sq" } }), {
+    records,
+    hw,
+    faults: false,
+  });
+  t.same(r && "conditions" in r ? r.conditions.map((c) => [c.held, c.reason]) : [], [
+    [true, "2 sq WQE(s) flushed"],
+  ]);
+  t.end();
+});
+
+t.test("a premise row lists every condition it names, separated", (t) => {
+  const records = pair().post("qp", "sq", 1, 1).flush("qp", "sq", 1, 1).records;
+  const held = checkPremise(
+    premise({ flushed: { queue: "sq" } }, { outstanding_at_drain: { queue: "sq" } }),
+    {
+      records: pair().post("qp", "sq", 1, 1).drain("qp", "sq").flush("qp", "sq", 1, 1).markerDone().drained()
+        .records,
+      faults: false,
+    },
+  );
+  if (!held || "none" in held) throw new Error("conditions");
+  t.equal(
+    premiseRow(held)?.reason,
+    `held: ${held.conditions[0]?.condition} (1 flushed); ${held.conditions[1]?.condition} (at most 1 outstanding at a drain's marker)`,
+  );
+  const unseen = checkPremise(
+    premise({ device_flushed: { queue: "sq" } }, { device_ceq_batch: { min: 2 } }),
+    {
+      records,
+      faults: false,
+    },
+  );
+  if (!unseen || "none" in unseen) throw new Error("conditions");
+  t.equal(
+    premiseRow(unseen)?.reason,
+    `not observable here: ${unseen.conditions[0]?.condition} (no hardware trace here); ${unseen.conditions[1]?.condition} (no hardware trace here)`,
+  );
   t.end();
 });
