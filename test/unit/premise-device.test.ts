@@ -329,3 +329,48 @@ t.test("every fault armed fired; none armed is no situation either", (t) => {
   );
   t.end();
 });
+
+t.test(
+  "device conditions with no QP number say so; other events of the QP are no flushes or destroys",
+  (t) => {
+    const none = new Map<string, number>();
+    const why = "the executor's trace names no QP number of the qp";
+    t.same(
+      check(
+        { device_flushed_blocks: { queue: "sq", blocks: 2 } },
+        hw(flush(1, "sq", 1, { blocks: [3] })),
+        none,
+      ),
+      [false, why],
+    );
+    t.same(check({ device_destroyed_unflushed: {} }, hw(), none), [false, why]);
+    t.same(check({ device_posted_while_flushing: { queue: "sq" } }, hw(state(1, "RTS", "ERROR")), none), [
+      false,
+      why,
+    ]);
+    const wqe = { kind: "wqe", qpn: 1, queue: "sq", index: 0, opcode: 0, op: "SEND", status: 0 };
+    t.same(check({ device_flushed: { on: "qp", queue: "sq" } }, hw(wqe, flush(1, "sq", 2))), [
+      true,
+      "2 sq WQE(s) flushed",
+    ]);
+    const bare = {
+      kind: "cmd",
+      opcode: 0,
+      submod: 0,
+      name: "DESTROY_QP",
+      cookie: 0,
+      sqeIdx: 0,
+      status: 0,
+      statusName: "OK",
+    };
+    t.same(
+      check(
+        { device_destroyed_unflushed: {} },
+        hw(bare, { ...bare, detail: { qpn: 1, pending: { sq: 1 } } }),
+      ),
+      [true, "at DESTROY_QP of QP 1: 1 sq and 0 rq entries pending"],
+      "a DESTROY_QP naming no QP is skipped",
+    );
+    t.end();
+  },
+);
