@@ -313,3 +313,90 @@ t.test("completion helpers", (t) => {
   );
   t.end();
 });
+
+t.test("the model's QPs are the QPs: a CQ's create or destroy is no QP's state", (t) => {
+  const b = pair()
+    .raw({ ev: "create", kind: "cq", name: "cq", depth: 4 })
+    .raw({ ev: "destroy", kind: "cq", name: "pcq", why: "command", rc: 0 });
+  const m = new TraceModel(b.records);
+  t.same([...m.qps.keys()], ["qp", "peer"]);
+  t.equal(m.finalState("cq"), "UNKNOWN");
+  t.equal(m.finalState("pcq"), "UNKNOWN");
+  t.end();
+});
+
+t.test("an SQ marker the executor reports unsignaled is unsignaled", (t) => {
+  const b = pair().raw({ ev: "drain", call: 9, qp: "qp", which: "sq" });
+  b.raw({ ev: "drain_marker", call: 9, qp: "qp", queue: "sq", how: "kernel", rc: 0, signaled: false });
+  t.equal(new TraceModel(b.records).queueWrs("qp", "sq")[0]?.signaled, false);
+  t.end();
+});
+
+t.test(
+  "within a drain: another QP's modify is not its transition; a second modify before the marker replaces the first",
+  (t) => {
+    const b = pair().drain("qp", "qp");
+    b.markerDone();
+    const rqModify = b.records.length - 3;
+    b.modify("peer", "ERR").drained();
+    const rq = new TraceModel(b.records).drains[0]?.queues[1];
+    t.equal(rq?.modify?.at, rqModify, "the peer's modify after the RQ's own is not the RQ's");
+    const again = pair().raw({ ev: "drain", call: 9, qp: "qp", which: "qp" });
+    again
+      .raw({ ev: "modify", call: 10, qp: "qp", state: "ERR", by: "drain" })
+      .raw({ ev: "modify_ret", call: 10, rc: 0 });
+    const second = again.records.length;
+    again
+      .raw({ ev: "modify", call: 11, qp: "qp", state: "ERR", by: "drain" })
+      .raw({ ev: "modify_ret", call: 11, rc: 0 });
+    const [sq, rq2] = new TraceModel(again.records).drains[0]?.queues ?? [];
+    t.equal(sq?.modify?.at, second, "the SQ's, replaced");
+    t.equal(rq2?.modify, undefined, "the RQ's transition has not come");
+    const extra = pair()
+      .drain("qp", "sq", { modifyRc: 22 })
+      .modify("qp", "ERR")
+      .modify("qp", "ERR")
+      .drained();
+    t.equal(
+      new TraceModel(extra.records).drains[0]?.queues.length,
+      1,
+      "modifies past the drain's last queue are no queue's",
+    );
+    t.end();
+  },
+);
+
+t.test(
+  "a later success covers an unsignaled send of the same SQ only, and never itself or a signaled one",
+  (t) => {
+    const b = pair()
+      .post("peer", "sq", 100, 3)
+      .post("qp", "sq", 1, 1)
+      .post("qp", "sq", 2, 1, { signal: "none" })
+      .post("qp", "rq", 3, 3)
+      .cqe("qp", "rq", 5, { status: SUCCESS })
+      .cqe("peer", "sq", 102, { status: SUCCESS })
+      .cqe("qp", "sq", 2, { status: SUCCESS })
+      .post("qp", "sq", 4, 1)
+      .cqe("qp", "sq", 4, { status: SUCCESS });
+    const m = new TraceModel(b.records);
+    const wr = (qp: string, id: number) => m.wrs.find((w) => w.qp === qp && w.wrId === id);
+    t.equal(m.completedSilently(wr("qp", 1) as never), false, "a signaled send is never silent");
+    t.equal(m.owesCompletion(wr("qp", 1) as never), true);
+    const c = pair()
+      .post("peer", "sq", 100, 3)
+      .post("qp", "sq", 1, 1, { signal: "none" })
+      .post("qp", "rq", 3, 3);
+    c.cqe("qp", "rq", 5, { status: SUCCESS })
+      .cqe("peer", "sq", 102, { status: SUCCESS })
+      .cqe("qp", "sq", 1, { status: SUCCESS });
+    const n = new TraceModel(c.records);
+    const w1 = n.wrs.find((w) => w.qp === "qp" && w.wrId === 1);
+    t.equal(
+      w1 ? n.completedSilently(w1) : true,
+      false,
+      "not by the peer's later WR, not by a receive, not by its own success",
+    );
+    t.end();
+  },
+);
