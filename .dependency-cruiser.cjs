@@ -85,6 +85,11 @@ module.exports = {
     doNotFollow: { path: "node_modules" },
     tsConfig: { fileName: "tsconfig.json" },
     tsPreCompilationDeps: true,
-    enhancedResolveOptions: { extensions: [".ts", ".mjs", ".js"] },
+    enhancedResolveOptions: {
+      extensions: [".ts", ".mjs", ".js"],
+      // packages' subpath exports (@stryker-mutator/api/plugin), as node resolves them
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default"],
+    },
   },
 };
