@@ -89,7 +89,8 @@ export function checkDeviceCondition(
   c: PremiseCondition,
   hw: readonly HwTraceEvent[],
   qpns: ReadonlyMap<string, number>,
-  model: TraceModel,
+  /** the executor's trace, for the conditions read on both */
+  model?: TraceModel,
 ): [boolean, string] {
   const events = deviceEvents(hw);
   const needQp = (on: "qp" | "peer"): number | [boolean, string] =>
@@ -141,6 +142,7 @@ export function checkDeviceCondition(
     case "device_destroyed_with_unpolled_cqes": {
       const qpn = needQp(c.on);
       if (typeof qpn !== "number") return qpn;
+      if (!model) return [false, "no executor's trace to tell what was polled"];
       return destroyedWithUnpolledCqes(events, model, c.on === "peer" ? "peer" : "qp", qpn);
     }
     case "device_posted_while_flushing": {
