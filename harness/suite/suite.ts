@@ -326,7 +326,7 @@ export async function runSuite(given: SuiteOptions): Promise<SuiteReport> {
     });
     const compiled = backend.canArmFaults ? written : withoutOptionalFaults(written);
     const steps = plan.run ? planSteps(compiled, opts) : plan;
-    if (profiles.length === 0) report.scenarios.push(notRun(r, [], "SKIP", "no oracle profile selected"));
+    if (profiles.length === 0) report.scenarios.push(notRun(r, [], "SKIP", "no rule set selected"));
     else if (!plan.run) report.scenarios.push(notRun(r, profiles, plan.verdict, plan.reason));
     else if (typeof factory === "string") report.scenarios.push(notRun(r, profiles, "MISS", factory));
     // as a fault on siw: not meant for a device without fault control, so a SKIP, not a MISS
