@@ -7,9 +7,16 @@
  * reference where they should, and the oracle's rule 5 (each WR completes once) catches each.
  */
 import t from "tap";
+import { setupPackages } from "../../harness/setup.ts";
+import { parseServerArgs } from "../../qemu/device-server/main.ts";
 import { profileReflush } from "../../qemu/erdma/index.ts";
 import { type QueueEngine, tsQueueEngine } from "../../qemu/erdma/queue-engine.ts";
-import { ensureRtlEngine, type RtlBug } from "../../qemu/erdma/rtl/build.ts";
+import {
+  ensureRtlEngine,
+  RTL_HOST_PACKAGES,
+  type RtlBug,
+  verilatorVersion,
+} from "../../qemu/erdma/rtl/build.ts";
 import { loadRtlEngine } from "../../qemu/erdma/rtl/engine.ts";
 import { buffer, pair } from "../doubles/erdma-dp-fixture.ts";
 import { QpState } from "../doubles/erdma-driver.ts";
@@ -284,3 +291,37 @@ for (const [bug, what] of [
     t.match(JSON.stringify(v), bug === "flush-skip-wrap" ? /WR 9\b/ : /WR 5\b/, "naming the WR it lost");
   });
 }
+
+t.test("hil setup installs Verilator and yosys; without Verilator, one line names hil setup", async (t) => {
+  for (const name of ["verilator", "yosys"]) {
+    t.ok(RTL_HOST_PACKAGES.includes(name as (typeof RTL_HOST_PACKAGES)[number]), `${name} is an RTL package`);
+    t.ok(setupPackages().includes(name), `hil setup installs ${name} by default`);
+  }
+  const path = process.env.PATH;
+  process.env.PATH = t.testdir({});
+  t.teardown(() => {
+    process.env.PATH = path;
+  });
+  await t.rejects(verilatorVersion(), {
+    name: "HilError",
+    message: "verilator is not installed: run `hil setup` (it installs Debian's verilator and yosys)",
+    where: "--device-rtl",
+  });
+});
+
+t.test("the device server takes --queue-engine for erdma only", async (t) => {
+  const plan = parseServerArgs([
+    "--device",
+    "erdma",
+    "--socket-path",
+    "/tmp/x.sock",
+    "--mac",
+    "52:54:00:12:34:56",
+    "--queue-engine",
+    "/lib/q.so",
+  ]);
+  t.equal(plan?.queueEngine, "/lib/q.so");
+  t.throws(() => parseServerArgs(["--socket-path", "/tmp/x.sock", "--queue-engine", "/lib/q.so"]), {
+    message: "--queue-engine belongs to --device erdma",
+  });
+});
