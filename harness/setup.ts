@@ -1,5 +1,5 @@
-import type { QemuInstall } from "../qemu/launch/types.ts";
 import { RTL_HOST_PACKAGES } from "../qemu/erdma/rtl/build.ts";
+import type { QemuInstall } from "../qemu/launch/types.ts";
 import { ensureQemu } from "../qemu/provision/qemu.ts";
 import { ensureHostPackages } from "../util/apt.ts";
 import { DEFAULT_KERNEL } from "./defaults.ts";

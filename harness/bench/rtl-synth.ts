@@ -62,7 +62,8 @@ async function synthesize(): Promise<
     "stat",
   ].join("; ");
   const r = await probe("yosys", ["-p", script]);
-  const latches = r.exitCode !== 0 && /Assertion failed: selection is not empty|Latch inferred/.test(r.stdout + r.stderr);
+  const latches =
+    r.exitCode !== 0 && /Assertion failed: selection is not empty|Latch inferred/.test(r.stdout + r.stderr);
   if (r.exitCode !== 0 && !latches) throw new Error(`yosys failed:\n${(r.stdout + r.stderr).slice(-2000)}`);
   const stat = r.stdout.slice(r.stdout.lastIndexOf("Number of cells:"));
   const cells: Record<string, number> = {};

@@ -46,7 +46,7 @@ export function isRtlBug(name: string): name is RtlBug {
 /** Verilator's version line; a missing verilator is one error naming `hil setup`. */
 export async function verilatorVersion(): Promise<string> {
   const found = await probe("verilator", ["--version"]).catch(() => undefined);
-  if (!found || found.exitCode !== 0) {
+  if (found?.exitCode !== 0) {
     throw new HilError(
       "verilator is not installed: run `hil setup` (it installs Debian's verilator and yosys)",
       {
