@@ -7,6 +7,7 @@ import {
   startErdma,
   startErdmaFabric,
 } from "../qemu/device-server/attach.ts";
+import { ensureRtlEngine, type RtlBug } from "../qemu/erdma/rtl/build.ts";
 import {
   createFabricNetwork,
   FABRIC_IPS,
@@ -62,6 +63,8 @@ export interface DeviceOptions {
   profile?: string;
   /** keep the hardware trace (JSON lines) in this file */
   traceFile?: string;
+  /** the queue engine in RTL (qemu/erdma/rtl), verilated, with these planted bugs */
+  rtl?: { bugs: readonly RtlBug[] };
 }
 
 /**
@@ -133,10 +136,13 @@ export async function bootPrepared(prepared: PreparedGuest, opts: BootOptions = 
       `[device] external vfio-user device at ${external.socketPath} (not started or stopped by hil)`,
     );
   } else if (deviceOpts !== false) {
-    const step = progress.step(`[device] erdma (${deviceOpts?.profile ?? "erdma-reflush"})`);
+    const queueEngine = deviceOpts?.rtl ? await ensureRtlEngine(deviceOpts.rtl.bugs) : undefined;
+    const engine = queueEngine ? ", RTL queue engine" : "";
+    const step = progress.step(`[device] erdma (${deviceOpts?.profile ?? "erdma-reflush"}${engine})`);
     try {
       device = await startErdma({
         mac,
+        ...(queueEngine ? { queueEngine } : {}),
         profile: deviceOpts?.profile,
         traceFile: deviceOpts?.traceFile,
         onWarning: (line) => progress.info(`[device] ${line}`),
@@ -329,6 +335,9 @@ export interface BootedPair extends WiredPair {
  */
 export async function bootPair(prepared: PreparedGuest, opts: PairOptions = {}): Promise<BootedPair> {
   const { devices: deviceOpts, ...wireOpts } = opts;
+  // one process serves both devices, so one queue engine: the first device's
+  const rtl = deviceOpts?.[0]?.rtl;
+  const queueEngine = rtl ? await ensureRtlEngine(rtl.bugs) : undefined;
   const step = progress.step("[device] erdma fabric (2 devices, one server)");
   let server: AttachedErdmaFabric;
   try {
@@ -338,7 +347,7 @@ export async function bootPair(prepared: PreparedGuest, opts: PairOptions = {}):
         profile: deviceOpts?.[i]?.profile,
         traceFile: deviceOpts?.[i]?.traceFile,
       })),
-      { onWarning: (line) => progress.info(`[device] ${line}`) },
+      { onWarning: (line) => progress.info(`[device] ${line}`), ...(queueEngine ? { queueEngine } : {}) },
     );
     step.succeed(`server pid ${server.pid}`);
   } catch (err) {

@@ -1,3 +1,4 @@
+import { RTL_HOST_PACKAGES } from "../qemu/erdma/rtl/build.ts";
 import type { QemuInstall } from "../qemu/launch/types.ts";
 import { ensureQemu } from "../qemu/provision/qemu.ts";
 import { ensureHostPackages } from "../util/apt.ts";
@@ -32,13 +33,17 @@ export interface SetupReport {
   lava: LavaSetup;
 }
 
-/** The Debian packages setup installs when missing (QEMU's build dependencies: ensureQemu's, when it builds). */
+/**
+ * The Debian packages setup installs when missing (QEMU's build dependencies: ensureQemu's, when it
+ * builds); Verilator and yosys for --device-rtl and the RTL's synthesis check.
+ */
 export function setupPackages(opts: SetupOptions = {}): string[] {
   return [
     ...new Set([
       ...KERNEL_HOST_PACKAGES,
       ...IMAGE_HOST_PACKAGES,
       ...TOOLS_HOST_PACKAGES,
+      ...RTL_HOST_PACKAGES,
       ...(opts.browser ? BROWSER_HOST_PACKAGES : []),
       ...(opts.lava ? LAVA_HOST_PACKAGES : []),
     ]),

@@ -25,6 +25,8 @@ export type RecordedDevice = {
   external?: string;
   pci?: string;
   mac?: string;
+  /** the RTL queue engine the emulated device ran with ("rtl", "rtl+<bug>...") */
+  rtl?: string;
 };
 
 /** What reading a run's device back takes of its verdicts.json (structurally a RunRecord). */
@@ -44,6 +46,8 @@ export interface DeviceOptionValues {
   deviceSocket?: string;
   /** --device-pci: a host PCI function to pass through with vfio-pci */
   devicePci?: string;
+  /** --device-rtl: the RTL queue engine (true), or with planted bugs (their names, comma-separated) */
+  deviceRtl?: boolean | string;
   /** --mac, already checked and lower-cased */
   mac?: string;
   /** --target (hil run): a remote machine's RDMA device over SSH */

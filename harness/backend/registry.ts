@@ -19,12 +19,13 @@ import { externalSocket } from "./external-socket.ts";
 import { noDevice } from "./no-device.ts";
 import { pciPassthrough } from "./pci-passthrough.ts";
 import { type RemoteTarget, remoteTarget } from "./remote-target.ts";
+import { rtl } from "./rtl.ts";
 
 /**
  * Every backend, in the order the README's table lists them. The first is the default: the
  * options get it when they ask for no other, which are asked in this order.
  */
-export const BACKENDS = [emulated, externalSocket, pciPassthrough, remoteTarget, noDevice] as const;
+export const BACKENDS = [emulated, rtl, externalSocket, pciPassthrough, remoteTarget, noDevice] as const;
 
 type DeviceOf<B> = B extends DeviceBackend<infer D, infer _R> ? D : never;
 type RunOf<B> = B extends DeviceBackend<infer _D, infer R> ? R : never;

@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import { type Command, Option } from "commander";
 import { progress } from "../../util/progress.ts";
+import { rtl } from "../backend/rtl.ts";
 import { DEFAULT_KERNEL } from "../defaults.ts";
 import {
   DRIVERS,
@@ -36,6 +37,8 @@ interface ValidateOptionValues {
   baseCache: boolean;
   /** unset: at once when the machine has SIDES_AT_ONCE_CPUS */
   sidesAtOnce?: boolean;
+  /** --device-rtl: both sides on the RTL queue engine (with planted bugs, by name) */
+  deviceRtl?: boolean | string;
 }
 
 export function registerValidateCommand(program: Command): void {
@@ -57,7 +60,8 @@ export function registerValidateCommand(program: Command): void {
       "scenario names or globs from fixtures/scenarios, or paths (comma-separated; default: every scenario meant for the target)",
     )
     .addOption(new Option("--executor <kind>", "the in-guest executor (default: kernel)").choices(EXECUTORS))
-    .addOption(new Option("--driver <name>", "the RDMA driver under test (default: erdma)").choices(DRIVERS));
+    .addOption(new Option("--driver <name>", "the RDMA driver under test (default: erdma)").choices(DRIVERS))
+    .option(rtl.option?.flags ?? "--device-rtl [bugs]", rtl.option?.help ?? "");
   addRulesOption(cmd, "judge")
     .option(
       "--run-dir <dir>",
@@ -100,8 +104,19 @@ export function registerValidateCommand(program: Command): void {
       ].join("\n"),
     );
   cmd.action(async (opts: ValidateOptionValues) => {
+    const device = opts.deviceRtl
+      ? rtl.choose(
+          {
+            device: true,
+            deviceRtl: opts.deviceRtl,
+            ...(opts.deviceProfile ? { deviceProfile: opts.deviceProfile } : {}),
+          },
+          opts.driver ? { driver: opts.driver } : {},
+        )
+      : undefined;
     const runDir = opts.runDir ? resolve(opts.runDir) : stampedRunDir("validate");
     const result = await runValidate({
+      ...(device ? { device } : {}),
       spec: seriesJobSpec(opts, opts.scenario ?? "*"),
       series: opts.series,
       runDir,

@@ -17,7 +17,7 @@ import { loadProfile } from "../../qemu/erdma/profile-file.ts";
 import { hashFile, hashParts } from "../../util/hash.ts";
 import { PACKAGE_ROOT } from "../../util/package.ts";
 import { sourceDigest } from "../../util/source-digest.ts";
-import { impliedProfile } from "../backend/registry.ts";
+import { type ChosenDevice, impliedProfile, recordedDevice } from "../backend/registry.ts";
 import type { PreparedGuest } from "../boot.ts";
 import type { Scenario } from "../scenario/schema.ts";
 import type { JobSpec } from "./job.ts";
@@ -71,6 +71,8 @@ export interface BaseKeyInputs {
   /** the rule sets judged, sorted; null: each scenario's own */
   rules: string[] | null;
   harness: string;
+  /** the device, where it is not the one the spec implies (--device-rtl: its verdicts.json record) */
+  device?: string;
 }
 
 const KEY_FORMAT = "hil-validate-base/1";
@@ -92,6 +94,8 @@ export function baseCacheKey(inputs: BaseKeyInputs): string {
     inputs.meantOnly ? "meant only" : "all selected",
     inputs.rules ? inputs.rules.join(",") : "each scenario's own rule sets",
     inputs.harness,
+    // absent for the implied device, so the keys of bases cached before it was keyed stay valid
+    ...(inputs.device !== undefined ? [`device ${inputs.device}`] : []),
   ]);
 }
 
@@ -108,7 +112,7 @@ export async function baseKeyInputs(
   spec: JobSpec,
   prepared: PreparedGuest,
   scenarios: readonly Scenario[],
-  opts: { meantOnly: boolean; harness?: string },
+  opts: { meantOnly: boolean; harness?: string; device?: ChosenDevice },
 ): Promise<BaseKeyInputs> {
   const profile = impliedProfile(spec.driver, spec.deviceProfile);
   return {
@@ -122,5 +126,6 @@ export async function baseKeyInputs(
     meantOnly: opts.meantOnly,
     rules: spec.oracle ? [...new Set(spec.oracle)].sort() : null,
     harness: opts.harness ?? harnessVersion(),
+    ...(opts.device ? { device: json(recordedDevice(opts.device, "")) } : {}),
   };
 }

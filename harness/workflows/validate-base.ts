@@ -2,7 +2,9 @@
  * `hil validate`'s base side: the run cached under its key copied into <runDir>/base, or a fresh
  * run, kept when it may be (base-cache.ts says when), and one line saying which and why.
  */
+
 import { progress } from "../../util/progress.ts";
+import type { ChosenDevice } from "../backend/registry.ts";
 import type { PreparedGuest } from "../boot.ts";
 import type { Scenario } from "../scenario/schema.ts";
 import {
@@ -65,6 +67,8 @@ export interface BaseSideOptions {
   fresh: boolean;
   /** guests for its suite (default: the job's default) */
   guests?: number;
+  /** the device instead of the one the spec implies (--device-rtl) */
+  device?: ChosenDevice;
 }
 
 /** The base side of a validation: reused (copied already), or to be run (and kept) by `run`. */
@@ -72,7 +76,10 @@ export type BaseSidePlan = { reused: BaseSide } | { run: () => Promise<BaseSide>
 
 /** Looks the base side up in the cache: reused, or what runs it. */
 export async function planBaseSide(opts: BaseSideOptions): Promise<BaseSidePlan> {
-  const inputs = await baseKeyInputs(opts.spec, opts.prepared, opts.scenarios, { meantOnly: opts.meantOnly });
+  const inputs = await baseKeyInputs(opts.spec, opts.prepared, opts.scenarios, {
+    meantOnly: opts.meantOnly,
+    ...(opts.device ? { device: opts.device } : {}),
+  });
   const key = baseCacheKey(inputs);
   const lookup = await lookupBase(key, opts.runDir, { fresh: opts.fresh });
   if (lookup.reused) {
@@ -100,6 +107,7 @@ async function runBaseSide(
     id: "base",
     ...(opts.meantOnly ? { meantOnly: true } : {}),
     ...(opts.guests ? { guests: opts.guests } : {}),
+    ...(opts.device ? { device: opts.device } : {}),
   });
   const decision = storeDecision(record, ctx.found);
   if (!decision.store)

@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { progress } from "../../util/progress.ts";
+import type { ChosenDevice } from "../backend/registry.ts";
 import {
   hasDiff,
   isCoverLetter,
@@ -68,6 +69,8 @@ export interface ValidateOptions {
   freshBase?: boolean;
   /** run the two sides at once on two guests (default: when the machine has SIDES_AT_ONCE_CPUS) */
   sidesAtOnce?: boolean;
+  /** both sides' device instead of the one the spec implies (--device-rtl) */
+  device?: ChosenDevice;
 }
 
 /** Two guests at once take two vCPU threads each busy under TCG, and the device servers more. */
@@ -139,6 +142,7 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
     meantOnly: opts.meantOnly === true,
     fresh: opts.freshBase === true,
     ...(guests ? { guests } : {}),
+    ...(opts.device ? { device: opts.device } : {}),
   });
   const runPatched = () => {
     progress.info(`[validate] 2/2 base+series: ${describeJob(patchedSpec)}`);
@@ -147,6 +151,7 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
       id: "patched",
       ...(opts.meantOnly ? { meantOnly: true } : {}),
       ...(guests && !("reused" in plan) ? { guests } : {}),
+      ...(opts.device ? { device: opts.device } : {}),
     });
   };
   let baseSide: BaseSide;

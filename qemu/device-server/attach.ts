@@ -32,6 +32,8 @@ export interface ErdmaAttachOptions {
   traceFile?: string;
   /** each warning line the server prints */
   onWarning?: (line: string) => void;
+  /** the verilated queue engine's shared library (qemu/erdma/rtl/build.ts); default: the TypeScript engine */
+  queueEngine?: string;
 }
 
 export interface AttachedErdma {
@@ -113,6 +115,8 @@ export interface ErdmaFabricDevice {
 export interface ErdmaFabricOptions {
   /** each warning line the server prints */
   onWarning?: (line: string) => void;
+  /** the verilated queue engine's shared library; default: the TypeScript engine */
+  queueEngine?: string;
 }
 
 /** One device of a fabric: what its guest's QEMU needs. */
@@ -158,6 +162,7 @@ async function startInRunDir(
   devices: readonly ErdmaFabricDevice[],
   socketName: (i: number) => string,
   onWarning: ((line: string) => void) | undefined,
+  queueEngine?: string,
 ): Promise<RunningServer> {
   for (const d of devices) loadProfile(d.profile ?? DEFAULT_PROFILE); // the user's error: say so before anything starts
   sweepStaleRunDirs(DIR_PREFIX);
@@ -183,6 +188,7 @@ async function startInRunDir(
     const server = await startDevicesProcess({
       device: "erdma",
       controlPath,
+      ...(queueEngine ? { queueEngine } : {}),
       devices: devices.map((d, i) => ({
         socketPath: join(dir, socketName(i)),
         mac: d.mac,
@@ -223,6 +229,7 @@ export async function startErdma(opts: ErdmaAttachOptions): Promise<AttachedErdm
     [{ mac: opts.mac, profile, traceFile: opts.traceFile }],
     () => "erdma.sock",
     opts.onWarning,
+    opts.queueEngine,
   );
   const { server } = running;
   return {
@@ -253,7 +260,7 @@ export async function startErdmaFabric(
   const macs = devices.map((d) => d.mac.toLowerCase());
   const twice = macs.find((m, i) => macs.indexOf(m) !== i);
   if (twice) throw new HilError(`two devices on one fabric have the MAC ${twice}: each needs its own`);
-  const running = await startInRunDir(devices, (i) => `erdma${i}.sock`, opts.onWarning);
+  const running = await startInRunDir(devices, (i) => `erdma${i}.sock`, opts.onWarning, opts.queueEngine);
   const { server } = running;
   return {
     pid: server.pid,

@@ -41,6 +41,7 @@ import { parseMac } from "../erdma/device.ts";
 import { Fabric } from "../erdma/fabric.ts";
 import type { ErdmaProfile } from "../erdma/profile.ts";
 import { DEFAULT_PROFILE, loadProfile } from "../erdma/profile-file.ts";
+import { loadRtlEngine } from "../erdma/rtl/engine.ts";
 import { ErdmaVfioDevice, keepServerCommand, keepServerEvent } from "../erdma/vfio-user-device.ts";
 import { createTestDevice } from "../testdev/device.ts";
 import type { DeviceModel } from "../vfio-user/device.ts";
@@ -54,7 +55,7 @@ import type { SERVER_TRACE_SRC } from "./trace-line.ts";
 const USAGE = [
   "usage: main.ts --socket-path PATH [--socket-path PATH ...] [--device hil-testdev|erdma]",
   "               [--mac MAC ...] [--profile NAME|FILE ...] [--trace FILE|- ...] [--quiet]",
-  "               [--dma-timeout-ms N] [--exit-with-parent] [--control PATH]",
+  "               [--dma-timeout-ms N] [--exit-with-parent] [--control PATH] [--queue-engine LIB]",
   "  one device per --socket-path; erdma: one --mac per --socket-path (same order), all erdma",
   "  devices of the process on one fabric; --profile and --trace: once for all, or once per device",
 ].join("\n");
@@ -89,6 +90,8 @@ export interface ServerPlan {
   exitWithParent: boolean;
   /** erdma: the control socket (faults, state) for every device of the process */
   controlPath?: string;
+  /** erdma: the shared library of the verilated queue engine every device of the process uses */
+  queueEngine?: string;
 }
 
 /** One value for every device, or one per device; `what` names the option in the error. */
@@ -121,6 +124,7 @@ export function parseServerArgs(argv: readonly string[]): ServerPlan | undefined
         "dma-timeout-ms": { type: "string" },
         "exit-with-parent": { type: "boolean", default: false },
         control: { type: "string" },
+        "queue-engine": { type: "string" },
         help: { type: "boolean", default: false },
       },
       strict: true,
@@ -148,6 +152,8 @@ export function parseServerArgs(argv: readonly string[]): ServerPlan | undefined
     throw new UsageError(`unknown device ${v.device} (known: ${DEVICE_KINDS.join(", ")})`);
   const macs = v.mac ?? [];
   const profiles = v.profile ?? [];
+  if (v["queue-engine"] !== undefined && kind !== "erdma")
+    throw new UsageError("--queue-engine belongs to --device erdma");
   if (kind !== "erdma" && (macs.length || profiles.length))
     throw new UsageError("--mac and --profile belong to --device erdma");
   if (kind === "erdma") {
@@ -185,6 +191,7 @@ export function parseServerArgs(argv: readonly string[]): ServerPlan | undefined
     ...(dmaTimeout !== undefined ? { dmaTimeoutMs: Number(dmaTimeout) } : {}),
     exitWithParent: v["exit-with-parent"] ?? false,
     ...(v.control !== undefined ? { controlPath: v.control } : {}),
+    ...(v["queue-engine"] !== undefined ? { queueEngine: v["queue-engine"] } : {}),
   };
 }
 
@@ -247,6 +254,7 @@ function buildDevice(
       now,
       trace: trace ? (e) => trace(e as unknown as Record<string, unknown>) : undefined,
       ...(fabric ? { fabric } : {}),
+      ...(plan.queueEngine ? { engine: loadRtlEngine(plan.queueEngine) } : {}),
     }),
     keep: keepServerEvent,
     keepCommand: keepServerCommand,

@@ -50,6 +50,8 @@ export interface DevicesProcessOptions {
   dmaTimeoutMs?: number;
   /** erdma: open the control channel (faults, state) on this socket */
   controlPath?: string;
+  /** erdma: the verilated queue engine's shared library (qemu/erdma/rtl) */
+  queueEngine?: string;
   onStderr?: (line: string) => void;
   startTimeoutMs?: number;
 }
@@ -115,6 +117,7 @@ export function serverArgs(opts: DevicesProcessOptions): string[] {
     );
   if (opts.dmaTimeoutMs !== undefined) args.push("--dma-timeout-ms", String(opts.dmaTimeoutMs));
   if (opts.controlPath !== undefined) args.push("--control", opts.controlPath);
+  if (opts.queueEngine !== undefined) args.push("--queue-engine", opts.queueEngine);
   // a server must not outlive us, even if we are killed without a chance to stop it
   args.push("--exit-with-parent");
   return args;

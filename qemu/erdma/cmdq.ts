@@ -77,6 +77,7 @@ export class CommandQueue {
     this.cq = new CompletionQueue("cmdq", cfg.sqDepth, buffer, 0, cfg.cqDbrec, {
       dma: s.dma,
       tracer: s.tracer,
+      engine: s.p.engine,
       event: async (cq) => {
         const [q0, q1] = ceqe(0, cq.pi);
         await this.eq.push(q0, q1, { cmdq: true });

@@ -9,7 +9,8 @@ import { get64n, put32 } from "./bits.ts";
 import type { Dma } from "./dma.ts";
 import { CQE_SIZE, CqDb, CqeHdr, CqeQtype } from "./hw.ts";
 import type { QueueBuffer } from "./mtt.ts";
-import { distance, inc32, ownerBit, slot } from "./ring.ts";
+import { depthLog2, type QueueEngine } from "./queue-engine.ts";
+import { distance } from "./ring.ts";
 import type { Tracer } from "./trace.ts";
 
 /** The CQ doorbell carries the consumer index in 24 bits (hw.h:93). */
@@ -20,6 +21,8 @@ export type CqArm = "no" | "all" | "solicited";
 export interface CqEnv {
   dma: Dma;
   tracer: Tracer;
+  /** decides each CQE's header (owner bit), slot and the producer index after it */
+  engine: QueueEngine;
   /** delivers the completion event (writes a CEQE / CMDQ EQE) */
   event(cq: CompletionQueue): Promise<void>;
   /** the CQ buffer could not be written */
@@ -52,6 +55,8 @@ export class CompletionQueue {
   /** a CQ overrun was traced and the driver has not reported a new CI since */
   overrun = false;
 
+  private readonly depthLog2: number;
+
   constructor(
     readonly cqn: number | "cmdq",
     readonly depth: number,
@@ -59,7 +64,9 @@ export class CompletionQueue {
     readonly eqn: number,
     readonly dbrec: bigint,
     private readonly env: CqEnv,
-  ) {}
+  ) {
+    this.depthLog2 = depthLog2(depth);
+  }
 
   /** Writes one CQE (header word last) and delivers an event if armed for it. */
   async write(
@@ -82,10 +89,11 @@ export class CompletionQueue {
         depth: this.depth,
       });
     }
-    const owner = ownerBit(index, this.depth);
-    const addr = this.buffer.address(slot(index, this.depth) * CQE_SIZE);
+    const cqe = this.env.engine.cqe(index, this.depthLog2, hdr);
+    const owner = cqe.header >>> 31;
+    const addr = this.buffer.address(cqe.slot * CQE_SIZE);
     const head = new Uint8Array(4);
-    new DataView(head.buffer).setUint32(0, ((hdr & 0x7fff_ffff) | put32(owner, CqeHdr.OWNER)) >>> 0, false);
+    new DataView(head.buffer).setUint32(0, cqe.header, false);
     try {
       await this.env.dma.write(addr + 4n, body.subarray(0, CQE_SIZE - 4), `CQ ${this.cqn} CQE`);
       await this.env.dma.write(addr, head, `CQ ${this.cqn} CQE`);
@@ -101,7 +109,7 @@ export class CompletionQueue {
       this.env.broken(this);
       return false;
     }
-    this.pi = inc32(this.pi);
+    this.pi = cqe.nextPi;
     if (solicitedOrError) this.solicitedPi = this.pi;
     this.env.tracer.emit({
       kind: "cqe",

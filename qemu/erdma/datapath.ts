@@ -10,16 +10,14 @@
  */
 
 import { type AccessFailure, gather, resolveAccess, scatter } from "./access.ts";
+import { writeCompletion } from "./completion.ts";
 import type { CqeFields } from "./cq.ts";
-import { DEVICE_RESET } from "./dma.ts";
 import type { WorkQueue as Jobs } from "./engine.ts";
 import type { Fabric, FabricPort } from "./fabric.ts";
 import type { FaultPlan } from "./faults.ts";
-import { flushLimit } from "./flush.ts";
-import { DmaFault } from "./host.ts";
+import { type FlushIo, flushQueue } from "./flushing.ts";
 import {
   AeType,
-  CqeQtype,
   IwarpState,
   MrRight,
   Rocev2State,
@@ -29,12 +27,22 @@ import {
   WQ_INDEX_BITS,
   WqeOp,
 } from "./hw.ts";
-import type { MemoryRegion } from "./mr.ts";
 import { errorState, type QueuePair, stateName } from "./qp.ts";
 import { distance, slot } from "./ring.ts";
+import {
+  atomicOp,
+  dmaRefused,
+  localOp,
+  localStatus,
+  type Outcome,
+  type Registration,
+  type Responder,
+  readOp,
+  remoteStatus,
+} from "./sqe-ops.ts";
 import type { DeviceState } from "./state.ts";
 import type { Tracer } from "./trace.ts";
-import { decodeRqe, decodeSqe, type RegMrSqe, type Rqe, type Sqe, sqeWqebbs } from "./wqe.ts";
+import { decodeRqe, decodeSqe, type Rqe, type Sqe, sqeWqebbs } from "./wqe.ts";
 
 const IDX_MASK = 0xffff;
 const opNames: Record<number, string> = Object.fromEntries(
@@ -50,76 +58,10 @@ export interface DataPathEnv {
   faults: FaultPlan;
 }
 
-/** Why an SQE did not complete now. */
-/** A fast registration as the device took it: the pages it was given and the page size it walks them in. */
-type Registration = {
-  stag: string;
-  va: string;
-  length: number;
-  pages: number;
-  pageSize: number;
-  mtt: "inline" | "table";
-};
-
-function registrationOf(mr: MemoryRegion, sqe: RegMrSqe): Registration {
-  return {
-    stag: `0x${mr.stag.toString(16)}`,
-    va: `0x${sqe.addr.toString(16)}`,
-    length: sqe.length,
-    pages: sqe.inlineMtt?.length ?? sqe.mttCount,
-    pageSize: 2 ** (mr.mtt?.pageShift ?? 12),
-    mtt: sqe.inlineMtt ? "inline" : "table",
-  };
-}
-
-type Outcome =
-  | {
-      done: true;
-      status: number;
-      length: number;
-      reason?: string;
-      remoteError?: boolean;
-      /** what a REG_MR registered, for its trace event */
-      registered?: Registration;
-    }
-  | { done: false; reason: string };
-
-const localStatus: Record<AccessFailure, number> = {
-  stag: WcStatus.SEND_STAG_INVALID_ERR,
-  pd: WcStatus.SEND_PDID_ERR,
-  right: WcStatus.SEND_RIGHT_VIOLATION_ERR,
-  bounds: WcStatus.SEND_ADDR_VIOLATION_ERR,
-};
-const remoteStatus: Record<AccessFailure, number> = {
-  stag: WcStatus.RECV_STAG_INVALID_ERR,
-  pd: WcStatus.RECV_PDID_ERR,
-  right: WcStatus.RECV_RIGHT_VIOLATION_ERR,
-  bounds: WcStatus.RECV_ADDR_VIOLATION_ERR,
-};
-
 interface Peer {
   dp: DataPath;
   qp: QueuePair;
 }
-
-/**
- * A WQE whose buffers the platform would not let the device reach (outside what the guest mapped
- * for DMA: a dma-fault trace event was written) completes in error: GENERAL_ERR, which the driver
- * reports as IB_WC_GENERAL_ERR (erdma_cq.c map_cqe_status). No check of the device's own (key,
- * PD, right, bound) failed, so none of the access statuses fits. Any other error is rethrown.
- */
-function dmaRefused(err: unknown, remote: boolean): Outcome & { done: true; reason: string } {
-  // a reset revoked the device's access: the job is over, there is nothing to complete
-  if (!(err instanceof DmaFault) || err.reason === DEVICE_RESET) throw err;
-  return {
-    done: true,
-    status: WcStatus.GENERAL_ERR,
-    length: 0,
-    reason: `${remote ? "the responder's" : "its"} buffer is outside mapped memory (${err.message})`,
-    ...(remote ? { remoteError: true } : {}),
-  };
-}
-
 export class DataPath implements FabricPort {
   private readonly scheduled = new Set<string>();
   /** CQEs held back by a reorder-cqe fault, per CQ */
@@ -335,42 +277,26 @@ export class DataPath implements FabricPort {
     return { dp: ep.port, qp: ep.qp };
   }
 
+  /** The responder of a READ or an atomic, when its QP is in RTS. */
+  private responder(qp: QueuePair): Responder | undefined {
+    const peer = this.peerOf(qp);
+    if (!peer?.dp.isRts(peer.qp)) return undefined;
+    return {
+      qp: peer.qp,
+      st: peer.dp.state(),
+      failure: (failure, why) => this.remoteFailure(peer, failure, why),
+      dmaFailure: (err) => this.remoteDmaFailure(peer, err),
+      count: (from, to, bytes) => this.count(from, to, bytes),
+    };
+  }
+
   private async execute(st: DeviceState, qp: QueuePair, sqe: Sqe): Promise<Outcome> {
+    const notRts: Outcome = { done: false, reason: "peer not in RTS" };
     switch (sqe.kind) {
-      case "reg-mr": {
-        const mr = st.mrs.get(sqe.stag >>> 8);
-        if (mr?.kind !== "frmr" || mr.pd !== qp.pd) {
-          return {
-            done: true,
-            status: WcStatus.SEND_STAG_INVALID_ERR,
-            length: 0,
-            reason: "REG_MR of no FRMR",
-          };
-        }
-        const access = sqe.access | MrRight.LOCAL_READ;
-        mr.fastRegister({
-          key: sqe.stag & 0xff,
-          va: sqe.addr,
-          length: BigInt(sqe.length),
-          rights: access,
-          ...(sqe.inlineMtt ? { inlinePages: sqe.inlineMtt } : {}),
-        });
-        return { done: true, status: WcStatus.SUCCESS, length: 0, registered: registrationOf(mr, sqe) };
-      }
-      case "local-inv": {
-        const mr = st.mrs.get(sqe.stag >>> 8);
-        if (!mr || mr.key !== (sqe.stag & 0xff) || mr.pd !== qp.pd) {
-          return {
-            done: true,
-            status: WcStatus.SEND_STAG_INVALID_ERR,
-            length: 0,
-            reason: "LOCAL_INV of no MR",
-          };
-        }
-        mr.valid = false;
-        return { done: true, status: WcStatus.SUCCESS, length: 0 };
-      }
-      case "atomic":
+      case "reg-mr":
+      case "local-inv":
+        return localOp(st, qp, sqe);
+      case "atomic": {
         if (!st.profile.caps.atomic) {
           return {
             done: true,
@@ -379,9 +305,13 @@ export class DataPath implements FabricPort {
             reason: "atomics not advertised",
           };
         }
-        return this.atomic(st, qp, sqe);
-      case "read":
-        return this.read(st, qp, sqe);
+        const peer = this.responder(qp);
+        return peer ? atomicOp(st, qp, sqe, peer) : notRts;
+      }
+      case "read": {
+        const peer = this.responder(qp);
+        return peer ? readOp(st, qp, sqe, peer) : notRts;
+      }
       case "send":
       case "write":
         return this.sendOrWrite(st, qp, sqe);
@@ -528,88 +458,6 @@ export class DataPath implements FabricPort {
     return { done: true, status: WcStatus.SUCCESS, length: data.length };
   }
 
-  private async read(st: DeviceState, qp: QueuePair, sqe: Extract<Sqe, { kind: "read" }>): Promise<Outcome> {
-    const peer = this.peerOf(qp);
-    if (!peer?.dp.isRts(peer.qp)) return { done: false, reason: "peer not in RTS" };
-    const local = await resolveAccess(st, qp.pd, sqe.sink.stag, sqe.sink.to, sqe.length, MrRight.LOCAL_WRITE);
-    if (!local.ok) return { done: true, status: localStatus[local.failure], length: 0, reason: local.why };
-    const pst = peer.dp.state();
-    const remote = await resolveAccess(
-      pst,
-      peer.qp.pd,
-      sqe.source.key,
-      sqe.source.addr,
-      sqe.length,
-      MrRight.REMOTE_READ,
-    );
-    if (!remote.ok) return this.remoteFailure(peer, remote.failure, remote.why);
-    let data: Uint8Array;
-    try {
-      data = await gather(pst, remote.segments, `QP ${peer.qp.qpn} READ source`);
-    } catch (err) {
-      return this.remoteDmaFailure(peer, err);
-    }
-    try {
-      await scatter(st, local.segments, data, `QP ${qp.qpn} READ sink`);
-    } catch (err) {
-      return dmaRefused(err, false);
-    }
-    this.count(pst, st, data.length);
-    if (sqe.invalidate !== undefined) {
-      const mr = st.mrs.get(sqe.invalidate >>> 8);
-      if (mr && mr.key === (sqe.invalidate & 0xff)) mr.valid = false;
-    }
-    return { done: true, status: WcStatus.SUCCESS, length: data.length };
-  }
-
-  private async atomic(
-    st: DeviceState,
-    qp: QueuePair,
-    sqe: Extract<Sqe, { kind: "atomic" }>,
-  ): Promise<Outcome> {
-    const peer = this.peerOf(qp);
-    if (!peer?.dp.isRts(peer.qp)) return { done: false, reason: "peer not in RTS" };
-    const local = await resolveAccess(st, qp.pd, sqe.local.key, sqe.local.addr, 8, MrRight.LOCAL_WRITE);
-    if (!local.ok) return { done: true, status: localStatus[local.failure], length: 0, reason: local.why };
-    const pst = peer.dp.state();
-    const remote = await resolveAccess(
-      pst,
-      peer.qp.pd,
-      sqe.remote.key,
-      sqe.remote.addr,
-      8,
-      MrRight.REMOTE_ATOMIC,
-    );
-    if (!remote.ok) return this.remoteFailure(peer, remote.failure, remote.why);
-    let old: Uint8Array;
-    try {
-      old = await gather(pst, remote.segments, "atomic target");
-    } catch (err) {
-      return this.remoteDmaFailure(peer, err);
-    }
-    const value = new DataView(old.buffer, old.byteOffset, 8).getBigUint64(0, true);
-    const mask = (1n << 64n) - 1n;
-    const next =
-      sqe.opcode === WqeOp.ATOMIC_CAS
-        ? value === sqe.compare
-          ? sqe.swapOrAdd
-          : value
-        : (value + sqe.swapOrAdd) & mask;
-    const out = new Uint8Array(8);
-    new DataView(out.buffer).setBigUint64(0, next, true);
-    try {
-      await scatter(pst, remote.segments, out, "atomic target");
-    } catch (err) {
-      return this.remoteDmaFailure(peer, err);
-    }
-    try {
-      await scatter(st, local.segments, old, "atomic result");
-    } catch (err) {
-      return dmaRefused(err, false);
-    }
-    return { done: true, status: WcStatus.SUCCESS, length: 8 };
-  }
-
   /** A remote access error: the requester's WQE fails (REM_ACCESS_ERR) and the responder's QP errs. */
   private async remoteFailure(peer: Peer, failure: AccessFailure, why: string): Promise<Outcome> {
     const pst = peer.dp.state();
@@ -679,77 +527,21 @@ export class DataPath implements FabricPort {
     this.stateChanged(qp, from);
   }
 
-  /** An SQE's size and opcode, for its flush CQE; an SQE the device cannot read counts as one WQEBB. */
-  private async readSqeHeader(st: DeviceState, qp: QueuePair, index: number) {
-    let first: Uint8Array;
-    try {
-      first = await st.dma.read(
-        qp.sq.buffer.address(slot(index, qp.sq.depth) * SQEBB_SIZE),
-        8,
-        `QP ${qp.qpn} SQE`,
-      );
-    } catch (err) {
-      if (!(err instanceof DmaFault)) throw err;
-      return { wqebbs: 1, opcode: 0 };
-    }
-    const hdr = new DataView(first.buffer, first.byteOffset, 8).getBigUint64(0, true);
-    return { wqebbs: sqeWqebbs(hdr), opcode: Number((hdr >> 27n) & 0x1fn) };
+  private flushIo(): FlushIo {
+    return {
+      tracer: this.env.tracer,
+      complete: (st, qp, queue, index, opcode) =>
+        this.complete(st, qp, queue, index, opcode, WcStatus.FLUSH_ERR, 0),
+    };
   }
 
-  private async flushSq(st: DeviceState, qp: QueuePair): Promise<void> {
-    const { limit, reason } = flushLimit(st.profile.errorFlush, qp, "sq");
-    const from = qp.sq.ci;
-    const wqes: number[] = [];
-    const blocks: number[] = [];
-    while (distance(limit, qp.sq.ci, WQ_INDEX_BITS) > 0) {
-      const index = qp.sq.ci;
-      const { wqebbs, opcode } = await this.readSqeHeader(st, qp, index);
-      // a header claiming WQEBBs past the limit ends the flush there: stepping over the limit
-      // would make the distance wrap and the loop run (without yielding) for up to 2^16 entries
-      const taken = Math.min(wqebbs, distance(limit, index, WQ_INDEX_BITS));
-      qp.sq.ci = (index + taken) & IDX_MASK;
-      await this.complete(st, qp, "sq", index, opcode, WcStatus.FLUSH_ERR, 0);
-      wqes.push(index);
-      blocks.push(taken);
-    }
-    if (wqes.length > 0 || from !== limit) {
-      this.env.tracer.emit({
-        kind: "flush",
-        qpn: qp.qpn,
-        queue: "sq",
-        from,
-        to: qp.sq.ci,
-        count: wqes.length,
-        limit: reason,
-        wqes,
-        blocks,
-      });
-    }
+  private flushSq(st: DeviceState, qp: QueuePair): Promise<void> {
+    return flushQueue(this.flushIo(), st, qp, "sq");
   }
 
   private async flushRq(st: DeviceState, qp: QueuePair): Promise<void> {
     if (!this.inError(qp)) return;
-    const { limit, reason } = flushLimit(st.profile.errorFlush, qp, "rq");
-    const from = qp.rq.ci;
-    const wqes: number[] = [];
-    while (distance(limit, qp.rq.ci, WQ_INDEX_BITS) > 0) {
-      const index = qp.rq.ci;
-      qp.rq.ci = (index + 1) & IDX_MASK;
-      await this.complete(st, qp, "rq", index, WqeOp.RECEIVE, WcStatus.FLUSH_ERR, 0);
-      wqes.push(index);
-    }
-    if (wqes.length > 0) {
-      this.env.tracer.emit({
-        kind: "flush",
-        qpn: qp.qpn,
-        queue: "rq",
-        from,
-        to: qp.rq.ci,
-        count: wqes.length,
-        limit: reason,
-        wqes,
-      });
-    }
+    await flushQueue(this.flushIo(), st, qp, "rq");
   }
 
   // ---- completions -------------------------------------------------------------------------------
@@ -774,17 +566,8 @@ export class DataPath implements FabricPort {
     });
   }
 
-  /** The CQ a wrong-cq fault sends a CQE to: the one it names, the QP's other one, or any other. */
-  private otherCq(st: DeviceState, qp: QueuePair, own: number, named: number | undefined): number {
-    if (named !== undefined) return named;
-    const other = own === qp.sq.cqn ? qp.rq.cqn : qp.sq.cqn;
-    if (other !== own) return other;
-    for (const cq of st.cqs.values()) if (cq.cqn !== own && typeof cq.cqn === "number") return cq.cqn;
-    return own;
-  }
-
-  /** Writes the CQE of a WQE on its queue's CQ, through the CQE faults. */
-  async complete(
+  /** Writes the CQE of a WQE on its queue's CQ, through the CQE faults (completion.ts). */
+  complete(
     st: DeviceState,
     qp: QueuePair,
     queue: "sq" | "rq",
@@ -794,45 +577,7 @@ export class DataPath implements FabricPort {
     size: number,
     extra: Pick<CqeFields, "word3" | "solicited"> = {},
   ): Promise<void> {
-    const own = queue === "sq" ? qp.sq.cqn : qp.rq.cqn;
-    const misdirect = this.env.faults.fire("wrong-cq", { qpn: qp.qpn, queue, syndrome: status }, { index });
-    const cqn = misdirect ? this.otherCq(st, qp, own, misdirect.cqn) : own;
-    const cq = st.cqs.get(cqn);
-    if (!cq) {
-      this.env.tracer.warn("completion for a CQ that does not exist: dropped", { qpn: qp.qpn, cqn });
-      return;
-    }
-    const faults = this.env.faults;
-    const ctx = { qpn: qp.qpn, queue, syndrome: status };
-    const wrong = faults.fire("wrong-index", ctx, { index });
-    const fields: CqeFields = {
-      opcode,
-      qtype: queue === "sq" ? CqeQtype.SQ : CqeQtype.RQ,
-      syndrome: status,
-      qeIdx: wrong ? (index + wrong.delta) & IDX_MASK : index,
-      qpn: qp.qpn,
-      size,
-      ...extra,
-    };
-    if (faults.fire("drop-cqe", ctx, { index })) return;
-    const delay = faults.fire("delay-cqe", ctx, { index });
-    if (delay) {
-      setTimeout(
-        () => this.env.jobs.post(`delayed CQE ${cqn}`, async () => void (await cq.post(fields))),
-        delay.ms,
-      ).unref();
-      return;
-    }
-    if (faults.fire("reorder-cqe", ctx, { index })) {
-      this.held.set(cqn, fields);
-      return;
-    }
-    await cq.post(fields);
-    if (faults.fire("duplicate-cqe", ctx, { index })) await cq.post(fields);
-    const held = this.held.get(cqn);
-    if (held) {
-      this.held.delete(cqn);
-      await cq.post(held);
-    }
+    const cqe = { queue, index, opcode, status, size, extra };
+    return writeCompletion({ ...this.env, held: this.held }, st, qp, cqe);
   }
 }

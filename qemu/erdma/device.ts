@@ -38,8 +38,10 @@ import {
   RQDB_SPACE_OFFSET,
   SQEBB_SIZE,
 } from "./hw.ts";
+import { parseMac } from "./mac.ts";
 import { checkProfile, type ErdmaProfile, profileReflush } from "./profile.ts";
 import type { QueuePair } from "./qp.ts";
+import { type QueueEngine, tsQueueEngine } from "./queue-engine.ts";
 import {
   CONFIG_REGS,
   type DoorbellSlot,
@@ -74,6 +76,8 @@ export interface DataPathHooks {
 }
 
 export interface ErdmaDeviceOptions {
+  /** what decides CQEs and flushes (default: the TypeScript reference engine) */
+  engine?: QueueEngine;
   host: ErdmaHost;
   /** the MAC of the guest NIC erdma pairs with ("52:54:00:12:34:56", 6 bytes, or a 48-bit number) */
   mac: string | Uint8Array | bigint;
@@ -105,6 +109,7 @@ export class ErdmaDevice {
   /** register-visible traffic counters (hw.h:47-57), for the data path to bump */
   readonly counters = new Map<number, bigint>(STATS_REGS.map((r) => [r, 0n]));
   private readonly seed: number;
+  private readonly engine: QueueEngine;
   private readonly dataPath: DataPathHooks;
   /** the built-in data path (absent when a test supplied its own hooks) */
   readonly dataPathCore: DataPath | undefined;
@@ -124,6 +129,7 @@ export class ErdmaDevice {
     this.name = opts.name ?? "erdma";
     this.mac = parseMac(opts.mac);
     this.seed = opts.seed ?? 0x5eed;
+    this.engine = opts.engine ?? tsQueueEngine;
     this.tracer = new Tracer(
       (e) => this.host.trace(e),
       () => this.host.now(),
@@ -526,6 +532,7 @@ export class ErdmaDevice {
       tracer: this.tracer,
       dma: this.dma,
       jobs: this.jobs,
+      engine: this.engine,
       raise: (vector, source) => this.raise(vector, source),
       ...(this.dataPathCore ? { qpEvents: this.dataPathCore } : {}),
     };
@@ -585,21 +592,4 @@ function validAccess(offset: number, size: number): boolean {
   );
 }
 
-/** "52:54:00:12:34:56" / "52-54-..." / 6 bytes / a 48-bit number -> the 48-bit value. */
-export function parseMac(mac: string | Uint8Array | bigint): bigint {
-  let bytes: number[];
-  if (typeof mac === "bigint") {
-    if (mac < 0n || mac >= 1n << 48n) throw new RangeError(`MAC ${mac} is not 48 bits`);
-    return mac;
-  }
-  if (typeof mac === "string") {
-    const parts = mac.trim().split(/[:-]/);
-    if (parts.length !== 6 || parts.some((p) => !/^[0-9a-fA-F]{2}$/.test(p)))
-      throw new RangeError(`bad MAC "${mac}"`);
-    bytes = parts.map((p) => Number.parseInt(p, 16));
-  } else {
-    if (mac.length !== 6) throw new RangeError(`MAC has ${mac.length} bytes, not 6`);
-    bytes = [...mac];
-  }
-  return bytes.reduce((acc, b) => (acc << 8n) | BigInt(b), 0n);
-}
+export { parseMac };

@@ -7,28 +7,34 @@
  *   when the QP entered ERROR; later doorbells and REFLUSH change nothing;
  * - "reflush" (erdma since Linux 6.2, CMDQ_OPCODE_REFLUSH): as "stop", then up to the indices the
  *   last REFLUSH named (erdma_flush_worker sends the driver's sq_pi/rq_pi).
+ * The queue engine decides (queue-engine.ts); this picks its inputs from the QP.
  */
 
-import { WQ_INDEX_BITS } from "./hw.ts";
 import type { ErrorFlushMode } from "./profile.ts";
 import type { QueuePair } from "./qp.ts";
-import { distance } from "./ring.ts";
+import { type FlushReason, type QueueEngine, tsQueueEngine } from "./queue-engine.ts";
 
 export interface FlushLimit {
   limit: number;
-  reason: "pi" | "error" | "reflush";
+  reason: FlushReason;
 }
 
-export function flushLimit(mode: ErrorFlushMode, qp: QueuePair, queue: "sq" | "rq"): FlushLimit {
+export function flushLimit(
+  mode: ErrorFlushMode,
+  qp: QueuePair,
+  queue: "sq" | "rq",
+  engine: QueueEngine = tsQueueEngine,
+): FlushLimit {
   const wq = queue === "sq" ? qp.sq : qp.rq;
-  const pick = (at: { sqPi: number; rqPi: number }) => (queue === "sq" ? at.sqPi : at.rqPi);
-  let result: FlushLimit = { limit: wq.pi, reason: "pi" };
-  if (mode !== "always" && qp.errorAt) result = { limit: pick(qp.errorAt), reason: "error" };
-  if (mode === "reflush" && qp.reflushTo) result = { limit: pick(qp.reflushTo), reason: "reflush" };
-  // an index behind the consumer index names nothing to flush; one ahead is taken as the hardware
-  // takes a doorbell, even past a full ring (a driver that overfills its queue gets what it wrote)
-  if (distance(result.limit, wq.ci, WQ_INDEX_BITS) >= 2 ** (WQ_INDEX_BITS - 1)) {
-    return { limit: wq.ci, reason: result.reason };
-  }
-  return result;
+  const pick = (at: { sqPi: number; rqPi: number } | undefined) =>
+    at === undefined ? undefined : queue === "sq" ? at.sqPi : at.rqPi;
+  const errorPi = pick(qp.errorAt);
+  const reflushPi = pick(qp.reflushTo);
+  return engine.flushLimit({
+    mode,
+    pi: wq.pi,
+    ci: wq.ci,
+    ...(errorPi !== undefined ? { errorPi } : {}),
+    ...(reflushPi !== undefined ? { reflushPi } : {}),
+  });
 }

@@ -14,6 +14,7 @@ import type { MemoryRegion } from "./mr.ts";
 import { ObjectTable } from "./objects.ts";
 import type { ErdmaProfile } from "./profile.ts";
 import type { Protocol, QueuePair } from "./qp.ts";
+import type { QueueEngine } from "./queue-engine.ts";
 import type { Tracer } from "./trace.ts";
 
 /** GET_STATS counters in response order (hw.h:381-395). */
@@ -37,6 +38,8 @@ export interface Plumbing {
   tracer: Tracer;
   dma: Dma;
   jobs: WorkQueue;
+  /** what decides CQEs and flushes (queue-engine.ts) */
+  engine: QueueEngine;
   raise(vector: number, source: string): void;
   /** the data path's view of QP changes made by commands */
   qpEvents?: QpEvents;
@@ -99,6 +102,7 @@ export class DeviceState {
     this.cqEnv = {
       dma: p.dma,
       tracer: p.tracer,
+      engine: p.engine,
       event: (cq) => this.cqEvent(cq),
       broken: (cq) => {
         if (typeof cq.cqn === "number") this.queueAsyncEvent(AeType.CQ_ERR, 0, cq.cqn, 0);

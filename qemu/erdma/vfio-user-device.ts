@@ -17,6 +17,7 @@ import { FaultPlan } from "./faults.ts";
 import { DmaFault, type ErdmaHost, type GuestMemory } from "./host.ts";
 import type { ErdmaProfile } from "./profile.ts";
 import { profileReflush } from "./profile.ts";
+import type { QueueEngine } from "./queue-engine.ts";
 import type { ErdmaTraceEvent } from "./trace.ts";
 import { Tracer } from "./trace.ts";
 
@@ -31,6 +32,8 @@ export interface ErdmaVfioOptions {
   name?: string;
   /** the wire this device's QPs reach their peers over; default: a fabric of its own (loopback) */
   fabric?: Fabric;
+  /** what decides CQEs and flushes; default: the TypeScript reference (queue-engine.ts) */
+  engine?: QueueEngine;
 }
 
 /** An erdma PCI function served over vfio-user. */
@@ -99,6 +102,7 @@ export class ErdmaVfioDevice implements DeviceModel {
       profile: this.opts.profile ?? profileReflush,
       name: this.definition.name,
       ...(this.opts.fabric ? { fabric: this.opts.fabric } : {}),
+      ...(this.opts.engine ? { engine: this.opts.engine } : {}),
     });
   }
 

@@ -5,6 +5,7 @@
  */
 import { Fabric } from "../../qemu/erdma/fabric.ts";
 import type { ErdmaProfile } from "../../qemu/erdma/index.ts";
+import type { QueueEngine } from "../../qemu/erdma/queue-engine.ts";
 import {
   Acc,
   connectQps,
@@ -92,6 +93,8 @@ export interface Side {
 
 export interface PairOptions {
   profile?: ErdmaProfile;
+  /** the devices' queue engine (default: the TypeScript one) */
+  engine?: QueueEngine;
   /** two devices joined by a Fabric instead of loopback on one */
   fabric?: boolean;
   /** one CQ for send and receive of each QP */
@@ -109,6 +112,7 @@ export async function pair(opts: PairOptions = {}) {
     version: "6.12" as const,
     memSize: 32 << 20,
     ...(opts.profile ? { profile: opts.profile } : {}),
+    ...(opts.engine ? { engine: opts.engine } : {}),
   };
   let sa: Awaited<ReturnType<typeof setupErdma>>;
   let sb: Awaited<ReturnType<typeof setupErdma>>;

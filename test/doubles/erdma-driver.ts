@@ -8,6 +8,7 @@
  */
 import type { Fabric } from "../../qemu/erdma/fabric.ts";
 import { ErdmaDevice, type ErdmaProfile } from "../../qemu/erdma/index.ts";
+import type { QueueEngine } from "../../qemu/erdma/queue-engine.ts";
 import * as R from "./erdma-requests.ts";
 import {
   decodeCqe,
@@ -1181,6 +1182,8 @@ export interface SetupOptions {
   name?: string;
   /** guest physical address of the fake memory */
   base?: bigint;
+  /** the device's queue engine (default: the TypeScript one) */
+  engine?: QueueEngine;
 }
 
 /** A fake host, a device on it and a driver double, probed unless `probe: false`. */
@@ -1197,6 +1200,7 @@ export async function setupErdma(opts: SetupOptions = {}) {
     ...(opts.profile ? { profile: opts.profile } : {}),
     ...(opts.fabric ? { fabric: opts.fabric } : {}),
     ...(opts.name ? { name: opts.name } : {}),
+    ...(opts.engine ? { engine: opts.engine } : {}),
   });
   const drv = new ErdmaDriver(dev, host, { version: opts.version ?? "6.12", cpus: opts.cpus ?? 2 });
   if (opts.probe !== false) await drv.probe();

@@ -58,6 +58,8 @@ t.test("every input changes the key", async (t) => {
     rules: { ...INPUTS, rules: ["ib"] },
     harness: { ...INPUTS, harness: "20.19.0:g" },
     node: { ...INPUTS, harness: "22.1.0:h" },
+    rtlEngine: { ...INPUTS, device: '{"profile":"erdma-reflush","trace":"","rtl":"rtl"}' },
+    rtlEngineBug: { ...INPUTS, device: '{"profile":"erdma-reflush","trace":"","rtl":"rtl+owner-stuck"}' },
   };
   const seen = new Map<string, string>([[key, "base"]]);
   for (const [name, v] of Object.entries(variants)) {
