@@ -9,7 +9,7 @@ import type { Observation, StuckObservation } from "../oracle/observations.ts";
 import type { SentCommand } from "../oracle/run-commands.ts";
 import { parseTrace, recordsOf, type TraceRecord } from "../protocol/trace.ts";
 import { consoleObservations, judgeScenarioRun, type ScenarioRun } from "../suite/judge-run.ts";
-import type { ScenarioReport, SuiteReport } from "../suite/suite.ts";
+import type { ScenarioReport, SuiteReport } from "../suite/results.ts";
 import type { Verdict } from "../verdict.ts";
 import type { LavaPlan, PlannedGroup, PlannedScenario } from "./plan.ts";
 import type { LavaResults, LavaScenarioOutput } from "./results.ts";

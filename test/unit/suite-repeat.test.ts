@@ -5,6 +5,7 @@
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
+import { FIRST_PORT } from "../../harness/protocol/guest-net.ts";
 import { renderHtml } from "../../harness/report/html.ts";
 import { renderJunit } from "../../harness/report/junit.ts";
 import { renderKcidb } from "../../harness/report/kcidb.ts";
@@ -21,7 +22,7 @@ import {
   stabilityCell,
   stabilityOf,
 } from "../../harness/suite/repeat.ts";
-import { FIRST_PORT, type SuiteReport, suiteResults } from "../../harness/suite/suite.ts";
+import { type SuiteReport, suiteResults } from "../../harness/suite/results.ts";
 import { exitCodeFor } from "../../harness/verdict.ts";
 import { Step } from "../../util/progress.ts";
 import { writeRunDir } from "../fixtures/rundir/synthetic.ts";
