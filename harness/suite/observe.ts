@@ -1,7 +1,7 @@
 /** One scenario run on a session's guest, with what the harness saw meanwhile: faults armed, the console's slice, a death. */
 import type { BootedGuest } from "../boot.ts";
 import type { ExecutorOutcome } from "../executor/executor.ts";
-import type { FaultObservation, Observation } from "../oracle/observations.ts";
+import type { FaultObservation, Observation } from "../protocol/observations.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
 import { armFault, controlOf } from "./faults.ts";
 import { examineSilentGuest, freezeEvent } from "./freeze.ts";

@@ -1,7 +1,7 @@
 /** What a suite run reports per scenario, and the check results (the table, the exit code) made of it. */
 import type { ProfileJudgement } from "../oracle/judge.ts";
-import type { Observation } from "../oracle/observations.ts";
 import type { PremiseResult } from "../oracle/premise.ts";
+import type { Observation } from "../protocol/observations.ts";
 import type { KnownBug, OracleProfile } from "../scenario/schema.ts";
 import type { CheckResult, Verdict } from "../verdict.ts";
 import { type Repetition, type RepetitionVerdict, type Stability, stabilityOf } from "./repeat.ts";

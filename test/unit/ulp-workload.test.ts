@@ -13,8 +13,8 @@ import {
   ulpCommand,
 } from "../../harness/executor/ulp.ts";
 import { judgeTrace, ULP_RULE_SET } from "../../harness/oracle/judge.ts";
-import type { Observation, UlpStepObservation } from "../../harness/oracle/observations.ts";
 import type { HwTraceEvent } from "../../harness/protocol/hw-trace.ts";
+import type { Observation, UlpStepObservation } from "../../harness/protocol/observations.ts";
 import { compileScenario } from "../../harness/scenario/compile.ts";
 import { loadScenarioFile } from "../../harness/scenario/load.ts";
 import { translateUlpFault, ulpQp } from "../../harness/suite/faults.ts";

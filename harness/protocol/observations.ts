@@ -1,12 +1,16 @@
 /**
- * What the oracle judges: the executor's trace records of one scenario plus what the harness saw
- * itself (a step past its watchdog with the worker's stack, kernel console events).
+ * What the harness saw of a scenario besides the executor's trace (a step past its watchdog with
+ * the worker's stack, kernel console events, faults armed, a ULP workload's steps and objects):
+ * the executors and the suite write these, the oracle judges them.
  */
 import type { ConsoleEventKind, MemoryStack } from "../console/parse.ts";
-import type { HwTraceEvent } from "../protocol/hw-trace.ts";
-import type { TraceRecord } from "../protocol/trace.ts";
-import type { WrRef } from "./rule.ts";
-import type { SentCommand } from "./run-commands.ts";
+
+/**
+ * A work request a problem is about: the QP's name, its queue and its wr_id; `post` is the index in
+ * the trace of the record that posted it (its post, or a drain's drain_marker), which tells two
+ * WRs with the same wr_id apart.
+ */
+export type WrRef = { qp: string; queue: "sq" | "rq"; wrId: number; post?: number };
 
 export type StuckObservation = {
   ev: "stuck";
@@ -83,15 +87,6 @@ export type Observation =
   | ConsoleCutObservation
   | UlpStepObservation
   | UlpObjectsObservation;
-
-export interface ScenarioTrace {
-  records: readonly TraceRecord[];
-  observations: readonly Observation[];
-  /** the command lines the executor was given (the commands rule); absent: not judged */
-  commands?: readonly SentCommand[];
-  /** the device's hardware trace of the scenario (absent: no device model) */
-  hw?: readonly HwTraceEvent[];
-}
 
 /**
  * The kinds of object more numerous after than before. CQs are not counted: the kernel's CQ pool
