@@ -7,7 +7,7 @@
  */
 import { HilError } from "../../util/errors.ts";
 import type { RunStability } from "../rundir/schema.ts";
-import { stabilityCell } from "../suite/repeat.ts";
+import { stabilityCell } from "../rundir/stability.ts";
 import type { DiffSide } from "./diff-sides.ts";
 import { compareCells, renderComparison, type VerdictComparison, type VerdictDelta } from "./verdict-diff.ts";
 

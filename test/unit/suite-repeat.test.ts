@@ -13,13 +13,13 @@ import { validateKcidb } from "../../harness/report/kcidb-validate.ts";
 import { renderKtap } from "../../harness/report/ktap.ts";
 import { renderRepeatedTable, renderScenarioTable } from "../../harness/report/scenario-table.ts";
 import { loadRunDir } from "../../harness/rundir/read.ts";
+import { stabilityCell } from "../../harness/rundir/stability.ts";
 import type { Scenario } from "../../harness/scenario/schema.ts";
 import {
   expandRepeats,
   type RepetitionVerdict,
   repetitionLabel,
   repetitionName,
-  stabilityCell,
   stabilityOf,
 } from "../../harness/suite/repeat.ts";
 import { type SuiteReport, suiteResults } from "../../harness/suite/results.ts";
