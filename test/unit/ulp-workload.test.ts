@@ -18,7 +18,7 @@ import type { Observation, UlpStepObservation } from "../../harness/protocol/obs
 import { compileScenario } from "../../harness/scenario/compile.ts";
 import { loadScenarioFile } from "../../harness/scenario/load.ts";
 import { translateUlpFault, ulpQp } from "../../harness/suite/faults.ts";
-import { withUlpConfig } from "../../harness/workflows/job.ts";
+import { withUlpConfig } from "../../harness/workflows/job/job.ts";
 import { loadProfile } from "../../qemu/erdma/profile-file.ts";
 
 function scenarioFile(t: { testdir(): string }, text: string): string {

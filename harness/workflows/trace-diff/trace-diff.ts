@@ -1,16 +1,16 @@
 /**
  * `hil diff --traces <reference> <candidate>...`: model vs hardware, or one device profile vs
  * another. Each candidate run is compared with the reference run scenario by scenario: the
- * verdicts per rule set, and per WR (trace-facts.ts) its post's fate, its completions' status and
+ * verdicts per rule set, and per WR (facts.ts) its post's fate, its completions' status and
  * CQ, each drain's return and the order each work queue's WRs completed in. The order is compared
  * over the WRs whose completions agree otherwise, so a missing completion is said once, on its WR.
  * The closest candidate is the one with the fewest differing WRs, then the fewest scenarios whose
  * completions differ.
  */
-import type { RunScenario } from "../rundir/schema.ts";
-import type { Verdict } from "../verdict.ts";
-import { factsOf, type TraceRun } from "./trace-diff-runs.ts";
-import { describeItem, type ScenarioFacts } from "./trace-facts.ts";
+import type { RunScenario } from "../../rundir/schema.ts";
+import type { Verdict } from "../../verdict.ts";
+import { describeItem, type ScenarioFacts } from "./facts.ts";
+import { factsOf, type TraceRun } from "./runs.ts";
 
 export type Side = "reference" | "candidate";
 

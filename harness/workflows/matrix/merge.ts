@@ -7,11 +7,11 @@
 import { existsSync, readdirSync } from "node:fs";
 import { cp, readFile, rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { HilError } from "../../util/errors.ts";
-import { makeDir } from "../../util/make-dir.ts";
-import { progress } from "../../util/progress.ts";
-import { readRunRecord } from "../rundir/read.ts";
-import { VERDICTS_FILE } from "../rundir/schema.ts";
+import { HilError } from "../../../util/errors.ts";
+import { makeDir } from "../../../util/make-dir.ts";
+import { progress } from "../../../util/progress.ts";
+import { readRunRecord } from "../../rundir/read.ts";
+import { VERDICTS_FILE } from "../../rundir/schema.ts";
 import {
   JOBS_DIR,
   MATRIX_FILE,

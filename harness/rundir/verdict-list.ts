@@ -4,8 +4,9 @@
  * and per rule under it. validate diffs two of them, merge checks shards against each other,
  * repro matches a case's expectations against one.
  */
-import type { RunJudgement, RunRecord } from "../rundir/schema.ts";
+
 import type { CheckResult, Verdict } from "../verdict.ts";
+import type { RunJudgement, RunRecord } from "./schema.ts";
 
 export interface VerdictEntry {
   /** "<scenario>[<profile>]", "<scenario>[<profile>] rule <r>", or a check's id */

@@ -5,10 +5,10 @@
  */
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { makeDir } from "../../util/make-dir.ts";
-import { loadSeries } from "../kernel/series.ts";
-import type { RunSeries } from "../rundir/schema.ts";
-import { runDirFull, writeRunFile } from "../rundir/write.ts";
+import { makeDir } from "../../../util/make-dir.ts";
+import { loadSeries } from "../../kernel/series.ts";
+import type { RunSeries } from "../../rundir/schema.ts";
+import { runDirFull, writeRunFile } from "../../rundir/write.ts";
 
 export const SERIES_DIR = "series";
 

@@ -8,13 +8,13 @@
 import { existsSync, readdirSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { HilError } from "../../util/errors.ts";
-import { makeDir } from "../../util/make-dir.ts";
-import { progress } from "../../util/progress.ts";
-import { describePatch, loadSeries, type Patch, type Series } from "../kernel/series.ts";
-import { writeRunFile } from "../rundir/write.ts";
-import type { CheckResult } from "../verdict.ts";
-import { type GitRange, writeRangeSeries } from "./bisect-git.ts";
+import { HilError } from "../../../util/errors.ts";
+import { makeDir } from "../../../util/make-dir.ts";
+import { progress } from "../../../util/progress.ts";
+import { describePatch, loadSeries, type Patch, type Series } from "../../kernel/series.ts";
+import { countsText, verdictCounts } from "../../rundir/verdict-list.ts";
+import { writeRunFile } from "../../rundir/write.ts";
+import type { CheckResult } from "../../verdict.ts";
 import {
   checkJobSpec,
   describeJob,
@@ -23,8 +23,8 @@ import {
   kernelRequestOf,
   preparedGuestFor,
   runJob,
-} from "./job.ts";
-import { countsText, verdictCounts } from "./verdict-list.ts";
+} from "../job/job.ts";
+import { type GitRange, writeRangeSeries } from "./git.ts";
 
 export type StepWord = "good" | "bad" | "skip";
 

@@ -13,16 +13,16 @@
  */
 import { existsSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { HilError } from "../../util/errors.ts";
-import { impliedProfile } from "../backend/registry.ts";
-import { combineVerdicts } from "../oracle/judge.ts";
-import { readRunRecord, repetitionOf } from "../rundir/read.ts";
-import { type RunRecord, type RunStability, VERDICTS_FILE } from "../rundir/schema.ts";
-import type { JobSpec } from "./job.ts";
-import { MATRIX_FILE } from "./matrix.ts";
-import { loadMatrixDir } from "./matrix-report.ts";
+import { HilError } from "../../../util/errors.ts";
+import { impliedProfile } from "../../backend/registry.ts";
+import { combineVerdicts } from "../../oracle/judge.ts";
+import { readRunRecord, repetitionOf } from "../../rundir/read.ts";
+import { type RunRecord, type RunStability, VERDICTS_FILE } from "../../rundir/schema.ts";
+import { ruleEntriesOf, topLevelEntries, type VerdictEntry } from "../../rundir/verdict-list.ts";
+import type { JobSpec } from "../job/job.ts";
+import { MATRIX_FILE } from "../matrix/matrix.ts";
+import { loadMatrixDir } from "../matrix/matrix-dir.ts";
 import type { Cell } from "./verdict-diff.ts";
-import { ruleEntriesOf, topLevelEntries, type VerdictEntry } from "./verdict-list.ts";
 
 export interface DiffSide {
   kind: "run" | "matrix";

@@ -11,11 +11,6 @@
  *   rules with their reasons and evidence, then the flaky cells.
  */
 
-import { verdictCell } from "../report/html.ts";
-import { REPORT_CSS } from "../report/html-style.ts";
-import { type JCase, type Outcome, renderJunitSuites } from "../report/junit.ts";
-import { type KtapCase, renderKtapCases } from "../report/ktap.ts";
-import { xmlAttr as attr, xmlText as esc } from "../report/xml.ts";
 import {
   cellName,
   diffJson,
@@ -25,8 +20,13 @@ import {
   onlyOn,
   type RunDiff,
   renderDiffText,
-} from "./diff.ts";
-import { CHANGES, changeWord, type VerdictDelta } from "./verdict-diff.ts";
+} from "../workflows/diff/diff.ts";
+import { CHANGES, changeWord, type VerdictDelta } from "../workflows/diff/verdict-diff.ts";
+import { verdictCell } from "./html.ts";
+import { REPORT_CSS } from "./html-style.ts";
+import { type JCase, type Outcome, renderJunitSuites } from "./junit.ts";
+import { type KtapCase, renderKtapCases } from "./ktap.ts";
+import { xmlAttr as attr, xmlText as esc } from "./xml.ts";
 
 export const DIFF_FORMATS = ["text", "json", "ktap", "junit", "html"] as const;
 export type DiffFormat = (typeof DIFF_FORMATS)[number];

@@ -2,22 +2,22 @@
  * Matrix plans (fixtures/plans/*.yaml): kernels x drivers x device profiles x executors x
  * scenario selections, expanded to jobs with stable ids, and split into shards for CI systems
  * that run one shard a machine (GitHub Actions' matrix, GitLab's parallel, Kubernetes indexed
- * jobs); matrix-shards.ts deals the jobs to the shards.
+ * jobs); shards.ts deals the jobs to the shards.
  */
 import { existsSync } from "node:fs";
 import { basename, dirname, extname, resolve } from "node:path";
 import { z } from "zod";
-import { DEFAULT_PROFILE, listProfiles } from "../../qemu/erdma/profile-file.ts";
-import { HilError } from "../../util/errors.ts";
-import { hashParts } from "../../util/hash.ts";
-import { progress } from "../../util/progress.ts";
-import { type YamlProblem, YamlSource } from "../../util/yaml-source.ts";
-import { impliedProfile, takesProfile } from "../backend/registry.ts";
-import { DEBIAN_BASES } from "../kernel/base-spec.ts";
-import { shippedFragments } from "../kernel/kconfig.ts";
-import { DRIVERS, EXECUTORS, ORACLE_PROFILES } from "../scenario/schema.ts";
-import { selectScenarios } from "../scenario/select.ts";
-import type { JobSpec } from "./job.ts";
+import { DEFAULT_PROFILE, listProfiles } from "../../../qemu/erdma/profile-file.ts";
+import { HilError } from "../../../util/errors.ts";
+import { hashParts } from "../../../util/hash.ts";
+import { progress } from "../../../util/progress.ts";
+import { type YamlProblem, YamlSource } from "../../../util/yaml-source.ts";
+import { impliedProfile, takesProfile } from "../../backend/registry.ts";
+import { DEBIAN_BASES } from "../../kernel/base-spec.ts";
+import { shippedFragments } from "../../kernel/kconfig.ts";
+import { DRIVERS, EXECUTORS, ORACLE_PROFILES } from "../../scenario/schema.ts";
+import { selectScenarios } from "../../scenario/select.ts";
+import type { JobSpec } from "../job/job.ts";
 
 const kernelEntry = z.union([
   z.string().min(1),

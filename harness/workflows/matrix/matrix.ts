@@ -5,16 +5,16 @@
  * merge` joins the indexes of several shards.
  */
 import { join } from "node:path";
-import { makeDir } from "../../util/make-dir.ts";
-import { packageVersion } from "../../util/package.ts";
-import { progress } from "../../util/progress.ts";
-import { claimRunDir } from "../rundir/claim.ts";
-import { runDirFull, writeRunFile, writeRunRecord } from "../rundir/write.ts";
-import { type CheckResult, exitCodeFor, type Verdict } from "../verdict.ts";
-import { describeJob, type JobRecord, type JobSpec, runJob } from "./job.ts";
-import type { MatrixJob, MatrixPlan, Shard } from "./matrix-plan.ts";
-import { shardJobs } from "./matrix-shards.ts";
-import { countsText, verdictCounts } from "./verdict-list.ts";
+import { makeDir } from "../../../util/make-dir.ts";
+import { packageVersion } from "../../../util/package.ts";
+import { progress } from "../../../util/progress.ts";
+import { claimRunDir } from "../../rundir/claim.ts";
+import { countsText, verdictCounts } from "../../rundir/verdict-list.ts";
+import { runDirFull, writeRunFile, writeRunRecord } from "../../rundir/write.ts";
+import { type CheckResult, exitCodeFor, type Verdict } from "../../verdict.ts";
+import { describeJob, type JobRecord, type JobSpec, runJob } from "../job/job.ts";
+import type { MatrixJob, MatrixPlan, Shard } from "./plan.ts";
+import { shardJobs } from "./shards.ts";
 
 export const MATRIX_FILE = "matrix.json";
 export const JOBS_DIR = "jobs";

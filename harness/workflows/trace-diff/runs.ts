@@ -5,8 +5,8 @@
  */
 import { existsSync, statSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { HilError } from "../../util/errors.ts";
-import { runViews } from "../backend/registry.ts";
+import { HilError } from "../../../util/errors.ts";
+import { runViews } from "../../backend/registry.ts";
 import {
   deviceOf,
   loadRunDir,
@@ -14,10 +14,10 @@ import {
   type RunDir,
   repetitionOf,
   scenariosOf,
-} from "../rundir/read.ts";
-import { type RunScenario, VERDICTS_FILE } from "../rundir/schema.ts";
-import { MATRIX_FILE } from "./matrix.ts";
-import { type ScenarioFacts, scenarioFacts } from "./trace-facts.ts";
+} from "../../rundir/read.ts";
+import { type RunScenario, VERDICTS_FILE } from "../../rundir/schema.ts";
+import { MATRIX_FILE } from "../matrix/matrix.ts";
+import { type ScenarioFacts, scenarioFacts } from "./facts.ts";
 
 export interface TraceRun {
   run: RunDir;

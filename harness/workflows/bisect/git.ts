@@ -6,7 +6,7 @@
 import { writeFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { execa } from "execa";
-import { HilError } from "../../util/errors.ts";
+import { HilError } from "../../../util/errors.ts";
 
 export interface RangeCommit {
   sha: string;

@@ -5,10 +5,10 @@
  * repetitions (`--repeat`) disagree on either side (flaky), each with the reasons and evidence of
  * the rules that moved. A new FAIL is a regression (exit 1); anything else exits 0.
  */
-import { HilError } from "../../util/errors.ts";
-import type { RunStability } from "../rundir/schema.ts";
-import { stabilityCell } from "../rundir/stability.ts";
-import type { DiffSide } from "./diff-sides.ts";
+import { HilError } from "../../../util/errors.ts";
+import type { RunStability } from "../../rundir/schema.ts";
+import { stabilityCell } from "../../rundir/stability.ts";
+import type { DiffSide } from "./sides.ts";
 import { compareCells, renderComparison, type VerdictComparison, type VerdictDelta } from "./verdict-diff.ts";
 
 export interface FlakyCell {

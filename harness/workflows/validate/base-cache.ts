@@ -14,15 +14,15 @@
 import { cp, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import { copyFileAtomic, isTempName, writeFileAtomic } from "../../util/atomic-write.ts";
-import { type EntryState, replaceEntry, withEntry } from "../../util/cache.ts";
-import { shortKey } from "../../util/hash.ts";
-import { claimRunDir, LOCK_FILE } from "../rundir/claim.ts";
-import { readRunRecord } from "../rundir/read.ts";
-import { type RunRecord, VERDICTS_FILE } from "../rundir/schema.ts";
+import { copyFileAtomic, isTempName, writeFileAtomic } from "../../../util/atomic-write.ts";
+import { type EntryState, replaceEntry, withEntry } from "../../../util/cache.ts";
+import { shortKey } from "../../../util/hash.ts";
+import { claimRunDir, LOCK_FILE } from "../../rundir/claim.ts";
+import { readRunRecord } from "../../rundir/read.ts";
+import { type RunRecord, VERDICTS_FILE } from "../../rundir/schema.ts";
+import { topLevelEntries, verdictEntries, verdictMap } from "../../rundir/verdict-list.ts";
+import type { JobRecord } from "../job/job.ts";
 import type { BaseKeyInputs } from "./base-cache-key.ts";
-import type { JobRecord } from "./job.ts";
-import { topLevelEntries, verdictEntries, verdictMap } from "./verdict-list.ts";
 
 export const BASE_CACHE_KIND = "validate-base";
 const META_FILE = "base.json";

@@ -4,8 +4,8 @@
  * and each machine builds only the kernels of its own jobs. Deterministic: the same job list gives
  * the same shards whatever order the plan lists its axes in, and every job is in exactly one shard.
  */
-import type { JobSpec } from "./job.ts";
-import type { MatrixJob, Shard } from "./matrix-plan.ts";
+import type { JobSpec } from "../job/job.ts";
+import type { MatrixJob, Shard } from "./plan.ts";
 
 /** The kernel a job boots: jobs with the same one share its build. */
 export function kernelKey(spec: Pick<JobSpec, "kernel" | "series" | "configs">): string {

@@ -13,59 +13,13 @@
  * A job no shard ran (a MISS of `hil merge`) is a MISS test in KTAP and JUnit; KCIDB has no build
  * for it to hang a test on, so it is left out there.
  */
-import { existsSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { HilError } from "../../util/errors.ts";
-import { xmlAttr, xmlText } from "../report/xml.ts";
-import { loadRunDir, type RunDir } from "../rundir/read.ts";
-import { VERDICTS_FILE } from "../rundir/schema.ts";
-import { MATRIX_FILE, type MatrixIndex, type MatrixJobEntry } from "./matrix.ts";
-import { JOB_AXES, jobAxes } from "./matrix-plan.ts";
-import { readIndex } from "./merge.ts";
-import { countsText } from "./verdict-list.ts";
-
-export interface MatrixReportJob {
-  entry: MatrixJobEntry;
-  /** absent for a job no shard ran */
-  run?: RunDir;
-}
-
-export interface MatrixDir {
-  dir: string;
-  index: MatrixIndex;
-  jobs: MatrixReportJob[];
-}
-
-/** Whether `dir` is a matrix directory (matrix.json) rather than a run directory (verdicts.json). */
-export function isMatrixDir(dir: string): boolean {
-  return !existsSync(join(dir, VERDICTS_FILE)) && existsSync(join(dir, MATRIX_FILE));
-}
-
-/** A matrix directory with each job's run directory loaded (a missing or corrupt one is named). */
-export async function loadMatrixDir(path: string): Promise<MatrixDir> {
-  const dir = resolve(path);
-  const index = await readIndex(dir);
-  const jobs: MatrixReportJob[] = [];
-  for (const entry of index.jobs) {
-    if (entry.missing) {
-      jobs.push({ entry });
-      continue;
-    }
-    const run = await loadRunDir(join(dir, entry.runDir)).catch((err: unknown) => {
-      throw new HilError(
-        `job ${entry.id} of the matrix: ${err instanceof HilError ? err.message : String(err)}`,
-        {
-          where: join(dir, entry.runDir),
-          cause: err,
-        },
-      );
-    });
-    jobs.push({ entry, run });
-  }
-  if (jobs.length === 0)
-    throw new HilError("the matrix directory has no job yet", { where: join(dir, MATRIX_FILE) });
-  return { dir, index, jobs };
-}
+import { countsText } from "../rundir/verdict-list.ts";
+import type { MatrixIndex, MatrixJobEntry } from "../workflows/matrix/matrix.ts";
+import type { MatrixDir } from "../workflows/matrix/matrix-dir.ts";
+import { JOB_AXES, jobAxes } from "../workflows/matrix/plan.ts";
+import { xmlAttr, xmlText } from "./xml.ts";
 
 /** One job's report in the format, with the job it is of. */
 export interface JobReport {

@@ -3,14 +3,15 @@
  * differs), then per differing scenario the lines that say how, and the two runs' timelines side by
  * side (the run report's timeline, report/timeline.ts and svg.ts, with each run's hardware trace).
  */
-import { REPORT_CSS } from "../report/html-style.ts";
-import { MARK_COLOURS, renderTimelineSvg } from "../report/svg.ts";
-import { buildTimeline } from "../report/timeline.ts";
-import { xmlAttr as attr, xmlText as esc } from "../report/xml.ts";
+
 import { loadHwTrace, loadVerbsTrace } from "../rundir/read.ts";
-import type { CandidateDiff, ScenarioTraceDiff, TraceDiff } from "./trace-diff.ts";
+import type { TraceRun } from "../workflows/trace-diff/runs.ts";
+import type { CandidateDiff, ScenarioTraceDiff, TraceDiff } from "../workflows/trace-diff/trace-diff.ts";
+import { REPORT_CSS } from "./html-style.ts";
+import { MARK_COLOURS, renderTimelineSvg } from "./svg.ts";
+import { buildTimeline } from "./timeline.ts";
 import { candidateSummary, closestLine, scenarioLines } from "./trace-diff-report.ts";
-import type { TraceRun } from "./trace-diff-runs.ts";
+import { xmlAttr as attr, xmlText as esc } from "./xml.ts";
 
 const CSS =
   ".sides{display:grid;grid-template-columns:1fr 1fr;gap:1em}.sides h4{margin:.3em 0}ul.differs{font:12px/1.4 monospace}";

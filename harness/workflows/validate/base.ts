@@ -2,9 +2,10 @@
  * `hil validate`'s base side: the run cached under its key copied into <runDir>/base, or a fresh
  * run, kept when it may be (base-cache.ts says when), and one line saying which and why.
  */
-import { progress } from "../../util/progress.ts";
-import type { PreparedGuest } from "../boot.ts";
-import type { Scenario } from "../scenario/schema.ts";
+import { progress } from "../../../util/progress.ts";
+import type { PreparedGuest } from "../../boot.ts";
+import type { Scenario } from "../../scenario/schema.ts";
+import { describeJob, type JobRecord, type JobSpec, runJob } from "../job/job.ts";
 import {
   type FoundBase,
   keyText,
@@ -15,7 +16,6 @@ import {
   verdictCount,
 } from "./base-cache.ts";
 import { type BaseKeyInputs, baseCacheKey, baseKeyInputs } from "./base-cache-key.ts";
-import { describeJob, type JobRecord, type JobSpec, runJob } from "./job.ts";
 
 export type BaseCacheOutcome =
   | {

@@ -16,8 +16,8 @@
  * byte_len (not defined on an error completion; the posted length on a success), imm, inv and sum
  * (payload, which the data path moves the same on every profile).
  */
-import { type Queue, TraceModel, type Wr } from "../oracle/model.ts";
-import type { TraceRecord } from "../protocol/trace.ts";
+import { type Queue, TraceModel, type Wr } from "../../oracle/model.ts";
+import type { TraceRecord } from "../../protocol/trace.ts";
 
 export interface CompletionFact {
   status: string;

@@ -6,9 +6,16 @@
  * (per candidate when there are several), not ok where the runs differ; JUnit a testsuite per
  * candidate and a <failure> per differing scenario.
  */
-import { type JCase, type JSuite, renderJunitSuites } from "../report/junit.ts";
-import { type KtapCase, renderKtapCases } from "../report/ktap.ts";
-import type { CandidateDiff, ItemDiff, OrderDiff, ScenarioTraceDiff, TraceDiff } from "./trace-diff.ts";
+
+import type {
+  CandidateDiff,
+  ItemDiff,
+  OrderDiff,
+  ScenarioTraceDiff,
+  TraceDiff,
+} from "../workflows/trace-diff/trace-diff.ts";
+import { type JCase, type JSuite, renderJunitSuites } from "./junit.ts";
+import { type KtapCase, renderKtapCases } from "./ktap.ts";
 
 export const TRACE_DIFF_FORMATS = ["text", "json", "ktap", "junit", "html"] as const;
 export type TraceDiffFormat = (typeof TRACE_DIFF_FORMATS)[number];

@@ -5,27 +5,27 @@
  * the Debian keys are computed from. `hil cache export` carries them to other machines.
  */
 import { join, relative } from "node:path";
-import { BUILD_KIND as QEMU_BUILD_KIND, qemuBuildKey } from "../../qemu/provision/build.ts";
-import { QEMU_SOURCE } from "../../qemu/provision/source.ts";
-import { type AptContext, type AptContextName, cachedAptContext, packageUri } from "../../util/apt.ts";
-import { cachePath, cacheRoot, isComplete } from "../../util/cache.ts";
-import type { DependenciesOf } from "../../util/cache-prune.ts";
-import { APT_KIND, type TransferEntry } from "../../util/cache-transfer.ts";
-import { HilError } from "../../util/errors.ts";
-import { shortKey } from "../../util/hash.ts";
-import { GUEST_TOOLS_KIND, guestToolsKey } from "../image/guest-tools.ts";
-import { INITRAMFS_KIND, initramfsKey } from "../image/initramfs.ts";
-import { guestModuleKind } from "../image/kmod.ts";
-import { KVERBS_MODULE, kverbsModuleKey } from "../image/kverbs-module.ts";
-import { MODULES_LAYER_KIND, modulesLayerKey } from "../image/modules.ts";
-import { USERSPACE_SUITE } from "../image/recipe.ts";
-import { resolveUserspace, USERSPACE_KIND } from "../image/userspace.ts";
-import { readArtifactRecord } from "../kernel/artifact-record.ts";
-import { type BaseIdentity, baseKey, debianBaseIdentity } from "../kernel/base-source.ts";
-import { type BaseSpec, describeBase, parseBaseSpec } from "../kernel/base-spec.ts";
-import { KERNEL_CACHE_KIND, kernelKeyFor } from "../kernel/build.ts";
-import type { KernelRequest } from "../kernel/types.ts";
-import type { ExecutorKind } from "../scenario/schema.ts";
+import { BUILD_KIND as QEMU_BUILD_KIND, qemuBuildKey } from "../../../qemu/provision/build.ts";
+import { QEMU_SOURCE } from "../../../qemu/provision/source.ts";
+import { type AptContext, type AptContextName, cachedAptContext, packageUri } from "../../../util/apt.ts";
+import { cachePath, cacheRoot, isComplete } from "../../../util/cache.ts";
+import type { DependenciesOf } from "../../../util/cache-prune.ts";
+import { APT_KIND, type TransferEntry } from "../../../util/cache-transfer.ts";
+import { HilError } from "../../../util/errors.ts";
+import { shortKey } from "../../../util/hash.ts";
+import { GUEST_TOOLS_KIND, guestToolsKey } from "../../image/guest-tools.ts";
+import { INITRAMFS_KIND, initramfsKey } from "../../image/initramfs.ts";
+import { guestModuleKind } from "../../image/kmod.ts";
+import { KVERBS_MODULE, kverbsModuleKey } from "../../image/kverbs-module.ts";
+import { MODULES_LAYER_KIND, modulesLayerKey } from "../../image/modules.ts";
+import { USERSPACE_SUITE } from "../../image/recipe.ts";
+import { resolveUserspace, USERSPACE_KIND } from "../../image/userspace.ts";
+import { readArtifactRecord } from "../../kernel/artifact-record.ts";
+import { type BaseIdentity, baseKey, debianBaseIdentity } from "../../kernel/base-source.ts";
+import { type BaseSpec, describeBase, parseBaseSpec } from "../../kernel/base-spec.ts";
+import { KERNEL_CACHE_KIND, kernelKeyFor } from "../../kernel/build.ts";
+import type { KernelRequest } from "../../kernel/types.ts";
+import type { ExecutorKind } from "../../scenario/schema.ts";
 
 /** What one run boots: a kernel and the executor that runs the scenarios in it. */
 export interface RunNeeds {

@@ -5,12 +5,12 @@
  * case names. The scenarios' own known_bugs/expect_fail records are left out: a case states the
  * oracle's verdicts.
  */
-import type { RunJudgement, RunRecord, RunRule } from "../rundir/schema.ts";
-import { writeRunFile } from "../rundir/write.ts";
-import type { Scenario } from "../scenario/schema.ts";
-import { EXIT_ALL_PASS, EXIT_FAILED, EXIT_NOT_JUDGED, type Verdict } from "../verdict.ts";
-import { describeJob, type JobRecord, runJob } from "./job.ts";
-import type { Expectation, ReproCase } from "./repro-case.ts";
+import type { RunJudgement, RunRecord, RunRule } from "../../rundir/schema.ts";
+import { writeRunFile } from "../../rundir/write.ts";
+import type { Scenario } from "../../scenario/schema.ts";
+import { EXIT_ALL_PASS, EXIT_FAILED, EXIT_NOT_JUDGED, type Verdict } from "../../verdict.ts";
+import { describeJob, type JobRecord, runJob } from "../job/job.ts";
+import type { Expectation, ReproCase } from "./case.ts";
 
 export interface RuleCheck {
   rule: string;

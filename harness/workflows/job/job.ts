@@ -7,10 +7,10 @@
 
 import { existsSync } from "node:fs";
 import { basename, join, resolve } from "node:path";
-import { HilError } from "../../util/errors.ts";
-import { invocation } from "../../util/invocation.ts";
-import { packageVersion } from "../../util/package.ts";
-import { progress } from "../../util/progress.ts";
+import { HilError } from "../../../util/errors.ts";
+import { invocation } from "../../../util/invocation.ts";
+import { packageVersion } from "../../../util/package.ts";
+import { progress } from "../../../util/progress.ts";
 import {
   backendOf,
   bootDevice,
@@ -21,22 +21,22 @@ import {
   profileOf,
   recordedDevice,
   smokeDevice,
-} from "../backend/registry.ts";
-import { DEFAULT_GUEST_MAC, type PreparedGuest, prepareGuest, withGuest } from "../boot.ts";
-import type { KernelRequest } from "../kernel/types.ts";
-import { runSmokeChecks } from "../probe/checks.ts";
-import { writeClaimedRun } from "../rundir/claim.ts";
-import type { RunRecord } from "../rundir/schema.ts";
-import { runDirFull } from "../rundir/write.ts";
-import type { DriverName, ExecutorKind, OracleProfile, Scenario } from "../scenario/schema.ts";
-import { selectScenarios } from "../scenario/select.ts";
-import { defaultGuests } from "../suite/guests.ts";
-import { HW_TRACE_FILE } from "../suite/hw-trace.ts";
-import { planScenario } from "../suite/plan.ts";
-import { type SuiteReport, suiteResults } from "../suite/results.ts";
-import { runSuite } from "../suite/suite.ts";
-import type { CheckResult } from "../verdict.ts";
-import { runVersions } from "../versions.ts";
+} from "../../backend/registry.ts";
+import { DEFAULT_GUEST_MAC, type PreparedGuest, prepareGuest, withGuest } from "../../boot.ts";
+import type { KernelRequest } from "../../kernel/types.ts";
+import { runSmokeChecks } from "../../probe/checks.ts";
+import { writeClaimedRun } from "../../rundir/claim.ts";
+import type { RunRecord } from "../../rundir/schema.ts";
+import { runDirFull } from "../../rundir/write.ts";
+import type { DriverName, ExecutorKind, OracleProfile, Scenario } from "../../scenario/schema.ts";
+import { selectScenarios } from "../../scenario/select.ts";
+import { defaultGuests } from "../../suite/guests.ts";
+import { HW_TRACE_FILE } from "../../suite/hw-trace.ts";
+import { planScenario } from "../../suite/plan.ts";
+import { type SuiteReport, suiteResults } from "../../suite/results.ts";
+import { runSuite } from "../../suite/suite.ts";
+import type { CheckResult } from "../../verdict.ts";
+import { runVersions } from "../../versions.ts";
 import { recordSeries } from "./series-record.ts";
 
 /** What a job runs; paths (series, configs, scenario files) as written, relative to a base dir. */

@@ -13,14 +13,14 @@
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { loadProfile } from "../../qemu/erdma/profile-file.ts";
-import { hashFile, hashParts } from "../../util/hash.ts";
-import { PACKAGE_ROOT } from "../../util/package.ts";
-import { sourceDigest } from "../../util/source-digest.ts";
-import { impliedProfile } from "../backend/registry.ts";
-import type { PreparedGuest } from "../boot.ts";
-import type { Scenario } from "../scenario/schema.ts";
-import type { JobSpec } from "./job.ts";
+import { loadProfile } from "../../../qemu/erdma/profile-file.ts";
+import { hashFile, hashParts } from "../../../util/hash.ts";
+import { PACKAGE_ROOT } from "../../../util/package.ts";
+import { sourceDigest } from "../../../util/source-digest.ts";
+import { impliedProfile } from "../../backend/registry.ts";
+import type { PreparedGuest } from "../../boot.ts";
+import type { Scenario } from "../../scenario/schema.ts";
+import type { JobSpec } from "../job/job.ts";
 
 /**
  * hil's code: what runs on the host (harness, the device model in qemu/, util, bin, the

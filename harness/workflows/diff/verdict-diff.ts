@@ -8,8 +8,9 @@
  * <old>) and `patched` (the one judged: validate's base+series, diff's <new>), the names
  * validate.json has always used.
  */
-import { PASSING_VERDICTS, type Verdict } from "../verdict.ts";
-import type { VerdictEntry } from "./verdict-list.ts";
+
+import type { VerdictEntry } from "../../rundir/verdict-list.ts";
+import { PASSING_VERDICTS, type Verdict } from "../../verdict.ts";
 
 export type Change =
   /** FAIL on the patched side, not on the base (XFAIL -> FAIL too: a FAIL no known bug accounts for) */

@@ -5,18 +5,18 @@
  * where the base was judged means the two cannot be compared there.
  */
 
-import { MAX_EVIDENCE } from "../oracle/rule.ts";
-import type { RunRecord } from "../rundir/schema.ts";
+import { MAX_EVIDENCE } from "../../oracle/rule.ts";
+import type { RunRecord } from "../../rundir/schema.ts";
+import { ruleEntriesOf, topLevelEntries } from "../../rundir/verdict-list.ts";
 import {
   type Cell,
   compareCells,
   type DiffTableOptions,
   renderComparison,
   type VerdictComparison,
-} from "./verdict-diff.ts";
-import { ruleEntriesOf, topLevelEntries } from "./verdict-list.ts";
+} from "../diff/verdict-diff.ts";
 
-export { type Change, classify, type RuleDelta, type VerdictDelta } from "./verdict-diff.ts";
+export { type Change, classify, type RuleDelta, type VerdictDelta } from "../diff/verdict-diff.ts";
 
 export type ValidateDiff = VerdictComparison;
 

@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { basename, join, resolve } from "node:path";
-import { progress } from "../../util/progress.ts";
+import { progress } from "../../../util/progress.ts";
 import {
   hasDiff,
   isCoverLetter,
@@ -15,10 +15,10 @@ import {
   loadSeries,
   messageSubject,
   splitMboxMessages,
-} from "../kernel/series.ts";
-import { writeRunFile } from "../rundir/write.ts";
-import { selectScenarios } from "../scenario/select.ts";
-import { defaultGuests } from "../suite/guests.ts";
+} from "../../kernel/series.ts";
+import { writeRunFile } from "../../rundir/write.ts";
+import { selectScenarios } from "../../scenario/select.ts";
+import { defaultGuests } from "../../suite/guests.ts";
 import {
   checkJobSpec,
   describeJob,
@@ -28,9 +28,9 @@ import {
   preparedGuestFor,
   runJob,
   scenarioPatterns,
-} from "./job.ts";
-import { type BaseCacheOutcome, type BaseSide, planBaseSide } from "./validate-base.ts";
-import { diffVerdicts, type ValidateDiff } from "./validate-diff.ts";
+} from "../job/job.ts";
+import { type BaseCacheOutcome, type BaseSide, planBaseSide } from "./base.ts";
+import { diffVerdicts, type ValidateDiff } from "./diff.ts";
 
 export interface SeriesInfo {
   path: string;
@@ -107,7 +107,7 @@ export function validateExitCode(diff: ValidateDiff): number {
 
 /**
  * Runs both sides (base first) into <runDir>/base and <runDir>/patched, and compares them; the
- * base side is the run cached under its key when there is one (validate-base.ts).
+ * base side is the run cached under its key when there is one (base.ts).
  */
 export async function runValidate(opts: ValidateOptions): Promise<ValidateResult> {
   const started = Date.now();
