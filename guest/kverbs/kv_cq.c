@@ -29,7 +29,16 @@ void kv_done(struct ib_cq *cq, struct ib_wc *wc)
 		kv_bench_done(c, wc);
 		return;
 	}
-	hil_wc_read(&w, wc);
+	if (c->pool->port.destroyed_qp) {
+		/* the QP's ib_qp is freed: wc->qp is not read, only compared (0: another QP) */
+		struct ib_wc named = *wc;
+
+		named.qp = NULL;
+		hil_wc_read(&w, &named);
+		w.qp_num = wc->qp == c->pool->port.destroyed_qp ? c->pool->qp_num : 0;
+	} else {
+		hil_wc_read(&w, wc);
+	}
 	hil_complete(cq->cq_context, c, &w);
 }
 

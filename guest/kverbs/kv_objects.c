@@ -213,6 +213,7 @@ int hil_port_qp_create(struct hil_cmd *cmd, struct hil_qp *q, struct ib_qp_init_
 
 int hil_port_qp_destroy(struct hil_qp *q)
 {
+	q->pool->port.destroyed_qp = q->qp;
 	if (!q->id)
 		return ib_destroy_qp(q->qp);
 	rdma_destroy_qp(q->id);

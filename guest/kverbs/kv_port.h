@@ -43,6 +43,12 @@ struct hil_pool_port {
 	struct hil_ctx **bench_rq;
 	struct ib_recv_wr *bench_rwrs;
 	struct ib_sge *bench_rsges;
+	/*
+	 * Set when the QP is destroyed: its ib_qp, then only compared with a completion's wc->qp.
+	 * ib_destroy_qp_user (core/verbs.c) frees it, while a driver may still return the QP's
+	 * completions (siw: siw_cq.c siw_reap_cqe hands out cqe->base_qp, Linux 6.12).
+	 */
+	const struct ib_qp *destroyed_qp;
 };
 
 struct hil_cq_port {

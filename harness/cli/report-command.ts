@@ -254,7 +254,7 @@ export function registerReportCommand(program: Command): void {
       "after",
       [
         "",
-        "ktap: KTAP version 1 (kselftest style): a subtest per scenario, per oracle profile inside it, a test case per",
+        "ktap: KTAP version 1 (kselftest style): a subtest per scenario, per rule set inside it, a test case per",
         "  rule; XFAIL is `ok ... # XFAIL` and XPASS `ok ... # XPASS` as kselftest writes them (not ok under",
         "  --strict), SKIP `ok ... # SKIP`, ERROR `not ok ... # ERROR` and MISS `not ok ... # ERROR MISS:`.",
         "junit: a testsuite per scenario: an execution testcase with the scenario's time, a testcase per profile",

@@ -31,7 +31,7 @@ export function registerReproCommand(program: Command): void {
       [
         "",
         "A case states a bug (one line and its reference), what runs it and the verdicts that show it, per",
-        "scenario, oracle profile and rule. Verdicts are the oracle's own: the scenarios' known_bugs and expect_fail",
+        "scenario, rule set and rule. Verdicts are the oracle's own: the scenarios' known_bugs and expect_fail",
         "records are left out, so a known bug is a FAIL here. A case that expects a FAIL REPRODUCES or is NOT",
         "REPRODUCED; one that expects only passing verdicts (a fix) PASSES or DOES NOT PASS. The run directory holds",
         "verdicts.json, traces/, console logs and repro.json.",

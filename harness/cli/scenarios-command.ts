@@ -254,7 +254,7 @@ export function renderShow(entries: readonly ScenarioEntry[]): string {
     out.push("  covers:");
     for (const r of s.covers) out.push(`    rule ${r}: ${ruleTitle(r, s.workload)}`);
     out.push(
-      `  oracle profiles: ${s.profiles.join(", ")}`,
+      `  rule sets: ${s.profiles.join(", ")}`,
       `  meant for: drivers ${s.drivers.join(", ")}; executors ${s.executors.join(", ")}; device profiles ${s.device_profiles?.join(", ") ?? "any"}`,
     );
     const applicable = (s.known_bugs ?? []).filter(
@@ -267,7 +267,7 @@ export function renderShow(entries: readonly ScenarioEntry[]): string {
         b.kernels && `kernels ${b.kernels.join(", ")}`,
         b.device_profiles && `device profiles ${b.device_profiles.join(", ")}`,
         b.executors && `executors ${b.executors.join(", ")}`,
-        b.oracle_profiles && `oracle profiles ${b.oracle_profiles.join(", ")}`,
+        b.oracle_profiles && `rule sets ${b.oracle_profiles.join(", ")}`,
       ].filter(Boolean);
       out.push(
         `  ${b.implied ? "shared known bug" : "known bug"} (${where.join("; ")}): rules ${b.rules.join(", ")} XFAIL; ${b.reference}`,

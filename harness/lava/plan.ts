@@ -168,7 +168,7 @@ export function buildLavaPlan(scenarios: readonly Scenario[], opts: LavaPlanOpti
       }),
     );
     const steps = plan.run ? planSteps(compiled, target) : plan;
-    if (profiles.length === 0) skip("SKIP", "no oracle profile selected");
+    if (profiles.length === 0) skip("SKIP", "no rule set selected");
     else if (!plan.run) skip(plan.verdict, plan.reason);
     else if (compiled.steps.some((x) => x.fault)) skip("SKIP", opts.noFaults ?? NO_FAULTS);
     else if (!steps.run) skip(steps.verdict, steps.reason);

@@ -6,6 +6,7 @@
 import type { HwTraceEvent } from "../protocol/hw-trace.ts";
 import { type ErdmaTraceEvent, isServerLine } from "../protocol/hw-trace.ts";
 import type { PremiseCondition } from "../scenario/premise-schema.ts";
+import type { TraceModel } from "./model.ts";
 
 function deviceEvents(hw: readonly HwTraceEvent[]): ErdmaTraceEvent[] {
   return hw.filter((e): e is ErdmaTraceEvent => !isServerLine(e));
@@ -48,11 +49,48 @@ export function deviceErrorWithoutModify(
   return [true, `the device moved QP ${qpn} to ${own.to} (t=${own.t.toFixed(3)})`];
 }
 
+/**
+ * CQEs the device wrote for QP `qpn` before its DESTROY_QP that the executor had not polled when
+ * it destroyed the QP, and whether a CQ of the QP was polled after: the driver then met CQEs of a
+ * QP that is gone (erdma: erdma_cq.c erdma_poll_one_cqe, ERDMA_POLLCQ_NO_QP).
+ */
+function destroyedWithUnpolledCqes(
+  events: readonly ErdmaTraceEvent[],
+  model: TraceModel,
+  name: string,
+  qpn: number,
+): [boolean, string] {
+  const destroy = events.find(
+    (e) =>
+      e.kind === "cmd" && e.name === "DESTROY_QP" && (e.detail as { qpn?: unknown } | undefined)?.qpn === qpn,
+  );
+  if (!destroy) return [false, `QP ${qpn} was not destroyed`];
+  const written = events.filter(
+    (e) => e.kind === "cqe" && e.cq !== "cmdq" && e.qpn === qpn && e.t < destroy.t,
+  ).length;
+  const destroyedAt = model.records.findIndex(
+    (r) => r.ev === "destroy" && r.kind === "qp" && r.name === name && r.why === "command",
+  );
+  if (destroyedAt < 0) return [false, `no destroy step of ${name} in the executor's trace`];
+  const polledBefore = model.completions.filter((x) => x.rec.qp === name && x.at < destroyedAt).length;
+  const cqs = new Set([model.cqOf(name, "sq"), model.cqOf(name, "rq")]);
+  const polledAfter = model.records.some(
+    (r, at) => at > destroyedAt && (r.ev === "poll" || r.ev === "cqe") && cqs.has(r.cq),
+  );
+  const unpolled = written - polledBefore;
+  return [
+    unpolled > 0 && polledAfter,
+    `${written} CQE(s) of QP ${qpn} written before its DESTROY_QP, ${polledBefore} of its completions polled before the destroy step; ${[...cqs].filter((q) => q !== undefined).join(", ") || "no CQ"} ${polledAfter ? "polled" : "not polled"} after it`,
+  ];
+}
+
 /** A device condition: [held, what the trace showed]. */
 export function checkDeviceCondition(
   c: PremiseCondition,
   hw: readonly HwTraceEvent[],
   qpns: ReadonlyMap<string, number>,
+  /** the executor's trace, for the conditions read on both */
+  model?: TraceModel,
 ): [boolean, string] {
   const events = deviceEvents(hw);
   const needQp = (on: "qp" | "peer"): number | [boolean, string] =>
@@ -100,6 +138,12 @@ export function checkDeviceCondition(
         n > 0,
         `at DESTROY_QP of QP ${qpn}: ${pending.sq ?? 0} sq and ${pending.rq ?? 0} rq entries pending`,
       ];
+    }
+    case "device_destroyed_with_unpolled_cqes": {
+      const qpn = needQp(c.on);
+      if (typeof qpn !== "number") return qpn;
+      if (!model) return [false, "no executor's trace to tell what was polled"];
+      return destroyedWithUnpolledCqes(events, model, c.on === "peer" ? "peer" : "qp", qpn);
     }
     case "device_posted_while_flushing": {
       const qpn = needQp(c.on);

@@ -181,7 +181,7 @@ export function checkPremise(premise: Premise | undefined, input: PremiseInput):
         conditions.push({ condition, held: null, reason: "no hardware trace here" });
         continue;
       }
-      const [held, reason] = checkDeviceCondition(c, input.hw, qpns);
+      const [held, reason] = checkDeviceCondition(c, input.hw, qpns, model);
       conditions.push({ condition, held, reason });
     } else {
       let [held, reason] = checkVerbs(c, model, input.driver);

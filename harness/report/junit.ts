@@ -103,7 +103,7 @@ function ruleText(profile: string, rule: RunRule, head: string): string {
   return [
     `${head}rule ${rule.rule}: ${rule.title}`,
     ...(rule.citation ? [`  (${rule.citation})`] : []),
-    `oracle profile: ${profile}`,
+    `rule set: ${profile}`,
     `reason: ${rule.reason}`,
     ...(rule.knownBug
       ? [`recorded: ${rule.knownBug.reference}${rule.knownBug.note ? `: ${rule.knownBug.note}` : ""}`]

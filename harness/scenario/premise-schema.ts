@@ -67,6 +67,8 @@ export const PREMISE_CONDITIONS = {
   device_flushed: z.strictObject({ on: z.enum(["qp", "peer"]).optional(), queue, min: atLeast.default(1) }),
   /** the QP was destroyed while WQEs it had been given were neither completed nor flushed */
   device_destroyed_unflushed: z.strictObject({ on: side }),
+  /** the QP was destroyed while CQEs the device had written for it were still unpolled in its CQ, and the CQ was polled after */
+  device_destroyed_with_unpolled_cqes: z.strictObject({ on: side }),
   /** a doorbell of the queue in ERROR while WQEs rung before it were still being flushed */
   device_posted_while_flushing: z.strictObject({ on: side, queue }),
   /** one interrupt of a completion event queue came after more events than the handler takes in a run */
@@ -83,6 +85,7 @@ export const DEVICE_CONDITIONS: readonly PremiseKind[] = [
   "device_flushed_blocks",
   "device_flushed",
   "device_destroyed_unflushed",
+  "device_destroyed_with_unpolled_cqes",
   "device_posted_while_flushing",
   "device_ceq_batch",
 ];
@@ -172,6 +175,8 @@ export function describeCondition(c: PremiseCondition, driver?: DriverName): str
       return `the device flushed at least ${c.min} WQE(s) of ${c.on ? which(c.on) : "a QP's"} ${c.queue}`;
     case "device_destroyed_unflushed":
       return `${whichQp(c.on)} destroyed while the device still had WQEs of it to complete or flush`;
+    case "device_destroyed_with_unpolled_cqes":
+      return `${whichQp(c.on)} destroyed while completions the device had written for it were unpolled in its CQ, which was polled after`;
     case "device_posted_while_flushing":
       return `a doorbell of ${which(c.on)} ${c.queue} in ERROR while the device was still flushing the WQEs before it`;
     case "device_ceq_batch":

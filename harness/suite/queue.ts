@@ -1,7 +1,7 @@
 /**
  * The suite's plan and queue: each scenario (or repetition) compiled for the guest, and either
  * queued (on one guest, or on a pair for a two-guest scenario) or reported as not run (SKIP, MISS)
- * with the reason: no oracle profile selected, the plan or the executor refuses it, the device
+ * with the reason: no rule set selected, the plan or the executor refuses it, the device
  * cannot arm its faults or join two guests.
  */
 import { backendOf } from "../backend/registry.ts";
@@ -37,7 +37,7 @@ export function queueRuns(
     });
     const compiled = backend.canArmFaults ? written : withoutOptionalFaults(written);
     const steps = plan.run ? planSteps(compiled, opts) : plan;
-    if (profiles.length === 0) report.scenarios.push(notRun(r, [], "SKIP", "no oracle profile selected"));
+    if (profiles.length === 0) report.scenarios.push(notRun(r, [], "SKIP", "no rule set selected"));
     else if (!plan.run) report.scenarios.push(notRun(r, profiles, plan.verdict, plan.reason));
     else if (typeof factory === "string") report.scenarios.push(notRun(r, profiles, "MISS", factory));
     // as a fault on siw: not meant for a device without fault control, so a SKIP, not a MISS

@@ -4,11 +4,13 @@
 // first flush's end), and the server's own lines, which are no device events. And the implicit
 // condition that every fault a scenario arms fires.
 import t from "tap";
+import { TraceModel } from "../../harness/oracle/model.ts";
 import { checkDeviceCondition, faultsFired } from "../../harness/oracle/premise-device.ts";
 import type { HwTraceEvent } from "../../harness/protocol/hw-trace.ts";
 import { type PremiseCondition, premiseSchema } from "../../harness/scenario/premise-schema.ts";
 import { serverTraceLineSchema } from "../../qemu/device-server/trace-line.ts";
 import { erdmaTraceEventSchema } from "../../qemu/erdma/trace-schema.ts";
+import { TraceBuilder } from "../support/oracle-trace.ts";
 
 const QPNS = new Map([
   ["qp", 1],
@@ -160,6 +162,84 @@ t.test("device_destroyed_unflushed: DESTROY_QP of the QP with entries pending", 
   t.same(check({ device_destroyed_unflushed: {} }, hw(destroy(1, { sq: 1 })), new Map())[0], false);
   t.end();
 });
+
+t.test(
+  "device_destroyed_with_unpolled_cqes: CQEs of the QP before its DESTROY_QP, unpolled at its destroy step, its CQ polled after",
+  (t) => {
+    const cqe = (qpn: number, cq: number | "cmdq" = 1) => ({
+      kind: "cqe",
+      cq,
+      index: 0,
+      owner: 1,
+      qpn,
+      syndrome: 0,
+      opcode: 0,
+    });
+    const destroy = (qpn: number) => ({
+      kind: "cmd",
+      opcode: 0,
+      submod: 0,
+      name: "DESTROY_QP",
+      cookie: 0,
+      sqeIdx: 0,
+      status: 0,
+      statusName: "OK",
+      detail: { qpn, pending: {} },
+    });
+    /** the peer on the QP's CQ `cq`, a receive of it posted; then `then` */
+    const trace = (then: (b: TraceBuilder) => TraceBuilder) =>
+      new TraceModel(
+        then(new TraceBuilder().qp("qp", { qpNum: 1 }).qp("peer", { qpNum: 2 }).post("peer", "rq", 4000, 1))
+          .records,
+      );
+    const destroyed = (b: TraceBuilder, why = "command") =>
+      b.raw({ ev: "destroy", kind: "qp", name: "peer", why, rc: 0 });
+    const poll = (b: TraceBuilder, cq = "cq") => b.raw({ ev: "poll", cq, got: 0, min: 0, total: 0 });
+    const c = { device_destroyed_with_unpolled_cqes: { on: "peer" } };
+    const model = trace((b) => poll(destroyed(b)));
+    const checkWith = (events: HwTraceEvent[], m?: TraceModel) =>
+      checkDeviceCondition(condition(c), events, QPNS, m);
+
+    t.same(checkWith(hw(cqe(2), destroy(2)), model), [
+      true,
+      "1 CQE(s) of QP 2 written before its DESTROY_QP, 0 of its completions polled before the destroy step; cq polled after it",
+    ]);
+    // another QP's CQEs, the command queue's, and the peer's after the destroy are not in the CQ at it
+    t.same(checkWith(hw(cqe(1), cqe(2, "cmdq"), destroy(2), cqe(2)), model)[0], false);
+    t.same(checkWith(hw(cqe(2), destroy(1)), model), [false, "QP 2 was not destroyed"]);
+    // polled before the destroy step
+    const polledFirst = trace((b) => poll(destroyed(b.cqe("peer", "rq", 4000, { status: 0 }))));
+    t.match(checkWith(hw(cqe(2), destroy(2)), polledFirst), [
+      false,
+      /^1 CQE\(s\) .*, 1 of its completions polled before/,
+    ]);
+    // a completion polled after the destroy shows the CQ polled too, with no poll record
+    t.same(
+      checkWith(
+        hw(cqe(2), cqe(2), destroy(2)),
+        trace((b) => destroyed(b).cqe("peer", "rq", 4000, { status: 0 })),
+      )[0],
+      true,
+    );
+    // only a CQ of the QP counts as polled after; the teardown's destroy is no destroy step
+    t.match(
+      checkWith(
+        hw(cqe(2), destroy(2)),
+        trace((b) => poll(destroyed(b), "pcq")),
+      ),
+      [false, /cq not polled after it$/],
+    );
+    t.same(
+      checkWith(
+        hw(cqe(2), destroy(2)),
+        trace((b) => poll(destroyed(b, "reset"))),
+      ),
+      [false, "no destroy step of peer in the executor's trace"],
+    );
+    t.same(checkWith(hw(cqe(2), destroy(2))), [false, "no executor's trace to tell what was polled"]);
+    t.end();
+  },
+);
 
 t.test("device_posted_while_flushing: doorbells of the queue between ERROR and the first flush", (t) => {
   const c = { device_posted_while_flushing: { queue: "sq" } };

@@ -11,7 +11,7 @@ import { loadScenarioFile, parseScenario } from "../../harness/scenario/load.ts"
 import { judgeScenarioRun } from "../../harness/suite/judge-run.ts";
 import { erdmaTraceEventSchema } from "../../qemu/erdma/trace-schema.ts";
 import { REPO_ROOT } from "../support/cli.ts";
-import { pair, SUCCESS, type TraceBuilder } from "../support/oracle-trace.ts";
+import { pair, SUCCESS, TraceBuilder } from "../support/oracle-trace.ts";
 
 const TARGET = { driver: "erdma" as const, executor: "kernel" as const };
 
@@ -373,6 +373,79 @@ t.test("device conditions, each held and not", async (t) => {
   });
   t.match(holds("device_ceq_batch: { min: 18 }", b, batch), { held: false });
 });
+
+t.test(
+  "device_destroyed_with_unpolled_cqes: CQEs of the QP written before its destroy, unpolled at it, the CQ polled after",
+  async (t) => {
+    const peerQpn = 2;
+    const cqe = (qpn: number, index: number) => ({
+      kind: "cqe",
+      cq: 1,
+      index,
+      owner: 1,
+      qpn,
+      syndrome: 0,
+      opcode: 2,
+      queue: "rq",
+      wqe: index,
+    });
+    const destroyCmd = {
+      kind: "cmd",
+      opcode: 3,
+      submod: 0,
+      name: "DESTROY_QP",
+      cookie: 1,
+      sqeIdx: 0,
+      status: 0,
+      statusName: "OK",
+      detail: { qpn: peerQpn, state: "ERROR", pending: { sq: 0, rq: 0 } },
+    };
+    /** the peer on the QP's CQ (peer: { cq: qp }), its 2 receives completed by the device */
+    const shared = () =>
+      new TraceBuilder()
+        .qp("qp", { qpNum: 1 })
+        .qp("peer", { qpNum: peerQpn })
+        .post("peer", "rq", 4000, 2)
+        .post("qp", "sq", 1000, 2);
+    const destroyed = (b: TraceBuilder) =>
+      b.raw({ ev: "destroy", kind: "qp", name: "peer", why: "command", rc: 0 });
+    const polled = (b: TraceBuilder) => b.raw({ ev: "poll", cq: "cq", got: 0, min: 0, total: 0 });
+    const device = hw(cqe(peerQpn, 0), cqe(peerQpn, 1), destroyCmd, cqe(1, 0));
+    const condition = "device_destroyed_with_unpolled_cqes: { on: peer }";
+
+    t.match(holds(condition, polled(destroyed(shared())), device), {
+      held: true,
+      reason:
+        "2 CQE(s) of QP 2 written before its DESTROY_QP, 0 of its completions polled before the destroy step; cq polled after it",
+    });
+    // both polled before the destroy: nothing of the peer left in the CQ
+    const drained = shared()
+      .cqe("peer", "rq", 4000, { status: SUCCESS })
+      .cqe("peer", "rq", 4001, { status: SUCCESS });
+    t.match(holds(condition, polled(destroyed(drained)), device), { held: false });
+    // one left: holds
+    const one = shared().cqe("peer", "rq", 4000, { status: SUCCESS });
+    t.match(holds(condition, polled(destroyed(one)), device), { held: true });
+    // the CQ not polled after the destroy
+    t.match(holds(condition, destroyed(shared()), device), {
+      held: false,
+      reason: /cq not polled after it$/,
+    });
+    // the device wrote the peer's CQEs only after the destroy (none were in the CQ at it)
+    t.match(holds(condition, polled(destroyed(shared())), hw(destroyCmd, cqe(peerQpn, 0))), {
+      held: false,
+      reason: /^0 CQE\(s\) of QP 2 written/,
+    });
+    t.match(holds(condition, polled(destroyed(shared())), hw(cqe(peerQpn, 0))), {
+      held: false,
+      reason: "QP 2 was not destroyed",
+    });
+    t.match(holds(condition, polled(shared()), device), {
+      held: false,
+      reason: "no destroy step of peer in the executor's trace",
+    });
+  },
+);
 
 t.test("premise files are checked: one clear error naming the field", async (t) => {
   const bad = (premise: string) => {

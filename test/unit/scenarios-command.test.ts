@@ -163,7 +163,7 @@ t.test("--show: the command lines of each stage, the watchdogs, the wr_ids, wher
     "  covers:",
     "    rule 1: a send posted in ERROR/SQE returns 0 and completes with a flush error",
     "    rule 9: ib_drain_* moves the QP to ERR, its marker is accepted and completes last on its queue, and it returns without a warning",
-    "  oracle profiles: ib, iwarp-rdmac, linux",
+    "  rule sets: ib, iwarp-rdmac, linux",
     "  meant for: drivers siw, erdma; executors kernel; device profiles any",
     "  premise (checked on every run; not met: MISS):",
     "    - every device fault the scenario arms fires (the device's hardware trace)",
