@@ -41,6 +41,106 @@ function folderCycleRules() {
   ];
 }
 
+/**
+ * The order inside harness/: a room that may import only the rooms named (and util/, and itself).
+ * `allowed` are regular expressions of paths; each rule says why its arrows are there.
+ */
+function onlyImports(name, from, allowed, comment) {
+  return {
+    name,
+    comment,
+    severity: "error",
+    from: { path: from },
+    to: { path: PROJECT, pathNot: [from, "^util/", ...allowed] },
+  };
+}
+
+/** harness/'s rooms from the bottom up: each imports only rooms below it (the list in ARCHITECTURE.md). */
+const HARNESS_LAYERS = [
+  onlyImports(
+    "harness-leaves",
+    "^harness/(verdict|defaults)\\.ts$",
+    [],
+    "verdict.ts (the verdict words, exit codes) and defaults.ts are leaves: they import nothing of the project but util/",
+  ),
+  onlyImports(
+    "console-is-a-leaf",
+    "^harness/console/",
+    [],
+    "the kernel console parser imports nothing of the project but util/",
+  ),
+  onlyImports(
+    "kernel-is-a-leaf",
+    "^harness/kernel/",
+    [],
+    "the kernel builder imports nothing of the project but util/",
+  ),
+  onlyImports(
+    "protocol-is-vocabulary",
+    "^harness/protocol/",
+    ["^harness/console/", "^qemu/erdma/trace-schema\\.ts$", "^qemu/device-server/"],
+    "protocol/ (what the executors, the device and the harness say to each other) imports only the console's event kinds its observations carry and the device's hardware trace schema it reads (qemu/erdma/trace-schema.ts, the device server's line format)",
+  ),
+  onlyImports(
+    "scenario-on-protocol",
+    "^harness/scenario/",
+    ["^harness/protocol/"],
+    "the scenario format and compiler build on protocol/ alone (command lines, value sets)",
+  ),
+  onlyImports(
+    "oracle-judges-records",
+    "^harness/oracle/",
+    ["^harness/(protocol|scenario|console)/", "^harness/verdict\\.ts$", "^qemu/erdma/"],
+    "the oracle judges records: it imports protocol/, scenario/, console/ and verdict.ts, and qemu/erdma for the device's field layouts and statuses (the rules on its hardware trace: hw-complete, hw-protocol); never the executor, the suite, the workflows, the boot or the rest of qemu/",
+  ),
+  onlyImports(
+    "executor-does-not-import-the-judge",
+    "^harness/executor/",
+    [
+      "^harness/(protocol|scenario|image)/",
+      "^harness/boot\\.ts$",
+      "^qemu/launch/",
+      // settle.ts polls each CQ for the completions the trace model says are still owed: the
+      // judge's own reading of the trace, so that what is settled and what is judged agree
+      "^harness/oracle/model\\.ts$",
+    ],
+    "the executors import protocol/, scenario/, image/ (the guest's tools), boot.ts and qemu/launch (the guest they run in), and of the oracle only its trace model",
+  ),
+  onlyImports(
+    "rundir-reads-records",
+    "^harness/rundir/",
+    ["^harness/(protocol|backend)/", "^harness/verdict\\.ts$"],
+    "the run directory's schema, writer and reader import protocol/ (the records), backend/ (how a run's device reads back) and verdict.ts",
+  ),
+  onlyImports(
+    "suite-below-workflows",
+    "^harness/suite/",
+    [
+      "^harness/(backend|executor|oracle|scenario|protocol|rundir|console)/",
+      "^harness/(boot|verdict)\\.ts$",
+      "^qemu/(erdma|device-server|launch)/",
+    ],
+    "the suite runs scenarios and judges them: it imports no workflow, report, LAVA, target or CLI module (they import it)",
+  ),
+  onlyImports(
+    "report-imports-no-suite",
+    "^harness/report/",
+    [
+      "^harness/(backend|kernel|oracle|protocol|rundir|scenario|workflows)/",
+      "^harness/verdict\\.ts$",
+      "^qemu/erdma/",
+    ],
+    "the reports render a run directory (rundir/) and the workflows' results; they import no suite, executor, boot, LAVA, target or CLI module",
+  ),
+  {
+    name: "nothing-imports-the-cli",
+    comment: "cli/ is the top of harness/: only the benchmark scripts (and tests) import it",
+    severity: "error",
+    from: { path: "^(harness|qemu|util)/", pathNot: "^harness/(cli|bench)/" },
+    to: { path: "^harness/cli/" },
+  },
+];
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -79,6 +179,7 @@ module.exports = {
       from: { path: "^(qemu|guest)/" },
       to: { path: "^harness/" },
     },
+    ...HARNESS_LAYERS,
     ...folderCycleRules(),
   ],
   options: {

@@ -16,7 +16,7 @@ import { cacheRoot } from "../../util/cache.ts";
 import { APT_KIND, exportEntries, importEntries, megabytes } from "../../util/cache-transfer.ts";
 import { run } from "../../util/exec.ts";
 import type { ExecutorKind } from "../scenario/schema.ts";
-import { selectEntries } from "../workflows/cache-selection.ts";
+import { selectEntries } from "../workflows/cache/selection.ts";
 
 const { values } = parseArgs({
   options: {

@@ -28,7 +28,7 @@ import { stampedRunDir } from "../cli/repro-command.ts";
 import { readRunRecord } from "../rundir/read.ts";
 import type { RunRecord } from "../rundir/schema.ts";
 import { EXECUTORS, type ExecutorKind } from "../scenario/schema.ts";
-import { type JobSpec, runJob } from "../workflows/job.ts";
+import { type JobSpec, runJob } from "../workflows/job/job.ts";
 import { compareRuns, outcomeOf, type RunComparison, summarize } from "./mutants/classify.ts";
 import { loadManifest, MANIFEST_FILE, type SeriesEntry, selectSeries } from "./mutants/manifest.ts";
 import { renderSeries, renderSummary, type SeriesReport } from "./mutants/report.ts";

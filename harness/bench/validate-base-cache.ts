@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { execa } from "execa";
 import { packagePath } from "../../util/package.ts";
-import type { VerdictDelta } from "../workflows/validate-diff.ts";
+import type { VerdictDelta } from "../workflows/validate/diff.ts";
 
 const { values } = parseArgs({
   options: {

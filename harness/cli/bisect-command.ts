@@ -9,8 +9,8 @@ import {
   type ExecutorKind,
   type OracleProfile,
 } from "../scenario/schema.ts";
-import { type BisectResult, type PatchInfo, runBisect } from "../workflows/bisect.ts";
-import { type GitRange, gitRange } from "../workflows/bisect-git.ts";
+import { type BisectResult, type PatchInfo, runBisect } from "../workflows/bisect/bisect.ts";
+import { type GitRange, gitRange } from "../workflows/bisect/git.ts";
 import { addDeviceProfileOption } from "./device-options.ts";
 import { collect, KERNEL_HELP } from "./kernel-options.ts";
 import { stampedRunDir } from "./repro-command.ts";

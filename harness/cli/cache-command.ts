@@ -14,10 +14,10 @@ import { HilError } from "../../util/errors.ts";
 import { shortKey } from "../../util/hash.ts";
 import { progress } from "../../util/progress.ts";
 import { EXECUTORS, type ExecutorKind } from "../scenario/schema.ts";
-import { entriesNeededBy, type RunNeeds, selectEntries } from "../workflows/cache-selection.ts";
-import { kernelRequestOf } from "../workflows/job.ts";
-import { loadPlan, parseShard } from "../workflows/matrix-plan.ts";
-import { shardJobs } from "../workflows/matrix-shards.ts";
+import { entriesNeededBy, type RunNeeds, selectEntries } from "../workflows/cache/selection.ts";
+import { kernelRequestOf } from "../workflows/job/job.ts";
+import { loadPlan, parseShard } from "../workflows/matrix/plan.ts";
+import { shardJobs } from "../workflows/matrix/shards.ts";
 import { addKernelOptions, type KernelOptionValues, kernelRequest } from "./kernel-options.ts";
 
 interface SelectionValues extends KernelOptionValues {

@@ -2,11 +2,8 @@ import { join, resolve } from "node:path";
 import { type Command, Option } from "commander";
 import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
-import { diffSides, diffSummary } from "../workflows/diff.ts";
-import { DIFF_FILES, DIFF_FORMATS, type DiffFormat, renderDiffAs } from "../workflows/diff-report.ts";
-import { loadDiffSide } from "../workflows/diff-sides.ts";
-import { diffTraces } from "../workflows/trace-diff.ts";
-import { renderTraceDiffHtml } from "../workflows/trace-diff-html.ts";
+import { DIFF_FILES, DIFF_FORMATS, type DiffFormat, renderDiffAs } from "../report/diff-report.ts";
+import { renderTraceDiffHtml } from "../report/trace-diff-html.ts";
 import {
   renderTraceDiffJunit,
   renderTraceDiffKtap,
@@ -15,8 +12,11 @@ import {
   TRACE_DIFF_FORMATS,
   traceDiffJson,
   traceDiffSummary,
-} from "../workflows/trace-diff-report.ts";
-import { loadTraceRuns } from "../workflows/trace-diff-runs.ts";
+} from "../report/trace-diff-report.ts";
+import { diffSides, diffSummary } from "../workflows/diff/diff.ts";
+import { loadDiffSide } from "../workflows/diff/sides.ts";
+import { loadTraceRuns } from "../workflows/trace-diff/runs.ts";
+import { diffTraces } from "../workflows/trace-diff/trace-diff.ts";
 import { writeReport } from "./report-command.ts";
 
 interface DiffOptionValues {

@@ -2,7 +2,7 @@ import { type Command, InvalidArgumentError } from "commander";
 import { DEFAULT_KERNEL } from "../defaults.ts";
 import { ACCEPTED_BASE_FORMS } from "../kernel/base-spec.ts";
 import type { KernelRequest } from "../kernel/types.ts";
-import { kernelRequestOf } from "../workflows/job.ts";
+import { kernelRequestOf } from "../workflows/job/job.ts";
 
 export interface KernelOptionValues {
   kernel: string;

@@ -3,9 +3,9 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
-import { matrixSummary, renderIndex, runMatrix } from "../workflows/matrix.ts";
-import { loadPlan, parseShard, renderJobList, type Shard } from "../workflows/matrix-plan.ts";
-import { kernelCount, shardJobs } from "../workflows/matrix-shards.ts";
+import { matrixSummary, renderIndex, runMatrix } from "../workflows/matrix/matrix.ts";
+import { loadPlan, parseShard, renderJobList, type Shard } from "../workflows/matrix/plan.ts";
+import { kernelCount, shardJobs } from "../workflows/matrix/shards.ts";
 import { stampedRunDir } from "./repro-command.ts";
 
 interface MatrixOptionValues {

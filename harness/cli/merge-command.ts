@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { progress } from "../../util/progress.ts";
-import { matrixSummary, renderIndex } from "../workflows/matrix.ts";
-import { mergeMatrixDirs } from "../workflows/merge.ts";
+import { matrixSummary, renderIndex } from "../workflows/matrix/matrix.ts";
+import { mergeMatrixDirs } from "../workflows/matrix/merge.ts";
 
 interface MergeOptionValues {
   out: string;

@@ -14,20 +14,19 @@ import { renderJunit } from "../report/junit.ts";
 import { renderKcidb } from "../report/kcidb.ts";
 import { validateKcidb } from "../report/kcidb-validate.ts";
 import { renderKtap } from "../report/ktap.ts";
-import { summaryLine } from "../report/table.ts";
-import { loadRunDir, type RunDir } from "../rundir/read.ts";
-import { VERDICTS_FILE } from "../rundir/schema.ts";
-import { MATRIX_FILE, matrixSummary } from "../workflows/matrix.ts";
 import {
-  isMatrixDir,
   type JobReport,
   jobHtmlFile,
   joinJunit,
   joinKcidb,
   joinKtap,
-  loadMatrixDir,
   matrixHtmlIndex,
-} from "../workflows/matrix-report.ts";
+} from "../report/matrix-report.ts";
+import { summaryLine } from "../report/table.ts";
+import { loadRunDir, type RunDir } from "../rundir/read.ts";
+import { VERDICTS_FILE } from "../rundir/schema.ts";
+import { MATRIX_FILE, matrixSummary } from "../workflows/matrix/matrix.ts";
+import { isMatrixDir, loadMatrixDir } from "../workflows/matrix/matrix-dir.ts";
 
 export const REPORT_FORMATS = ["ktap", "junit", "kcidb", "html"] as const;
 export type ReportFormat = (typeof REPORT_FORMATS)[number];
@@ -173,7 +172,7 @@ export async function reportAction(runDir: string, opts: ReportOptionValues): Pr
 
 /**
  * A matrix directory: each job's run directory reported as a run's, joined into one document
- * (harness/workflows/matrix-report.ts); html writes each job's report into its run directory and
+ * (harness/report/matrix-report.ts); html writes each job's report into its run directory and
  * an index beside them.
  */
 async function matrixReportAction(dir: string, opts: ReportOptionValues): Promise<void> {

@@ -1,8 +1,8 @@
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { progress } from "../../util/progress.ts";
-import { renderRepro, reproRecord, reproSummary, runRepro } from "../workflows/repro.ts";
-import { loadCase } from "../workflows/repro-case.ts";
+import { loadCase } from "../workflows/repro/case.ts";
+import { renderRepro, reproRecord, reproSummary, runRepro } from "../workflows/repro/repro.ts";
 
 interface ReproOptionValues {
   runDir?: string;

@@ -28,7 +28,7 @@ import { planScenario } from "../suite/plan.ts";
 import { MAX_REPEAT } from "../suite/repeat.ts";
 import { runOnTarget } from "../target/run.ts";
 import { exitCodeFor } from "../verdict.ts";
-import { type JobRecord, type JobSpec, runJob } from "../workflows/job.ts";
+import { type JobRecord, type JobSpec, runJob } from "../workflows/job/job.ts";
 import { addDeviceOptions, type DeviceOptionValues } from "./device-options.ts";
 import { addKernelOptions, type KernelOptionValues, resolvedKernelRequest } from "./kernel-options.ts";
 import { addRulesOption } from "./rules-option.ts";

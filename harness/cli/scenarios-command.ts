@@ -11,6 +11,7 @@ import { progress } from "../../util/progress.ts";
 import { ulpCommand } from "../executor/ulp.ts";
 import { RULES, ULP_RULE_SET } from "../oracle/judge.ts";
 import { commandLine, keyValueLine } from "../protocol/commands.ts";
+import { FIRST_PORT, GUEST_ADDR } from "../protocol/guest-net.ts";
 import { type CompiledScenario, type CompiledStep, compileScenario } from "../scenario/compile.ts";
 import { stepRules } from "../scenario/exercise.ts";
 import { loadScenarioFile } from "../scenario/load.ts";
@@ -18,7 +19,6 @@ import { DEVICE_CONDITIONS, describeCondition } from "../scenario/premise-schema
 import { DRIVERS, EXECUTORS, type FaultStep, type Scenario, type Workload } from "../scenario/schema.ts";
 import { SCENARIO_DIR, selectScenarioFiles } from "../scenario/select.ts";
 import { type Plan, planScenario, planSteps } from "../suite/plan.ts";
-import { FIRST_PORT, GUEST_ADDR } from "../suite/suite.ts";
 
 /** One selected file: the scenario compiled as the suite would, or why it cannot be. */
 export interface ScenarioEntry {

@@ -4,7 +4,7 @@ import { HilError } from "../../util/errors.ts";
 import { DEVICE_PROFILE_WITHOUT_DEVICE } from "../backend/no-device.ts";
 import { impliedProfile } from "../backend/registry.ts";
 import type { DriverName, ExecutorKind, OracleProfile } from "../scenario/schema.ts";
-import type { JobSpec } from "../workflows/job.ts";
+import type { JobSpec } from "../workflows/job/job.ts";
 
 export interface SeriesJobOptionValues {
   kernel: string;

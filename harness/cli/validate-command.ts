@@ -10,9 +10,9 @@ import {
   type ExecutorKind,
   type OracleProfile,
 } from "../scenario/schema.ts";
-import { runValidate, SIDES_AT_ONCE_CPUS } from "../workflows/validate.ts";
-import { baseCacheLine } from "../workflows/validate-base.ts";
-import { diffSummary, renderDiff } from "../workflows/validate-diff.ts";
+import { baseCacheLine } from "../workflows/validate/base.ts";
+import { diffSummary, renderDiff } from "../workflows/validate/diff.ts";
+import { runValidate, SIDES_AT_ONCE_CPUS } from "../workflows/validate/validate.ts";
 import { addDeviceProfileOption } from "./device-options.ts";
 import { collect, KERNEL_HELP } from "./kernel-options.ts";
 import { addOldSpelling } from "./old-spellings.ts";

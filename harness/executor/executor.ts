@@ -5,11 +5,11 @@
  * same command language may run it in one go. Each is made for a booted guest by a factory.
  */
 import type { PreparedGuest } from "../boot.ts";
-import type { StuckObservation } from "../oracle/observations.ts";
-import type { SentCommand } from "../oracle/run-commands.ts";
+import type { StuckObservation } from "../protocol/observations.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
 import type { ExecutorKind } from "../scenario/schema.ts";
+import type { SentCommand } from "../scenario/sent-command.ts";
 import type { StepwiseHooks } from "./stepwise.ts";
 
 export interface ExecutorOutcome {

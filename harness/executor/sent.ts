@@ -1,6 +1,7 @@
 /** The command lines an executor is given for a scenario, each with where it came from (the commands rule). */
-import type { SentCommand } from "../oracle/run-commands.ts";
+
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
+import type { SentCommand } from "../scenario/sent-command.ts";
 
 export function setupSent(compiled: CompiledScenario): SentCommand[] {
   return compiled.setup.map((line) => ({ line, phase: "setup" }));

@@ -6,11 +6,11 @@
  * fault step (which the host arms between steps), the steps between faults, then settle and teardown.
  */
 
-import type { StuckObservation } from "../oracle/observations.ts";
-import type { SentCommand } from "../oracle/run-commands.ts";
 import { commandLine } from "../protocol/commands.ts";
+import type { StuckObservation } from "../protocol/observations.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
+import type { SentCommand } from "../scenario/sent-command.ts";
 import type { ExecutorOutcome } from "./executor.ts";
 import { phaseSent, setupSent, stepSent } from "./sent.ts";
 import { settleCommands } from "./settle.ts";

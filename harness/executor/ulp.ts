@@ -7,13 +7,13 @@
  * kernel log) and the guest is wedged, as a stuck verbs call wedges it.
  */
 import { fileURLToPath } from "node:url";
-import {
-  leftBehind,
-  type ObjectCounts,
-  type Observation,
-  type StuckObservation,
-  type UlpStepObservation,
-} from "../oracle/observations.ts";
+import type {
+  ObjectCounts,
+  Observation,
+  StuckObservation,
+  UlpStepObservation,
+} from "../protocol/observations.ts";
+import { leftBehind } from "../protocol/observations.ts";
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
 import type { UlpAction } from "../scenario/schema.ts";
 import type { ExecutorGuest } from "./executor.ts";

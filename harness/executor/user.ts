@@ -13,11 +13,11 @@
 import { shellQuote } from "../../qemu/launch/ssh.ts";
 import { HilError } from "../../util/errors.ts";
 import { guestToolPath } from "../image/guest-tools.ts";
-import type { StuckObservation } from "../oracle/observations.ts";
-import type { SentCommand } from "../oracle/run-commands.ts";
 import { commandLine } from "../protocol/commands.ts";
+import type { StuckObservation } from "../protocol/observations.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
+import type { SentCommand } from "../scenario/sent-command.ts";
 import type { ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
 import { phaseSent, setupSent, stepSent } from "./sent.ts";
 import type { StepwiseHooks } from "./stepwise.ts";

@@ -5,11 +5,11 @@
  * (suite/judge-run.ts). A scenario whose output is missing or damaged is a MISS that says so.
  */
 import { type KverbsStatus, parseStatuses, splitGroupsOutput } from "../executor/kverbs-driver.ts";
-import type { Observation, StuckObservation } from "../oracle/observations.ts";
-import type { SentCommand } from "../oracle/run-commands.ts";
+import type { Observation, StuckObservation } from "../protocol/observations.ts";
 import { parseTrace, recordsOf, type TraceRecord } from "../protocol/trace.ts";
+import type { SentCommand } from "../scenario/sent-command.ts";
 import { consoleObservations, judgeScenarioRun, type ScenarioRun } from "../suite/judge-run.ts";
-import type { ScenarioReport, SuiteReport } from "../suite/suite.ts";
+import type { ScenarioReport, SuiteReport } from "../suite/results.ts";
 import type { Verdict } from "../verdict.ts";
 import type { LavaPlan, PlannedGroup, PlannedScenario } from "./plan.ts";
 import type { LavaResults, LavaScenarioOutput } from "./results.ts";

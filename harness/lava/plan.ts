@@ -14,13 +14,13 @@ import { hashParts } from "../../util/hash.ts";
 import type { CommandGroup } from "../executor/kverbs-driver.ts";
 import { phaseSent, setupSent, stepSent } from "../executor/sent.ts";
 import type { KernelArtifact } from "../kernel/types.ts";
-import type { SentCommand } from "../oracle/run-commands.ts";
 import { commandLine } from "../protocol/commands.ts";
+import { FIRST_PORT, GUEST_ADDR } from "../protocol/guest-net.ts";
 import { type CompiledScenario, compileScenario, withoutOptionalFaults } from "../scenario/compile.ts";
 import type { DriverName, OracleProfile, Scenario } from "../scenario/schema.ts";
+import type { SentCommand } from "../scenario/sent-command.ts";
 import { hangsLast } from "../suite/order.ts";
 import { planScenario, planSteps } from "../suite/plan.ts";
-import { FIRST_PORT, GUEST_ADDR } from "../suite/suite.ts";
 import type { Verdict } from "../verdict.ts";
 
 export const LAVA_PLAN_FILE = "lava-plan.json";

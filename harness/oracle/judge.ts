@@ -5,7 +5,6 @@
 import type { OracleProfile } from "../scenario/schema.ts";
 import type { Verdict } from "../verdict.ts";
 import { TraceModel } from "./model.ts";
-import type { ScenarioTrace } from "./observations.ts";
 import type { Rule, RuleId, RuleResult } from "./rule.ts";
 import { rule4 } from "./rules/completion-order.ts";
 import { consoleRule } from "./rules/console-clean.ts";
@@ -20,6 +19,7 @@ import { returnsRule } from "./rules/returns.ts";
 import { ulpDataRule, ulpLeakRule, ulpReturnsRule, ulpStepsRule } from "./rules/ulp.ts";
 import { rule6 } from "./rules/unsignaled.ts";
 import { commandsRule } from "./run-commands.ts";
+import type { ScenarioTrace } from "./scenario-trace.ts";
 
 /**
  * In the order a verdict's reason picks its first failing rule: a hang first, it explains the rest;

@@ -9,9 +9,11 @@
  * describes keeps the rule a FAIL. A recorded rule that holds is an XPASS (`--strict` fails it, so
  * a stale record is found the night the bug is fixed).
  */
+
+import type { WrRef } from "../protocol/observations.ts";
 import type { DriverName, ExecutorKind, ExpectFail, KnownBug } from "../scenario/schema.ts";
 import { combineVerdicts, type ProfileJudgement, type RuleVerdict } from "./judge.ts";
-import type { RuleId, WrRef } from "./rule.ts";
+import type { RuleId } from "./rule.ts";
 
 /** What a run is: the known bugs that apply are chosen by it. */
 export interface BugTarget {

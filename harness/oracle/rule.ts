@@ -1,10 +1,10 @@
 /** The shape of an oracle rule: a pure function of the trace model, the observations and the profile. */
 import type { HwTraceEvent } from "../protocol/hw-trace.ts";
+import type { Observation, WrRef } from "../protocol/observations.ts";
 import type { OracleProfile } from "../scenario/schema.ts";
+import type { SentCommand } from "../scenario/sent-command.ts";
 import type { Verdict } from "../verdict.ts";
 import type { TraceModel } from "./model.ts";
-import type { Observation } from "./observations.ts";
-import type { SentCommand } from "./run-commands.ts";
 
 export type RuleId =
   | "1"
@@ -24,13 +24,6 @@ export type RuleId =
   | "hw-complete"
   | "hw-protocol"
   | "premise";
-
-/**
- * A work request a problem is about: the QP's name, its queue and its wr_id; `post` is the index in
- * the trace of the record that posted it (its post, or a drain's drain_marker), which tells two
- * WRs with the same wr_id apart.
- */
-export type WrRef = { qp: string; queue: "sq" | "rq"; wrId: number; post?: number };
 
 /**
  * One way the rule was broken: the records that show it, the WRs it is about and, by their index

@@ -10,22 +10,12 @@
 
 import type { TraceRecordOf } from "../protocol/trace.ts";
 import type { ExpectedRc, StepKind } from "../scenario/schema.ts";
+import type { SentCommand } from "../scenario/sent-command.ts";
 
 export type { ExpectedRc };
 
 import type { TraceModel } from "./model.ts";
 import type { Rule, RuleResult } from "./rule.ts";
-
-/** One command line as the executor was given it, and where it came from. */
-export type SentCommand = {
-  line: string;
-  phase: "setup" | "step" | "settle" | "teardown" | "barrier";
-  /** the scenario step (0-based) and its line in the file, for phase "step" */
-  step?: number;
-  stepLine?: number;
-  kind?: StepKind;
-  expect?: ExpectedRc;
-};
 
 /** Step kinds whose failures the rules judge (their return codes are what rules 1-3 and 9 look at). */
 const JUDGED_BY_RULES: ReadonlySet<StepKind> = new Set(["post_send", "post_recv", "drain"]);

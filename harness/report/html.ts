@@ -21,7 +21,7 @@ import {
   stageChecks,
 } from "../rundir/read.ts";
 import type { RunScenario } from "../rundir/schema.ts";
-import { stabilityCell } from "../suite/repeat.ts";
+import { stabilityCell } from "../rundir/stability.ts";
 import type { Verdict } from "../verdict.ts";
 import { eventRowId, hwEventTable, hwRowId, verbsEventTable } from "./event-table.ts";
 import { REPORT_CSS } from "./html-style.ts";

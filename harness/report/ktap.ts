@@ -33,7 +33,7 @@
  * subtest with no KTAP version line and knows the SKIP and TODO directives only, so it cannot write
  * the XFAIL, XPASS and ERROR lines above; npm has no package that writes KTAP.
  *
- * `hil diff` writes its KTAP with the same writer (renderKtapCases, from workflows/diff-report.ts):
+ * `hil diff` writes its KTAP with the same writer (renderKtapCases, from report/diff-report.ts):
  * a test per compared cell, what moved as diagnostic lines (`notes`) even on a test that passes.
  */
 

@@ -4,8 +4,9 @@
  * (--repeat n) has one row a scenario too, its cells saying whether the repetitions agree.
  */
 import { combineVerdicts } from "../oracle/judge.ts";
+import type { RunStability as Stability } from "../rundir/schema.ts";
+import { flakyScenarios, stabilityCell } from "../rundir/stability.ts";
 import { ORACLE_PROFILES } from "../scenario/schema.ts";
-import { flakyScenarios, type Stability, stabilityCell } from "../suite/repeat.ts";
 import type { CheckResult } from "../verdict.ts";
 import { summaryLine } from "./table.ts";
 

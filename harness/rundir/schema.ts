@@ -81,7 +81,7 @@ const scenario = z.looseObject({
   outcome: z.looseObject({ verdict, reason: z.string() }).optional(),
   trace: z.string().optional(),
   hwTrace: z.string().optional(),
-  /** what the harness saw besides the trace: stuck steps, console events, faults armed (oracle/observations.ts) */
+  /** what the harness saw besides the trace: stuck steps, console events, faults armed (protocol/observations.ts) */
   observations: z
     .array(
       z.looseObject({

@@ -10,7 +10,7 @@
 import type { ControlReply } from "../../qemu/erdma/control.ts";
 import { WcStatus } from "../../qemu/erdma/hw.ts";
 import { TraceModel } from "../oracle/model.ts";
-import type { WrRef } from "../oracle/rule.ts";
+import type { WrRef } from "../protocol/observations.ts";
 import { postedWrs, recordsOf, type TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
 import { NAMES } from "../scenario/compile.ts";

@@ -5,6 +5,7 @@
  * WQEs completed in error, flushes, REFLUSH, DMA faults, QP state changes) are quoted in evidence.
  */
 import { open, stat } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
 import { WcStatus } from "../../qemu/erdma/hw.ts";
 import { type HwTraceEvent, isServerLine } from "../protocol/hw-trace.ts";
 
@@ -13,6 +14,16 @@ export const HW_TRACE_FILE = "hw-trace.jsonl";
 /** The hardware trace of the n-th guest boot of a run (the device server truncates its file). */
 export function hwTraceName(boot: number): string {
   return boot <= 1 ? HW_TRACE_FILE : `hw-trace-${boot}.jsonl`;
+}
+
+/** The hardware trace file of the n-th boot: the first as given, later ones beside it. */
+export function hwTraceFileFor(first: string, boot: number): string {
+  if (boot <= 1) return first;
+  const name = basename(first);
+  return join(
+    dirname(first),
+    name === "hw-trace.jsonl" ? hwTraceName(boot) : name.replace(/(\.jsonl)?$/, `-${boot}$1`),
+  );
 }
 
 export async function fileSize(file: string): Promise<number> {

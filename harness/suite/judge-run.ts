@@ -13,14 +13,13 @@ import {
   ULP_RULE_SET,
 } from "../oracle/judge.ts";
 import { applyExpectedFailures, applyKnownBugs, type BugTarget, knownBugsFor } from "../oracle/known-bugs.ts";
-import type { Observation } from "../oracle/observations.ts";
 import { checkPremise, type PremiseResult, premiseRow } from "../oracle/premise.ts";
-import type { WrRef } from "../oracle/rule.ts";
 import { devicesNamed, deviceWr } from "../oracle/rules/hw-complete.ts";
-import type { SentCommand } from "../oracle/run-commands.ts";
 import { type HwTraceEvent, isServerLine } from "../protocol/hw-trace.ts";
+import type { Observation, WrRef } from "../protocol/observations.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 import type { KnownBug, OracleProfile, Scenario } from "../scenario/schema.ts";
+import type { SentCommand } from "../scenario/sent-command.ts";
 import type { Verdict } from "../verdict.ts";
 import { isNmiPanic } from "./freeze.ts";
 

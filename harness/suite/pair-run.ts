@@ -21,7 +21,7 @@ import {
 } from "../boot.ts";
 import { addSiwLink } from "../executor/kverbs-driver.ts";
 import { UlpRunner } from "../executor/ulp.ts";
-import type { FaultObservation, ObjectCounts, Observation } from "../oracle/observations.ts";
+import type { FaultObservation, ObjectCounts, Observation } from "../protocol/observations.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
 import { armUlpFault, deviceObjectCounts } from "./faults.ts";
 import { harnessDeath, watchHarness } from "./harness-watch.ts";

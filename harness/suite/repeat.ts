@@ -115,13 +115,3 @@ export function stabilityOf(verdicts: readonly RepetitionVerdict[]): Stability[]
     };
   });
 }
-
-/** The table's cell: the verdict all repetitions agree on, or `FLAKY 3/5 FAIL` (the worst one's count). */
-export function stabilityCell(s: Pick<Stability, "flaky" | "verdicts" | "worst" | "repetitions">): string {
-  return s.flaky ? `FLAKY ${s.verdicts[s.worst] ?? 0}/${s.repetitions} ${s.worst}` : s.worst;
-}
-
-/** Scenarios with at least one flaky profile. */
-export function flakyScenarios(stability: readonly Stability[]): string[] {
-  return [...new Set(stability.filter((s) => s.flaky).map((s) => s.scenario))];
-}

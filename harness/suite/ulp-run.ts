@@ -6,7 +6,7 @@
 import type { BootedGuest } from "../boot.ts";
 import type { ExecutorOutcome } from "../executor/executor.ts";
 import { UlpRunner } from "../executor/ulp.ts";
-import type { FaultObservation, Observation } from "../oracle/observations.ts";
+import type { FaultObservation, Observation } from "../protocol/observations.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
 import { armUlpFault, controlOf, deviceObjectCounts } from "./faults.ts";
 

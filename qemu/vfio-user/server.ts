@@ -6,34 +6,28 @@
  */
 import type { DeviceContext, DeviceModel } from "./device.ts";
 import { DmaController, DmaError } from "./dma.ts";
+import { deviceInfoReply, irqInfoReply, regionInfoReply } from "./info.ts";
 import { Interrupts } from "./irqs.ts";
 import { closeFd } from "./libc.ts";
 import { PciConfigSpace } from "./pci-config.ts";
 import {
   Command,
   commandName,
-  DEVICE_INFO_SIZE,
   DMA_UNMAP_SIZE,
-  decodeDeviceInfo,
   decodeDmaMap,
   decodeDmaRw,
   decodeDmaUnmap,
   decodeHeader,
-  decodeIrqInfo,
   decodeIrqSet,
   decodeRegionAccess,
-  decodeRegionInfo,
   decodeVersion,
   decodeWriteMulti,
   Errno,
-  encodeDeviceInfo,
   encodeDmaRw,
   encodeDmaUnmap,
   encodeErrorReply,
-  encodeIrqInfo,
   encodeMessage,
   encodeRegionAccess,
-  encodeRegionInfo,
   encodeReply,
   encodeVersion,
   errnoName,
@@ -41,14 +35,12 @@ import {
   fail,
   HEADER_SIZE,
   type Header,
-  IRQ_INFO_SIZE,
   KNOWN_FLAGS,
   ProtocolError,
-  REGION_INFO_SIZE,
   type VersionCaps,
   Vfio,
 } from "./protocol.ts";
-import { DeviceRegions, NUM_REGIONS } from "./regions.ts";
+import { DeviceRegions } from "./regions.ts";
 import { describe, type Logger, type TraceEvent } from "./trace.ts";
 import { type Connection, type IncomingMessage, Listener } from "./transport.ts";
 
@@ -368,11 +360,11 @@ export class VfioUserServer {
       case Command.DMA_UNMAP:
         return this.onDmaUnmap(h, payload);
       case Command.DEVICE_GET_INFO:
-        return this.onDeviceInfo(h, payload);
+        return deviceInfoReply(h, payload);
       case Command.DEVICE_GET_REGION_INFO:
-        return this.onRegionInfo(h, payload);
+        return regionInfoReply(h, payload, this.regions);
       case Command.DEVICE_GET_IRQ_INFO:
-        return this.onIrqInfo(h, payload);
+        return irqInfoReply(h, payload, this.irqs);
       case Command.DEVICE_SET_IRQS: {
         const req = decodeIrqSet(payload);
         this.irqs.setIrqs(req, payload.length, bag.take());
@@ -488,57 +480,6 @@ export class VfioUserServer {
     }
     // "The server responds with the original DMA entry in the request" (if argsz allows).
     return encodeReply(h, req.argsz >= DMA_UNMAP_SIZE ? encodeDmaUnmap(req) : undefined);
-  }
-
-  // ------------------------------------------------------------------ device info, regions, IRQs
-
-  private onDeviceInfo(h: Header, payload: Buffer): Buffer {
-    const req = decodeDeviceInfo(payload);
-    if (req.argsz < DEVICE_INFO_SIZE)
-      fail(Errno.EINVAL, `DEVICE_GET_INFO: argsz ${req.argsz} < ${DEVICE_INFO_SIZE}`);
-    return encodeReply(
-      h,
-      encodeDeviceInfo({
-        argsz: DEVICE_INFO_SIZE,
-        flags: Vfio.DEVICE_FLAGS_RESET | Vfio.DEVICE_FLAGS_PCI,
-        numRegions: NUM_REGIONS,
-        numIrqs: Vfio.PCI_NUM_IRQS,
-      }),
-    );
-  }
-
-  private onRegionInfo(h: Header, payload: Buffer): Buffer {
-    const req = decodeRegionInfo(payload);
-    if (req.argsz < REGION_INFO_SIZE)
-      fail(Errno.EINVAL, `DEVICE_GET_REGION_INFO: argsz ${req.argsz} < ${REGION_INFO_SIZE}`);
-    if (req.index >= NUM_REGIONS)
-      fail(Errno.EINVAL, `DEVICE_GET_REGION_INFO: region ${req.index} out of range`);
-    const size = this.regions.size(req.index);
-    const flags = size > 0 ? Vfio.REGION_INFO_FLAG_READ | Vfio.REGION_INFO_FLAG_WRITE : 0;
-    return encodeReply(
-      h,
-      encodeRegionInfo({
-        argsz: REGION_INFO_SIZE,
-        flags,
-        index: req.index,
-        capOffset: 0,
-        size: BigInt(size),
-        offset: 0n,
-      }),
-    );
-  }
-
-  private onIrqInfo(h: Header, payload: Buffer): Buffer {
-    const req = decodeIrqInfo(payload);
-    if (req.argsz < IRQ_INFO_SIZE)
-      fail(Errno.EINVAL, `DEVICE_GET_IRQ_INFO: argsz ${req.argsz} < ${IRQ_INFO_SIZE}`);
-    if (req.index >= Vfio.PCI_NUM_IRQS)
-      fail(Errno.EINVAL, `DEVICE_GET_IRQ_INFO: IRQ index ${req.index} out of range`);
-    const info = this.irqs.info(req.index);
-    return encodeReply(
-      h,
-      encodeIrqInfo({ argsz: IRQ_INFO_SIZE, flags: info.flags, index: req.index, count: info.count }),
-    );
   }
 
   private resetDevice(): void {

@@ -7,7 +7,7 @@ import { cpSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
 import t from "tap";
-import type { BisectResult } from "../../harness/workflows/bisect.ts";
+import type { BisectResult } from "../../harness/workflows/bisect/bisect.ts";
 import { hil, isolate, leftovers, REPO_ROOT } from "../support/cli.ts";
 import { unpackedKernelSource } from "../support/kernel-source.ts";
 

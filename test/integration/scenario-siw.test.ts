@@ -15,7 +15,8 @@ import { parseTrace } from "../../harness/protocol/trace.ts";
 import { renderScenarioTable } from "../../harness/report/scenario-table.ts";
 import { loadScenarioFile } from "../../harness/scenario/load.ts";
 import { selectScenarios } from "../../harness/scenario/select.ts";
-import { runSuite, type ScenarioReport, suiteResults } from "../../harness/suite/suite.ts";
+import { type ScenarioReport, suiteResults } from "../../harness/suite/results.ts";
+import { runSuite } from "../../harness/suite/suite.ts";
 import { exitCodeFor } from "../../harness/verdict.ts";
 import { processGone } from "../support/guest.ts";
 

@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import { BASE_CACHE_KIND } from "../../harness/workflows/base-cache.ts";
+import { BASE_CACHE_KIND } from "../../harness/workflows/validate/base-cache.ts";
 import { cachePath } from "../../util/cache.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 

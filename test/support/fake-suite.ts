@@ -7,7 +7,8 @@ import { type TraceRecord, traceRecordSchema } from "../../harness/protocol/trac
 import type { CompiledScenario } from "../../harness/scenario/compile.ts";
 import { parseScenario } from "../../harness/scenario/load.ts";
 import type { Scenario } from "../../harness/scenario/schema.ts";
-import { runSuite, type SuiteOptions } from "../../harness/suite/suite.ts";
+import type { SuiteOptions } from "../../harness/suite/options.ts";
+import { runSuite } from "../../harness/suite/suite.ts";
 
 export function scenario(name: string, lines: string[] = []): Scenario {
   return parseScenario(

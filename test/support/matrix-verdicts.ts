@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { JobRecord } from "../../harness/workflows/job.ts";
-import { verdictMap } from "../../harness/workflows/verdict-list.ts";
+import { verdictMap } from "../../harness/rundir/verdict-list.ts";
+import type { JobRecord } from "../../harness/workflows/job/job.ts";
 
 /** A matrix directory's verdicts: job id -> (verdict key -> verdict), in matrix.json's order. */
 export function matrixVerdicts(dir: string): Record<string, Record<string, string>> {

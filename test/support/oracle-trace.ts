@@ -4,8 +4,8 @@
  * really write), and verdictOf judges one rule of it under one oracle profile.
  */
 import { judgeTrace, type RuleVerdict } from "../../harness/oracle/judge.ts";
-import type { Observation } from "../../harness/oracle/observations.ts";
 import type { RuleId } from "../../harness/oracle/rule.ts";
+import type { Observation } from "../../harness/protocol/observations.ts";
 import { type TraceRecord, traceRecordSchema } from "../../harness/protocol/trace.ts";
 import type { OracleProfile } from "../../harness/scenario/schema.ts";
 

@@ -9,14 +9,14 @@ import t from "tap";
 import type { PreparedGuest } from "../../harness/boot.ts";
 import { loadScenarioFile } from "../../harness/scenario/load.ts";
 import { SCENARIO_DIR } from "../../harness/scenario/select.ts";
+import type { JobSpec } from "../../harness/workflows/job/job.ts";
 import {
   type BaseKeyInputs,
   baseCacheKey,
   baseKeyInputs,
   HARNESS_SOURCES,
   harnessVersion,
-} from "../../harness/workflows/base-cache-key.ts";
-import type { JobSpec } from "../../harness/workflows/job.ts";
+} from "../../harness/workflows/validate/base-cache-key.ts";
 import { PROFILES_DIR } from "../../qemu/erdma/profile-file.ts";
 import { PACKAGE_ROOT } from "../../util/package.ts";
 import { sourceFiles } from "../../util/source-digest.ts";

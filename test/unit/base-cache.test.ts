@@ -7,6 +7,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import t, { type Test } from "tap";
 import type { RunRecord } from "../../harness/rundir/schema.ts";
+import type { JobRecord } from "../../harness/workflows/job/job.ts";
+import { baseCacheLine, whenText } from "../../harness/workflows/validate/base.ts";
 import {
   BASE_CACHE_KIND,
   type BaseEntryMeta,
@@ -17,11 +19,9 @@ import {
   storeBase,
   storeDecision,
   verdictCount,
-} from "../../harness/workflows/base-cache.ts";
-import type { BaseKeyInputs } from "../../harness/workflows/base-cache-key.ts";
-import type { JobRecord } from "../../harness/workflows/job.ts";
-import { bothSettled, sidesAtOnceByDefault } from "../../harness/workflows/validate.ts";
-import { baseCacheLine, whenText } from "../../harness/workflows/validate-base.ts";
+} from "../../harness/workflows/validate/base-cache.ts";
+import type { BaseKeyInputs } from "../../harness/workflows/validate/base-cache-key.ts";
+import { bothSettled, sidesAtOnceByDefault } from "../../harness/workflows/validate/validate.ts";
 import { type Cell, runRecordOf } from "../support/run-records.ts";
 
 const RUNDIR = fileURLToPath(new URL("../fixtures/rundir/", import.meta.url));

@@ -1,4 +1,4 @@
-// A git range as hil bisect's series (harness/workflows/bisect-git.ts), on small repositories made
+// A git range as hil bisect's series (harness/workflows/bisect/git.ts), on small repositories made
 // here: the commits good..bad oldest first, written as one patch each; and each way a range is bad
 // input (not a repository, an unknown ref, good not an ancestor of bad, a merge inside, nothing in
 // it) is one HilError naming it.
@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import t, { type Test } from "tap";
 import { loadSeries } from "../../harness/kernel/series.ts";
-import { gitRange, writeRangeSeries } from "../../harness/workflows/bisect-git.ts";
+import { gitRange, writeRangeSeries } from "../../harness/workflows/bisect/git.ts";
 
 async function repoWithCommits(
   t: Test,

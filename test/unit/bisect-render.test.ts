@@ -3,7 +3,7 @@
 // inconclusive bisection's reason.
 import t from "tap";
 import { renderBisect } from "../../harness/cli/bisect-command.ts";
-import type { BisectResult, BisectStep } from "../../harness/workflows/bisect.ts";
+import type { BisectResult, BisectStep } from "../../harness/workflows/bisect/bisect.ts";
 
 const step = (patches: number, word: BisectStep["word"], why: string[] = []): BisectStep => ({
   patches,

@@ -1,9 +1,14 @@
-// hil bisect's search over a series' prefixes (harness/workflows/bisect.ts), judged by a table
+// hil bisect's search over a series' prefixes (harness/workflows/bisect/bisect.ts), judged by a table
 // instead of real runs: the first bad patch found in ceil(log2(n)) steps wherever it sits, skipped
 // prefixes stepped around as git bisect skip does, and a step's word from its verdicts.
 import t from "tap";
 import type { CheckResult } from "../../harness/verdict.ts";
-import { nextPrefix, type StepWord, searchPrefixes, stepWord } from "../../harness/workflows/bisect.ts";
+import {
+  nextPrefix,
+  type StepWord,
+  searchPrefixes,
+  stepWord,
+} from "../../harness/workflows/bisect/bisect.ts";
 
 t.test("the first bad patch of n in ceil(log2(n)) steps, wherever it is", async (t) => {
   for (let n = 1; n <= 33; n++) {

@@ -3,7 +3,7 @@
 // naming the file, the line and the field.
 import { join } from "node:path";
 import t from "tap";
-import { CASE_DIR, listCases, loadCase, parseCase } from "../../harness/workflows/repro-case.ts";
+import { CASE_DIR, listCases, loadCase, parseCase } from "../../harness/workflows/repro/case.ts";
 import { HilError } from "../../util/errors.ts";
 
 const GOOD = [

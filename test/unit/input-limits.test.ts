@@ -18,7 +18,7 @@ import { readFragment } from "../../harness/kernel/kconfig.ts";
 import { loadSeries } from "../../harness/kernel/series.ts";
 import { loadScenarioFile, parseScenario } from "../../harness/scenario/load.ts";
 import { MAX_POSTED_WRS, MAX_STEPS, MAX_WAIT_MS } from "../../harness/scenario/size-limits.ts";
-import { loadPlan, MAX_PLAN_JOBS } from "../../harness/workflows/matrix-plan.ts";
+import { loadPlan, MAX_PLAN_JOBS } from "../../harness/workflows/matrix/plan.ts";
 import { loadProfile } from "../../qemu/erdma/profile-file.ts";
 import { HilError } from "../../util/errors.ts";
 import { readUserFile, USER_FILE_LIMITS } from "../../util/user-file.ts";

@@ -8,7 +8,7 @@ import {
   type MatrixJob,
   type PlanSpec,
   parseShard,
-} from "../../harness/workflows/matrix-plan.ts";
+} from "../../harness/workflows/matrix/plan.ts";
 import {
   dealShards,
   kernelCount,
@@ -16,7 +16,7 @@ import {
   packGroups,
   shardJobs,
   shareShards,
-} from "../../harness/workflows/matrix-shards.ts";
+} from "../../harness/workflows/matrix/shards.ts";
 import { HilError } from "../../util/errors.ts";
 
 const PLAN = {

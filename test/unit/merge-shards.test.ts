@@ -7,19 +7,19 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import t from "tap";
+import { verdictMap } from "../../harness/rundir/verdict-list.ts";
 import type { Verdict } from "../../harness/verdict.ts";
-import type { JobRecord, JobSpec } from "../../harness/workflows/job.ts";
+import type { JobRecord, JobSpec } from "../../harness/workflows/job/job.ts";
 import {
   JOBS_DIR,
   MATRIX_FILE,
   type MatrixIndex,
   matrixSummary,
   runMatrix,
-} from "../../harness/workflows/matrix.ts";
-import { type MatrixPlan, parsePlan } from "../../harness/workflows/matrix-plan.ts";
-import { shardJobs } from "../../harness/workflows/matrix-shards.ts";
-import { mergeIndexes, mergeMatrixDirs, readIndex } from "../../harness/workflows/merge.ts";
-import { verdictMap } from "../../harness/workflows/verdict-list.ts";
+} from "../../harness/workflows/matrix/matrix.ts";
+import { mergeIndexes, mergeMatrixDirs, readIndex } from "../../harness/workflows/matrix/merge.ts";
+import { type MatrixPlan, parsePlan } from "../../harness/workflows/matrix/plan.ts";
+import { shardJobs } from "../../harness/workflows/matrix/shards.ts";
 import { HilError } from "../../util/errors.ts";
 
 const PLAN_TEXT = [

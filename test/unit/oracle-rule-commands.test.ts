@@ -4,8 +4,9 @@
 // completions a refused post or an owed flush explains is too; a stuck step may end the trace.
 import t from "tap";
 import { TraceModel } from "../../harness/oracle/model.ts";
-import type { Observation } from "../../harness/oracle/observations.ts";
-import { commandsRule, rcAllowed, type SentCommand } from "../../harness/oracle/run-commands.ts";
+import { commandsRule, rcAllowed } from "../../harness/oracle/run-commands.ts";
+import type { Observation } from "../../harness/protocol/observations.ts";
+import type { SentCommand } from "../../harness/scenario/sent-command.ts";
 import { pair, TraceBuilder } from "../support/oracle-trace.ts";
 
 const judge = (b: TraceBuilder, commands: SentCommand[] | undefined, observations: Observation[] = []) =>

@@ -10,7 +10,7 @@ import type {
   ConsoleCutObservation,
   ConsoleObservation,
   StuckObservation,
-} from "../../harness/oracle/observations.ts";
+} from "../../harness/protocol/observations.ts";
 import { readGolden } from "../support/console-golden.ts";
 import { pair, verdictOf } from "../support/oracle-trace.ts";
 

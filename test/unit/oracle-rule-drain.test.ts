@@ -5,7 +5,7 @@
 // (ERROR, never PASS). Traces the kernel executor writes come from TraceBuilder.drain(); the raw
 // ones are what a broken driver or executor could leave.
 import t from "tap";
-import type { ConsoleObservation, StuckObservation } from "../../harness/oracle/observations.ts";
+import type { ConsoleObservation, StuckObservation } from "../../harness/protocol/observations.ts";
 import { pair, quoted, type TraceBuilder, verdictOf } from "../support/oracle-trace.ts";
 
 const DRAIN = 50;

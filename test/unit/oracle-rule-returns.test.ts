@@ -1,7 +1,7 @@
 // The hang rule on hand-built traces: it counts the commands the executor ran, and each step that
 // did not return within its watchdog is a problem quoting the stuck task's stack line by line.
 import t from "tap";
-import type { StuckObservation } from "../../harness/oracle/observations.ts";
+import type { StuckObservation } from "../../harness/protocol/observations.ts";
 import { pair, verdictOf } from "../support/oracle-trace.ts";
 
 const stuck = (step: number, op: string, stack: string): StuckObservation => ({

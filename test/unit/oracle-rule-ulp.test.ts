@@ -6,14 +6,14 @@
 import t from "tap";
 import { RULES, ULP_RULE_SET } from "../../harness/oracle/judge.ts";
 import { TraceModel } from "../../harness/oracle/model.ts";
+import type { RuleResult } from "../../harness/oracle/rule.ts";
+import { ulpDataRule, ulpLeakRule, ulpReturnsRule, ulpStepsRule } from "../../harness/oracle/rules/ulp.ts";
+import type { HwTraceEvent } from "../../harness/protocol/hw-trace.ts";
 import type {
   Observation,
   UlpObjectsObservation,
   UlpStepObservation,
-} from "../../harness/oracle/observations.ts";
-import type { RuleResult } from "../../harness/oracle/rule.ts";
-import { ulpDataRule, ulpLeakRule, ulpReturnsRule, ulpStepsRule } from "../../harness/oracle/rules/ulp.ts";
-import type { HwTraceEvent } from "../../harness/protocol/hw-trace.ts";
+} from "../../harness/protocol/observations.ts";
 import { erdmaTraceEventSchema } from "../../qemu/erdma/trace-schema.ts";
 
 const model = new TraceModel([]);

@@ -4,8 +4,8 @@
 // against hil_kverbs's trace schema first, so the rules see what the module can really write.
 import t from "tap";
 import { combineVerdicts, judgeTrace, RULES } from "../../harness/oracle/judge.ts";
-import type { Observation } from "../../harness/oracle/observations.ts";
-import type { SentCommand } from "../../harness/oracle/run-commands.ts";
+import type { Observation } from "../../harness/protocol/observations.ts";
+import type { SentCommand } from "../../harness/scenario/sent-command.ts";
 import { LOC_PROT_ERR, pair, SUCCESS, TraceBuilder, verdictOf } from "../support/oracle-trace.ts";
 
 t.test("every rule has a citation and a title", async (t) => {

@@ -12,9 +12,9 @@ import {
   requireCoverage,
 } from "../../harness/oracle/judge.ts";
 import { TraceModel } from "../../harness/oracle/model.ts";
-import { leftBehind } from "../../harness/oracle/observations.ts";
 import { fail, MAX_EVIDENCE, pass, summarise } from "../../harness/oracle/rule.ts";
 import { consoleRule } from "../../harness/oracle/rules/console-clean.ts";
+import { leftBehind } from "../../harness/protocol/observations.ts";
 
 t.test("pass and fail apply; a FAIL's evidence is capped; a FAIL without problems says so", (t) => {
   t.same(pass("ok", 3), { verdict: "PASS", reason: "ok", judged: 3, applies: true });

@@ -13,7 +13,7 @@ import {
   parsePlan,
   renderJobList,
   slug,
-} from "../../harness/workflows/matrix-plan.ts";
+} from "../../harness/workflows/matrix/plan.ts";
 import { HilError } from "../../util/errors.ts";
 
 const PLANS = fileURLToPath(new URL("../../fixtures/plans/", import.meta.url));

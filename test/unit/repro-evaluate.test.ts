@@ -6,8 +6,8 @@ import t from "tap";
 import type { RunRecord } from "../../harness/rundir/schema.ts";
 import { selectScenarios } from "../../harness/scenario/select.ts";
 import type { Verdict } from "../../harness/verdict.ts";
-import { caseKind, evaluateCase, withoutBugRecords } from "../../harness/workflows/repro.ts";
-import type { Expectation } from "../../harness/workflows/repro-case.ts";
+import type { Expectation } from "../../harness/workflows/repro/case.ts";
+import { caseKind, evaluateCase, withoutBugRecords } from "../../harness/workflows/repro/repro.ts";
 
 type Row = {
   scenario: string;
@@ -199,10 +199,10 @@ t.test("repro.json is written while the run holds its directory, before verdicts
   const seen: string[] = [];
   const runRecord = record([{ scenario: "s", profile: "linux", verdict: "PASS" }]);
   // runJob as it stands: claims the directory, lets the caller write, then verdicts.json, then releases
-  const { runRepro } = await t.mockImport<typeof import("../../harness/workflows/repro.ts")>(
-    "../../harness/workflows/repro.ts",
+  const { runRepro } = await t.mockImport<typeof import("../../harness/workflows/repro/repro.ts")>(
+    "../../harness/workflows/repro/repro.ts",
     {
-      "../../harness/workflows/job.ts": {
+      "../../harness/workflows/job/job.ts": {
         describeJob: () => "job",
         runJob: async (
           _spec: unknown,

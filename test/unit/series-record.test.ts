@@ -11,7 +11,7 @@ import { patchesFromMbox } from "../../harness/kernel/series.ts";
 import { patchsetHash, renderKcidb } from "../../harness/report/kcidb.ts";
 import { validateKcidb } from "../../harness/report/kcidb-validate.ts";
 import { loadRunDir } from "../../harness/rundir/read.ts";
-import { patchFileSlug, recordSeries } from "../../harness/workflows/series-record.ts";
+import { patchFileSlug, recordSeries } from "../../harness/workflows/job/series-record.ts";
 import { syntheticRecord } from "../fixtures/rundir/synthetic.ts";
 
 const MBOX = fileURLToPath(new URL("../../fixtures/series/unit/cover-and-two-patches.mbox", import.meta.url));

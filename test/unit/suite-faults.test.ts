@@ -25,8 +25,7 @@ import {
   erdmaFaultGap,
   translateFault,
 } from "../../harness/suite/faults.ts";
-import { hwEvidence, readSlice } from "../../harness/suite/hw-trace.ts";
-import { hwTraceFileFor } from "../../harness/suite/suite.ts";
+import { hwEvidence, hwTraceFileFor, readSlice } from "../../harness/suite/hw-trace.ts";
 
 const OPTS = { addr: "10.0.2.15", port: 7700 };
 

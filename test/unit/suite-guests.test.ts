@@ -7,7 +7,8 @@
 import t, { type Test } from "tap";
 import type { Scenario } from "../../harness/scenario/schema.ts";
 import { defaultGuests, unitsOf } from "../../harness/suite/guests.ts";
-import { runSuite, suiteResults } from "../../harness/suite/suite.ts";
+import { suiteResults } from "../../harness/suite/results.ts";
+import { runSuite } from "../../harness/suite/suite.ts";
 import type { CheckResult } from "../../harness/verdict.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 import { type Act, fakeSuite, PREPARED, runFakeSuite, scenario } from "../support/fake-suite.ts";

@@ -5,6 +5,7 @@
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
+import { FIRST_PORT } from "../../harness/protocol/guest-net.ts";
 import { renderHtml } from "../../harness/report/html.ts";
 import { renderJunit } from "../../harness/report/junit.ts";
 import { renderKcidb } from "../../harness/report/kcidb.ts";
@@ -12,16 +13,16 @@ import { validateKcidb } from "../../harness/report/kcidb-validate.ts";
 import { renderKtap } from "../../harness/report/ktap.ts";
 import { renderRepeatedTable, renderScenarioTable } from "../../harness/report/scenario-table.ts";
 import { loadRunDir } from "../../harness/rundir/read.ts";
+import { stabilityCell } from "../../harness/rundir/stability.ts";
 import type { Scenario } from "../../harness/scenario/schema.ts";
 import {
   expandRepeats,
   type RepetitionVerdict,
   repetitionLabel,
   repetitionName,
-  stabilityCell,
   stabilityOf,
 } from "../../harness/suite/repeat.ts";
-import { FIRST_PORT, type SuiteReport, suiteResults } from "../../harness/suite/suite.ts";
+import { type SuiteReport, suiteResults } from "../../harness/suite/results.ts";
 import { exitCodeFor } from "../../harness/verdict.ts";
 import { Step } from "../../util/progress.ts";
 import { writeRunDir } from "../fixtures/rundir/synthetic.ts";

@@ -13,7 +13,7 @@ import { renderScenarioTable } from "../../harness/report/scenario-table.ts";
 import { compileScenario } from "../../harness/scenario/compile.ts";
 import { parseScenario } from "../../harness/scenario/load.ts";
 import { planScenario, planSteps } from "../../harness/suite/plan.ts";
-import { type SuiteReport, staleRecordResults, suiteResults } from "../../harness/suite/suite.ts";
+import { type SuiteReport, staleRecordResults, suiteResults } from "../../harness/suite/results.ts";
 import { exitCodeFor } from "../../harness/verdict.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 

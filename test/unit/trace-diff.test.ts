@@ -10,17 +10,21 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import t from "tap";
 import { parseTrace } from "../../harness/protocol/trace.ts";
-import type { RunRecord } from "../../harness/rundir/schema.ts";
-import { compareScenario, diffTraces, type ScenarioTraceDiff } from "../../harness/workflows/trace-diff.ts";
-import { renderTraceDiffHtml } from "../../harness/workflows/trace-diff-html.ts";
+import { renderTraceDiffHtml } from "../../harness/report/trace-diff-html.ts";
 import {
   groupItems,
   renderTraceDiffKtap,
   renderTraceDiffText,
   traceDiffJson,
-} from "../../harness/workflows/trace-diff-report.ts";
-import { loadTraceRuns } from "../../harness/workflows/trace-diff-runs.ts";
-import { scenarioFacts } from "../../harness/workflows/trace-facts.ts";
+} from "../../harness/report/trace-diff-report.ts";
+import type { RunRecord } from "../../harness/rundir/schema.ts";
+import { scenarioFacts } from "../../harness/workflows/trace-diff/facts.ts";
+import { loadTraceRuns } from "../../harness/workflows/trace-diff/runs.ts";
+import {
+  compareScenario,
+  diffTraces,
+  type ScenarioTraceDiff,
+} from "../../harness/workflows/trace-diff/trace-diff.ts";
 import { hil } from "../support/cli.ts";
 import { parseTap } from "../support/tap-parse.ts";
 

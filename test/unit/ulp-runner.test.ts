@@ -6,7 +6,7 @@ import { join } from "node:path";
 import t from "tap";
 import type { ExecutorGuest } from "../../harness/executor/executor.ts";
 import { ULP_SCRIPT, UlpRunner } from "../../harness/executor/ulp.ts";
-import type { Observation } from "../../harness/oracle/observations.ts";
+import type { Observation } from "../../harness/protocol/observations.ts";
 import { compileScenario } from "../../harness/scenario/compile.ts";
 import { loadScenarioFile } from "../../harness/scenario/load.ts";
 

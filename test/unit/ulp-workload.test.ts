@@ -13,12 +13,12 @@ import {
   ulpCommand,
 } from "../../harness/executor/ulp.ts";
 import { judgeTrace, ULP_RULE_SET } from "../../harness/oracle/judge.ts";
-import type { Observation, UlpStepObservation } from "../../harness/oracle/observations.ts";
 import type { HwTraceEvent } from "../../harness/protocol/hw-trace.ts";
+import type { Observation, UlpStepObservation } from "../../harness/protocol/observations.ts";
 import { compileScenario } from "../../harness/scenario/compile.ts";
 import { loadScenarioFile } from "../../harness/scenario/load.ts";
 import { translateUlpFault, ulpQp } from "../../harness/suite/faults.ts";
-import { withUlpConfig } from "../../harness/workflows/job.ts";
+import { withUlpConfig } from "../../harness/workflows/job/job.ts";
 import { loadProfile } from "../../qemu/erdma/profile-file.ts";
 
 function scenarioFile(t: { testdir(): string }, text: string): string {

@@ -7,8 +7,8 @@ import { fileURLToPath } from "node:url";
 import t from "tap";
 import type { RunRecord } from "../../harness/rundir/schema.ts";
 import type { Verdict } from "../../harness/verdict.ts";
-import { inspectSeries, validateExitCode } from "../../harness/workflows/validate.ts";
-import { classify, diffSummary, diffVerdicts, renderDiff } from "../../harness/workflows/validate-diff.ts";
+import { classify, diffSummary, diffVerdicts, renderDiff } from "../../harness/workflows/validate/diff.ts";
+import { inspectSeries, validateExitCode } from "../../harness/workflows/validate/validate.ts";
 import { HilError } from "../../util/errors.ts";
 import { type Cell, runRecordOf } from "../support/run-records.ts";
 

@@ -5,9 +5,9 @@
  * nor survived. For a benign series any such FAIL is a false FAIL.
  */
 import type { RunRecord } from "../../rundir/schema.ts";
+import { ruleEntriesOf, topLevelEntries } from "../../rundir/verdict-list.ts";
 import type { ExecutorKind } from "../../scenario/schema.ts";
 import { PASSING_VERDICTS, type Verdict } from "../../verdict.ts";
-import { ruleEntriesOf, topLevelEntries } from "../../workflows/verdict-list.ts";
 import type { SeriesKind } from "./manifest.ts";
 
 export interface Catch {

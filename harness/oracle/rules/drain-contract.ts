@@ -8,6 +8,8 @@
  * returned; the QP is in ERR after it; the kernel did not warn. A part the executor could not
  * observe (no marker seen for a queue the drain covers) makes the rule an ERROR, never a PASS.
  */
+
+import type { Observation } from "../../protocol/observations.ts";
 import {
   cqeRefs,
   type Drain,
@@ -18,7 +20,6 @@ import {
   type TraceModel,
   type Wr,
 } from "../model.ts";
-import type { Observation } from "../observations.ts";
 import { notUnder, type Problem, pass, type Rule, type RuleResult, skip, summarise } from "../rule.ts";
 
 const DRAIN_WARNING = /drain/i;

@@ -7,7 +7,8 @@
  */
 import { WcStatus } from "../../../qemu/erdma/hw.ts";
 import { type ErdmaTraceEvent, isServerLine } from "../../protocol/hw-trace.ts";
-import { fail, notUnder, type Problem, pass, type Rule, skip, type WrRef } from "../rule.ts";
+import type { WrRef } from "../../protocol/observations.ts";
+import { fail, notUnder, type Problem, pass, type Rule, skip } from "../rule.ts";
 
 type Owed = { key: string; what: string; wr: WrRef; owed: number; written: number };
 

@@ -6,8 +6,9 @@
  * MR, PD or connection behind, neither in the kernel nor on the device.
  */
 import { eventsOf, type HwTraceEvent } from "../../protocol/hw-trace.ts";
+import type { UlpObjectsObservation, UlpStepObservation } from "../../protocol/observations.ts";
+import { leftBehind } from "../../protocol/observations.ts";
 import { halfOpenConnections } from "../half-open.ts";
-import { leftBehind, type UlpObjectsObservation, type UlpStepObservation } from "../observations.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 
 function ulpSteps(observations: readonly { ev: string }[]): UlpStepObservation[] {
