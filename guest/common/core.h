@@ -224,6 +224,8 @@ void hil_qp_destroy(struct hil_qp *q, const char *why);
 void hil_listener_destroy(struct hil_listener *l);
 /* everything, in dependency order */
 void hil_teardown_all(const char *why);
+/* frees the pools of destroyed QPs no completion can reach any more (all of them: force) */
+void hil_graveyard_flush(bool force);
 
 /* a fresh WR context, or NULL when the QP has posted max_wrs WRs */
 struct hil_ctx *hil_ctx_get(struct hil_pool *pool);

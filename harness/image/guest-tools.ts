@@ -50,6 +50,7 @@ const UVERBS_TOOL: Tool = {
       "core_cq.c",
       "core_post.c",
       "core_run.c",
+      "core_teardown.c",
     ].map((f) => `../common/${f}`),
   ],
   headers: ["../uverbs/uv.h", "../uverbs/uv_port.h"],
