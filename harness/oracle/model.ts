@@ -402,11 +402,16 @@ export class TraceModel {
 
   /**
    * The record index by which an owed completion must be in the trace: the end of the trace when
-   * the QP ends in ERR (the run settles the CQs before it ends), else none.
+   * the QP ends in ERR (the run settles the CQs before it ends), else none. A run that ended in a
+   * hung drain (hil-uverbs' `hang` record) polled only the CQ the drain waited on to the end: what
+   * another CQ still held is not known.
    */
   deadline(w: Wr): number | undefined {
     if (!this.owesCompletion(w)) return undefined;
-    return this.finalState(w.qp) === "ERR" ? this.records.length : undefined;
+    if (this.finalState(w.qp) !== "ERR") return undefined;
+    const hang = this.records.find((r) => r.ev === "hang");
+    if (hang?.ev === "hang" && this.cqOf(w.qp, w.queue) !== hang.cq) return undefined;
+    return this.records.length;
   }
 
   cqOf(qp: string, q: Queue): string | undefined {

@@ -88,3 +88,35 @@ t.test("each problem quotes its records and names its WR and completions", async
     },
   ]);
 });
+
+t.test("a run that ended in a hung drain: only the CQ the drain polled is known to the end", async (t) => {
+  const hung = (b: TraceBuilder) =>
+    b.raw({
+      ev: "hang",
+      call: 9,
+      qp: "qp",
+      op: "drain",
+      which: "sq",
+      queue: "sq",
+      cq: "scq",
+      waited_ms: 10_000,
+    });
+  const b = new TraceBuilder()
+    .qp("qp", { qpNum: 1, scq: "scq", rcq: "rcq" })
+    .post("qp", "rq", 10, 2)
+    .post("qp", "sq", 1, 1)
+    .modify("qp", "ERR");
+  const unpolled = hung(b);
+  const v = verdictOf(unpolled, "5");
+  t.same([v.verdict, v.judged], ["FAIL", 1], "the send the drain waited for on scq is owed");
+  t.match(v.problems, [{ reason: /qp sq WR 1 \(posted in RTS\) never completed/ }]);
+  t.notMatch(v.reason, /rq WR 1[01]/, "the receives on rcq, which nobody polled after the hang, are not");
+  const polled = hung(
+    new TraceBuilder()
+      .qp("qp", { qpNum: 1, scq: "scq", rcq: "rcq" })
+      .post("qp", "sq", 1, 1)
+      .modify("qp", "ERR")
+      .cqe("qp", "sq", 1, { status: 5 }),
+  );
+  t.equal(verdictOf(polled, "5").verdict, "PASS");
+});
