@@ -13,6 +13,7 @@ import {
 } from "../../harness/oracle/rules/hw-protocol.ts";
 import type { ErdmaTraceEvent } from "../../harness/protocol/hw-trace.ts";
 import { erdmaTraceEventSchema } from "../../qemu/erdma/trace-schema.ts";
+import { type CmdEventBody, cmdEventBody } from "../support/hw-trace-events.ts";
 
 /** Events at t = 1, 2, ... on device `dev` unless they say, each checked against the schema. */
 function events(...list: Record<string, unknown>[]): ErdmaTraceEvent[] {
@@ -27,17 +28,8 @@ const fired = (context: Record<string, unknown>, kind?: string) => ({
   ...(kind ? { fault: { kind } } : {}),
 });
 const qpState = (id: number, from: string, to: string) => ({ kind: "state", object: "qp", id, from, to });
-const cmd = (name: string, status: number, more: Record<string, unknown> = {}) => ({
-  kind: "cmd",
-  opcode: 0,
-  submod: 0,
-  name,
-  cookie: 0,
-  sqeIdx: 0,
-  status,
-  statusName: ["OK", "BAD_OPCODE", "BAD_LENGTH", "BAD_PARAM", "NOT_FOUND"][status],
-  ...more,
-});
+const cmd = (name: string, status: number, more: Partial<CmdEventBody> = {}) =>
+  cmdEventBody(name, status, more);
 const SQ_GONE = "SQ doorbell for a QP that does not exist";
 const CQ_GONE = "doorbell for a CQ that does not exist";
 

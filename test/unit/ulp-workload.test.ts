@@ -20,6 +20,7 @@ import { loadScenarioFile } from "../../harness/scenario/load.ts";
 import { translateUlpFault, ulpQp } from "../../harness/suite/faults.ts";
 import { withUlpConfig } from "../../harness/workflows/job.ts";
 import { loadProfile } from "../../qemu/erdma/profile-file.ts";
+import { cmdEventBody } from "../support/hw-trace-events.ts";
 
 function scenarioFile(t: { testdir(): string }, text: string): string {
   const dir = t.testdir();
@@ -383,15 +384,10 @@ t.test("a connect that hangs or fails: the device's half-open connections are it
     ({
       t: 1,
       dev,
-      kind: "cmd",
-      opcode: 3,
-      submod: 0,
-      name: "MODIFY_QP",
-      cookie: 0,
-      sqeIdx: 0,
-      status: 0,
-      statusName: "OK",
-      detail: { qpn, from: "IDLE", to: "RTS", connection: { sip, dip, sport, dport, cookie: 1 } },
+      ...cmdEventBody("MODIFY_QP", 0, {
+        opcode: 3,
+        detail: { qpn, from: "IDLE", to: "RTS", connection: { sip, dip, sport, dport, cookie: 1 } },
+      }),
     }) as unknown as HwTraceEvent;
   const connect = {
     ev: "stuck",
