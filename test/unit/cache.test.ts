@@ -22,6 +22,7 @@ import {
 } from "../../util/cache.ts";
 import type { EntryManifest } from "../../util/cache-manifest.ts";
 import { privateCacheDir } from "../support/private-cache.ts";
+import { cacheNotices } from "../support/stderr.ts";
 
 const withCacheDir = (t: Test) => privateCacheDir(t, "hil-cache-test-");
 
@@ -196,23 +197,7 @@ t.test("a build interrupted by SIGINT leaves no entry, temp dir or lock", async 
 });
 
 /** The [cache] lines written to stderr while `fn` runs. */
-async function notices<T>(fn: () => Promise<T>): Promise<{ value: T; lines: string[] }> {
-  const lines: string[] = [];
-  const write = process.stderr.write.bind(process.stderr);
-  process.stderr.write = ((chunk: string | Uint8Array) => {
-    lines.push(
-      ...String(chunk)
-        .split("\n")
-        .filter((l) => l.startsWith("[cache]")),
-    );
-    return true;
-  }) as typeof process.stderr.write;
-  try {
-    return { value: await fn(), lines };
-  } finally {
-    process.stderr.write = write;
-  }
-}
+const notices = cacheNotices;
 
 function manifestOf(dir: string): EntryManifest {
   return JSON.parse(readFileSync(join(dir, ".complete"), "utf8")) as EntryManifest;

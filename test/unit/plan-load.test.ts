@@ -15,6 +15,7 @@ import {
   slug,
 } from "../../harness/workflows/matrix-plan.ts";
 import { HilError } from "../../util/errors.ts";
+import { withStderr } from "../support/stderr.ts";
 
 const PLANS = fileURLToPath(new URL("../../fixtures/plans/", import.meta.url));
 const FILE = join(PLANS, "bad.yaml");
@@ -197,13 +198,7 @@ t.test("each mistake is one error with file:line:col and the field", async (t) =
 t.test(
   "rules: the oracle's rule sets of every job; oracle, its old name, still works with a notice",
   async (t) => {
-    const notices: string[] = [];
-    const write = process.stderr.write.bind(process.stderr);
-    process.stderr.write = ((chunk: string) => {
-      notices.push(String(chunk));
-      return true;
-    }) as typeof process.stderr.write;
-    try {
+    await withStderr(async (notices) => {
       const rules = await parsePlan([...GOOD, "rules: [linux, ib]"].join("\n"), FILE);
       t.ok(rules.jobs.every((j) => j.spec.oracle?.join() === "linux,ib"));
       t.same(notices, [], "no notice for the new name");
@@ -215,9 +210,7 @@ t.test(
       );
       t.equal(old.hash, rules.hash, "the same plan");
       t.same(notices, [`hil: notice: ${FILE}:7:1: oracle: now called rules (the old name still works)\n`]);
-    } finally {
-      process.stderr.write = write;
-    }
+    });
     const both = await errorOf([...GOOD, "rules: [linux]", "oracle: [ib]"]);
     t.equal(both.format(), `${FILE}:8:1: oracle: the old name of rules: give rules alone`);
     const bad = await errorOf([...GOOD, "rules: [rocev2]"]);
