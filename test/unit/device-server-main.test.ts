@@ -132,23 +132,12 @@ t.test("bad combinations: one UsageError naming the option and the device", asyn
 t.test("the process: bad pairs exit 2 with the message and the usage, and create nothing", async (t) => {
   const dir = tempDir(t);
   const sockets = [join(dir, "0.sock"), join(dir, "1.sock")];
-  const r = await execa(
-    process.execPath,
-    [
-      "--import",
-      "tsx",
-      MAIN,
-      "--device",
-      "erdma",
-      "--socket-path",
-      sockets[0] ?? "",
-      "--socket-path",
-      sockets[1] ?? "",
-      "--mac",
-      MAC0,
-    ],
-    { reject: false },
-  );
+  const socketArgs = sockets.flatMap((s) => ["--socket-path", s]);
+  const runMain = (...args: string[]) =>
+    execa(process.execPath, ["--import", "tsx", MAIN, "--device", "erdma", ...socketArgs, ...args], {
+      reject: false,
+    });
+  const r = await runMain("--mac", MAC0);
   t.equal(r.exitCode, 2);
   t.match(
     r.stderr,
@@ -157,29 +146,8 @@ t.test("the process: bad pairs exit 2 with the message and the usage, and create
   t.match(r.stderr, /usage: main\.ts --socket-path PATH \[--socket-path PATH \.\.\.\]/);
   t.equal(r.stdout, "");
   t.notOk(sockets.some(existsSync), "no socket made");
-  const badProfile = await execa(
-    process.execPath,
-    [
-      "--import",
-      "tsx",
-      MAIN,
-      "--device",
-      "erdma",
-      "--socket-path",
-      sockets[0] ?? "",
-      "--socket-path",
-      sockets[1] ?? "",
-      "--mac",
-      MAC0,
-      "--mac",
-      MAC1,
-      "--profile",
-      "erdma-reflush",
-      "--profile",
-      "no-such-profile",
-    ],
-    { reject: false },
-  );
+  const twoMacs = ["--mac", MAC0, "--mac", MAC1];
+  const badProfile = await runMain(...twoMacs, "--profile", "erdma-reflush", "--profile", "no-such-profile");
   t.equal(badProfile.exitCode, 2);
   t.match(badProfile.stderr, /--profile \(device erdma1, .*1\.sock\): .*no-such-profile/);
   t.notOk(sockets.some(existsSync), "no socket made");
