@@ -14,7 +14,8 @@ import {
   renderJobList,
   slug,
 } from "../../harness/workflows/matrix-plan.ts";
-import { HilError } from "../../util/errors.ts";
+import type { HilError } from "../../util/errors.ts";
+import { hilErrorOf } from "../support/hil-error.ts";
 import { withStderr } from "../support/stderr.ts";
 
 const PLANS = fileURLToPath(new URL("../../fixtures/plans/", import.meta.url));
@@ -29,15 +30,8 @@ const GOOD = [
   "scenarios: [drain-qp-idle, 'post-*']",
 ];
 
-async function errorOf(lines: readonly string[]): Promise<HilError> {
-  try {
-    await parsePlan(lines.join("\n"), FILE);
-  } catch (err) {
-    if (err instanceof HilError) return err;
-    throw err;
-  }
-  throw new Error("the plan loaded without an error");
-}
+const errorOf = (lines: readonly string[]) =>
+  hilErrorOf(() => parsePlan(lines.join("\n"), FILE), "the plan loaded without an error");
 
 t.test("the shipped plans load", async (t) => {
   const nightly = await loadPlan(join(PLANS, "nightly.yaml"));
