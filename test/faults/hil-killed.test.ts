@@ -12,7 +12,7 @@ import { isTempName } from "../../util/atomic-write.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 import { processExists } from "../support/guest.ts";
 import { scenarioOf, verdictsOf } from "../support/verdicts.ts";
-import { pausedScenario, processesGoneFrom, scenarioRunning, startHil } from "./live-run.ts";
+import { pausedScenario, processesGoneFrom, RUN_612_LINUX, startRunningScenario } from "./live-run.ts";
 import { exitText, faultTable } from "./table.ts";
 
 t.setTimeout(40 * 60 * 1000);
@@ -37,12 +37,7 @@ for (const c of CASES) {
   t.test(`${c.signal} to ${c.to} mid-scenario: dies of it, exit ${c.code}, nothing left`, async (t) => {
     const row = table.row(t, `${c.signal} of hil run (to ${c.to}) mid-scenario`);
     const dir = join(root, `run-${c.signal}`);
-    const run = startHil(
-      ["run", "--kernel", "debian:6.12", "--rules", "linux", "--scenario", scenario, "--run-dir", dir],
-      iso,
-    );
-    t.teardown(() => void run.child.kill("SIGKILL"));
-    await scenarioRunning(run, dir);
+    const run = await startRunningScenario(t, [...RUN_612_LINUX, "--scenario", scenario], dir, iso);
     const sentAt = Date.now();
     if (c.to === "hil") process.kill(run.pid, c.signal);
     else process.kill(-run.pid, c.signal);
@@ -66,12 +61,7 @@ for (const c of CASES) {
 t.test("SIGKILL of hil mid-scenario: its QEMU and device server go; the next run is clean", async (t) => {
   const row = table.row(t, "SIGKILL of hil run mid-scenario");
   const dir = join(root, "run-SIGKILL");
-  const run = startHil(
-    ["run", "--kernel", "debian:6.12", "--rules", "linux", "--scenario", scenario, "--run-dir", dir],
-    iso,
-  );
-  t.teardown(() => void run.child.kill("SIGKILL"));
-  await scenarioRunning(run, dir);
+  const run = await startRunningScenario(t, [...RUN_612_LINUX, "--scenario", scenario], dir, iso);
   const sentAt = Date.now();
   process.kill(run.pid, "SIGKILL");
   const exit = await run.exited;
@@ -101,20 +91,7 @@ t.test("SIGKILL of hil mid-scenario: its QEMU and device server go; the next run
     const next = t.testdir({});
     const nextRow = table.row(t, "the next hil run after the SIGTERM, SIGINT and SIGKILL");
     const started = Date.now();
-    const r = await hil(
-      [
-        "run",
-        "--kernel",
-        "debian:6.12",
-        "--rules",
-        "linux",
-        "--scenario",
-        "drain-qp-idle",
-        "--run-dir",
-        next,
-      ],
-      iso.env,
-    );
+    const r = await hil([...RUN_612_LINUX, "--scenario", "drain-qp-idle", "--run-dir", next], iso.env);
     nextRow.ms = Date.now() - started;
     nextRow.exit = String(r.exitCode);
     t.equal(r.exitCode, 0, r.stderr.slice(-3000));

@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import type { Test } from "tap";
 import { connectOnce } from "../../qemu/launch/ssh.ts";
 import { HIL_BIN, type Isolation, processesUsing, REPO_ROOT } from "../support/cli.ts";
 
@@ -125,4 +126,20 @@ export async function sendToGuest(tmp: string, command: string, waitMs = 2000): 
     client.end();
     client.destroy();
   }
+}
+
+/** The run most faults are made in: `hil run` on debian:6.12, judged under the linux rules. */
+export const RUN_612_LINUX = ["run", "--kernel", "debian:6.12", "--rules", "linux"] as const;
+
+/** Starts `hil <args> --run-dir <dir>` (startHil), killed when `t` ends; resolves once its scenario runs. */
+export async function startRunningScenario(
+  t: Test,
+  args: readonly string[],
+  dir: string,
+  iso: Isolation,
+): Promise<LiveRun> {
+  const run = startHil([...args, "--run-dir", dir], iso);
+  t.teardown(() => void run.child.kill("SIGKILL"));
+  await scenarioRunning(run, dir);
+  return run;
 }
