@@ -9,10 +9,15 @@ import { join } from "node:path";
 import t from "tap";
 import { LOCK_FILE } from "../../harness/rundir/lock.ts";
 import { isTempName } from "../../util/atomic-write.ts";
-import { hil, isolate, leftovers } from "../support/cli.ts";
+import { isolate, leftovers } from "../support/cli.ts";
 import { processExists } from "../support/guest.ts";
-import { scenarioOf, verdictsOf } from "../support/verdicts.ts";
-import { pausedScenario, processesGoneFrom, RUN_612_LINUX, startRunningScenario } from "./live-run.ts";
+import {
+  nextRunPasses,
+  pausedScenario,
+  processesGoneFrom,
+  RUN_612_LINUX,
+  startRunningScenario,
+} from "./live-run.ts";
 import { exitText, faultTable } from "./table.ts";
 
 t.setTimeout(40 * 60 * 1000);
@@ -90,14 +95,7 @@ t.test("SIGKILL of hil mid-scenario: its QEMU and device server go; the next run
   await t.test("the next run in the same TMPDIR passes and sweeps what the killed one left", async (t) => {
     const next = t.testdir({});
     const nextRow = table.row(t, "the next hil run after the SIGTERM, SIGINT and SIGKILL");
-    const started = Date.now();
-    const r = await hil([...RUN_612_LINUX, "--scenario", "drain-qp-idle", "--run-dir", next], iso.env);
-    nextRow.ms = Date.now() - started;
-    nextRow.exit = String(r.exitCode);
-    t.equal(r.exitCode, 0, r.stderr.slice(-3000));
-    const s = scenarioOf(next, "drain-qp-idle");
-    nextRow.verdict = verdictsOf(s).join(", ");
-    t.same(verdictsOf(s), ["linux PASS"]);
+    await nextRunPasses(t, nextRow, [...RUN_612_LINUX, "--scenario", "drain-qp-idle"], next, iso.env);
     const left = leftovers(iso);
     nextRow.leftovers = [...left.processes, ...left.entries];
     t.same(left, { processes: [], entries: [] }, "nothing left, the killed run's temp dirs included");
