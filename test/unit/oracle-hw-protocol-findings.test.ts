@@ -300,50 +300,25 @@ t.test("REFLUSH is checked against the doorbells of QPs the device has", (t) => 
 });
 
 t.test("a QP's destroy and a device reset settle its REFLUSH books", (t) => {
-  const created = [qpState(1, "none", "IDLE")];
-  const destroyed = hwProtocolFindings(
-    events(...created, reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), qpState(1, "IDLE", "destroyed")),
-  );
+  /** The findings when `then` follows a REFLUSH no doorbell announced, on QP 1. */
+  const afterReflush = (then: Record<string, unknown>) =>
+    hwProtocolFindings(events(qpState(1, "none", "IDLE"), reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), then));
+  const state = (object: string, id: number, from: string, to: string) => ({
+    kind: "state",
+    object,
+    id,
+    from,
+    to,
+  });
+  const destroyed = afterReflush(qpState(1, "IDLE", "destroyed"));
   t.match(destroyed.findings[0]?.reason, /no doorbell carrying it came before its DESTROY_QP$/);
-  const reset = hwProtocolFindings(
-    events(...created, reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), {
-      kind: "state",
-      object: "device",
-      id: 0,
-      from: "enabled",
-      to: "reset (FLR)",
-    }),
-  );
+  const reset = afterReflush(state("device", 0, "enabled", "reset (FLR)"));
   t.same(reset.findings, [], "a reset loses the QP and its books");
-  const notReset = hwProtocolFindings(
-    events(...created, reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), {
-      kind: "state",
-      object: "device",
-      id: 0,
-      from: "x",
-      to: "enabled",
-    }),
-  );
+  const notReset = afterReflush(state("device", 0, "x", "enabled"));
   t.equal(notReset.findings.length, 1, "a device state that is no reset");
-  const cqState = hwProtocolFindings(
-    events(...created, reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), {
-      kind: "state",
-      object: "cq",
-      id: 1,
-      from: "VALID",
-      to: "reset",
-    }),
-  );
+  const cqState = afterReflush(state("cq", 1, "VALID", "reset"));
   t.equal(cqState.findings.length, 1, "a CQ's state is not the device's");
-  const other = hwProtocolFindings(
-    events(...created, reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), {
-      kind: "state",
-      object: "cq",
-      id: 1,
-      from: "none",
-      to: "destroyed",
-    }),
-  );
+  const other = afterReflush(state("cq", 1, "none", "destroyed"));
   t.match(other.findings[0]?.reason, /in this trace$/, "a CQ destroyed is not the QP");
   t.end();
 });
