@@ -228,15 +228,7 @@ t.test("ulp-steps: exit codes against expect; hang: a stuck step; ulp-leak: obje
   const cmd = (name: string, status: number, statusName: string, reason?: string): HwTraceEvent => ({
     t: 1,
     dev: "erdma",
-    kind: "cmd",
-    opcode: 9,
-    submod: 0,
-    name,
-    cookie: 0,
-    sqeIdx: 0,
-    status,
-    statusName,
-    ...(reason ? { reason } : {}),
+    ...cmdEventBody(name, status, { opcode: 9, statusName, ...(reason ? { reason } : {}) }),
   });
   const refused = judge(
     [
