@@ -628,30 +628,24 @@ export class ErdmaDriver {
       events: 0,
     };
     const out = await this.post(
-      R.createCq({
-        cqn,
-        depthLog: ilog2(depth),
-        eqn: cq.eqn,
-        pageShift: 25,
-        qbuf,
-        mttCount: 1,
-        level: 0,
-        dbrec,
-        firstPageOffset: 0,
-      }),
+      R.createCq(R.inlineCqArgs({ cqn, depthLog: ilog2(depth), eqn: cq.eqn, pageShift: 25, qbuf, dbrec })),
     );
     if (out.status === 0) this.cqs.set(cqn, cq);
     return { out, cq };
   }
 
   private allocCqn(): number {
-    const max = (this.attrs?.maxCq ?? 2048) - 1;
+    return this.allocCyclic("nextCqn", this.cqs, (this.attrs?.maxCq ?? 2048) - 1, "CQN");
+  }
+
+  /** The next number of 1..max not in `used`, from this[cursor] on, wrapping (xa_alloc_cyclic). */
+  private allocCyclic(cursor: "nextCqn" | "nextQpn", used: Map<number, unknown>, max: number, what: string) {
     for (let i = 0; i < max; i++) {
-      const n = this.nextCqn;
-      this.nextCqn = n >= max ? 1 : n + 1;
-      if (!this.cqs.has(n)) return n;
+      const n = this[cursor];
+      this[cursor] = n >= max ? 1 : n + 1;
+      if (!used.has(n)) return n;
     }
-    throw new Error("no CQN");
+    throw new Error(`no ${what}`);
   }
 
   async destroyCq(cq: KernelCq): Promise<CmdOutcome> {
@@ -705,22 +699,13 @@ export class ErdmaDriver {
     const sq = this.queueAlloc(sqSize * 32);
     const rq = this.queueAlloc(rqSize * 32);
     const pd = a.pd ?? this.allocPd();
-    const queue = (buf: bigint, cqn: number, dbrec: bigint): R.QueueMtt => ({
-      pageShift: 20,
-      level: 0,
-      count: 1,
-      offset: 0,
-      entries: [buf],
-      cqn,
-      dbrec,
-    });
     const req = R.createQp(this.version, {
       qpn,
       pd,
       sqDepthLog: ilog2(sqSize),
       rqDepthLog: ilog2(rqSize),
-      sq: queue(sq.qbuf, a.scq.cqn, sq.dbrec),
-      rq: queue(rq.qbuf, a.rcq.cqn, rq.dbrec),
+      sq: R.inlineQueueMtt(sq.qbuf, a.scq.cqn, sq.dbrec),
+      rq: R.inlineQueueMtt(rq.qbuf, a.rcq.cqn, rq.dbrec),
       type: 0,
     });
     const out = await this.post(req);
@@ -746,13 +731,7 @@ export class ErdmaDriver {
   }
 
   private allocQpn(): number {
-    const max = (this.attrs?.maxQp ?? 1024) - 1;
-    for (let i = 0; i < max; i++) {
-      const n = this.nextQpn;
-      this.nextQpn = n >= max ? 1 : n + 1;
-      if (!this.qps.has(n)) return n;
-    }
-    throw new Error("no QPN");
+    return this.allocCyclic("nextQpn", this.qps, (this.attrs?.maxQp ?? 1024) - 1, "QPN");
   }
 
   allocPd(): number {

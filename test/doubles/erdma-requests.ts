@@ -168,6 +168,13 @@ export interface CreateCqArgs {
   cdb?: number;
 }
 
+/** A CQ whose buffer is one MTT entry given inline: level 0, no offset, 4 KiB pages unless `a` says. */
+export function inlineCqArgs(
+  a: Pick<CreateCqArgs, "cqn" | "depthLog" | "eqn" | "qbuf" | "dbrec"> & Partial<CreateCqArgs>,
+): CreateCqArgs {
+  return { pageShift: 12, mttCount: 1, level: 0, firstPageOffset: 0, ...a };
+}
+
 /** create_cq_cmd (erdma_verbs.c:184-244); 6.1 has no cfg2 (40 bytes either way, padded) */
 export function createCq(a: CreateCqArgs) {
   const cfg0 = f(a.depthLog, 31, 24) | f(a.pageShift - 12, 23, 20) | f(a.cqn, 19, 0);
@@ -198,6 +205,11 @@ export interface QueueMtt {
   entries: bigint[];
   cqn: number;
   dbrec: bigint;
+}
+
+/** A queue whose buffer is one MTT entry given inline: level 0, 1 MiB page shift, no offset. */
+export function inlineQueueMtt(buf: bigint, cqn: number, dbrec: bigint): QueueMtt {
+  return { pageShift: 20, level: 0, count: 1, offset: 0, entries: [buf], cqn, dbrec };
 }
 
 export interface CreateQpArgs {

@@ -21,6 +21,7 @@ import { readArtifactRecord } from "../../harness/kernel/artifact-record.ts";
 import { KERNEL_CACHE_KIND, kernelEntryOptions } from "../../harness/kernel/build.ts";
 import { cacheRoot, ensureEntry } from "../../util/cache.ts";
 import { hashFile, shortKey } from "../../util/hash.ts";
+import { cacheNotices } from "../support/stderr.ts";
 import { copyWarm, warmDefaultKernel } from "../support/warm-cache.ts";
 import { faultTable } from "./table.ts";
 
@@ -30,24 +31,8 @@ const table = faultTable(import.meta.url);
 const WARM = cacheRoot();
 const warm = await warmDefaultKernel(WARM);
 
-/** The [cache] lines written to stderr while `fn` runs. */
-async function notices<T>(fn: () => Promise<T>): Promise<{ value: T; lines: string[] }> {
-  const lines: string[] = [];
-  const write = process.stderr.write.bind(process.stderr);
-  process.stderr.write = ((chunk: string | Uint8Array) => {
-    lines.push(
-      ...String(chunk)
-        .split("\n")
-        .filter((l) => l.startsWith("[cache]")),
-    );
-    return write(chunk);
-  }) as typeof process.stderr.write;
-  try {
-    return { value: await fn(), lines };
-  } finally {
-    process.stderr.write = write;
-  }
-}
+/** The [cache] lines written to stderr while `fn` runs (still written out). */
+const notices = <T>(fn: () => Promise<T>) => cacheNotices(fn, { passOn: true });
 
 t.test("a cut file in a copy of the cached default kernel is found and rebuilt", async (t) => {
   const modulesRow = table.row(t, "a truncated cache entry: the guest modules layer cut in half");

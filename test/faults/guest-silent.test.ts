@@ -7,7 +7,7 @@ import { join } from "node:path";
 import t, { type Test } from "tap";
 import { isolate, leftovers } from "../support/cli.ts";
 import { ruleOf, scenarioOf, verdictsOf } from "../support/verdicts.ts";
-import { pausedScenario, scenarioRunning, sendToGuest, startHil } from "./live-run.ts";
+import { pausedScenario, RUN_612_LINUX, sendToGuest, startRunningScenario } from "./live-run.ts";
 import { exitText, faultTable } from "./table.ts";
 
 t.setTimeout(30 * 60 * 1000);
@@ -19,22 +19,8 @@ async function runAndSend(t: Test, command: string) {
   const iso = isolate();
   const root = t.testdir({ "guest-fault.yaml": pausedScenario(8000) });
   const dir = join(root, "run");
-  const run = startHil(
-    [
-      "run",
-      "--kernel",
-      "debian:6.12",
-      "--rules",
-      "linux",
-      "--scenario",
-      join(root, "guest-fault.yaml"),
-      "--run-dir",
-      dir,
-    ],
-    iso,
-  );
-  t.teardown(() => void run.child.kill("SIGKILL"));
-  await scenarioRunning(run, dir);
+  const scenario = join(root, "guest-fault.yaml");
+  const run = await startRunningScenario(t, [...RUN_612_LINUX, "--scenario", scenario], dir, iso);
   const sentAt = Date.now();
   await sendToGuest(iso.tmp, command, 0);
   const exit = await run.exited;

@@ -9,10 +9,15 @@ import { join } from "node:path";
 import t from "tap";
 import { LOCK_FILE } from "../../harness/rundir/lock.ts";
 import { isTempName } from "../../util/atomic-write.ts";
-import { hil, isolate, leftovers } from "../support/cli.ts";
+import { isolate, leftovers } from "../support/cli.ts";
 import { processExists } from "../support/guest.ts";
-import { scenarioOf, verdictsOf } from "../support/verdicts.ts";
-import { pausedScenario, processesGoneFrom, scenarioRunning, startHil } from "./live-run.ts";
+import {
+  nextRunPasses,
+  pausedScenario,
+  processesGoneFrom,
+  RUN_612_LINUX,
+  startRunningScenario,
+} from "./live-run.ts";
 import { exitText, faultTable } from "./table.ts";
 
 t.setTimeout(40 * 60 * 1000);
@@ -37,12 +42,7 @@ for (const c of CASES) {
   t.test(`${c.signal} to ${c.to} mid-scenario: dies of it, exit ${c.code}, nothing left`, async (t) => {
     const row = table.row(t, `${c.signal} of hil run (to ${c.to}) mid-scenario`);
     const dir = join(root, `run-${c.signal}`);
-    const run = startHil(
-      ["run", "--kernel", "debian:6.12", "--rules", "linux", "--scenario", scenario, "--run-dir", dir],
-      iso,
-    );
-    t.teardown(() => void run.child.kill("SIGKILL"));
-    await scenarioRunning(run, dir);
+    const run = await startRunningScenario(t, [...RUN_612_LINUX, "--scenario", scenario], dir, iso);
     const sentAt = Date.now();
     if (c.to === "hil") process.kill(run.pid, c.signal);
     else process.kill(-run.pid, c.signal);
@@ -66,12 +66,7 @@ for (const c of CASES) {
 t.test("SIGKILL of hil mid-scenario: its QEMU and device server go; the next run is clean", async (t) => {
   const row = table.row(t, "SIGKILL of hil run mid-scenario");
   const dir = join(root, "run-SIGKILL");
-  const run = startHil(
-    ["run", "--kernel", "debian:6.12", "--rules", "linux", "--scenario", scenario, "--run-dir", dir],
-    iso,
-  );
-  t.teardown(() => void run.child.kill("SIGKILL"));
-  await scenarioRunning(run, dir);
+  const run = await startRunningScenario(t, [...RUN_612_LINUX, "--scenario", scenario], dir, iso);
   const sentAt = Date.now();
   process.kill(run.pid, "SIGKILL");
   const exit = await run.exited;
@@ -100,27 +95,7 @@ t.test("SIGKILL of hil mid-scenario: its QEMU and device server go; the next run
   await t.test("the next run in the same TMPDIR passes and sweeps what the killed one left", async (t) => {
     const next = t.testdir({});
     const nextRow = table.row(t, "the next hil run after the SIGTERM, SIGINT and SIGKILL");
-    const started = Date.now();
-    const r = await hil(
-      [
-        "run",
-        "--kernel",
-        "debian:6.12",
-        "--rules",
-        "linux",
-        "--scenario",
-        "drain-qp-idle",
-        "--run-dir",
-        next,
-      ],
-      iso.env,
-    );
-    nextRow.ms = Date.now() - started;
-    nextRow.exit = String(r.exitCode);
-    t.equal(r.exitCode, 0, r.stderr.slice(-3000));
-    const s = scenarioOf(next, "drain-qp-idle");
-    nextRow.verdict = verdictsOf(s).join(", ");
-    t.same(verdictsOf(s), ["linux PASS"]);
+    await nextRunPasses(t, nextRow, [...RUN_612_LINUX, "--scenario", "drain-qp-idle"], next, iso.env);
     const left = leftovers(iso);
     nextRow.leftovers = [...left.processes, ...left.entries];
     t.same(left, { processes: [], entries: [] }, "nothing left, the killed run's temp dirs included");

@@ -6,8 +6,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
+import type { Test } from "tap";
 import { connectOnce } from "../../qemu/launch/ssh.ts";
-import { HIL_BIN, type Isolation, processesUsing, REPO_ROOT } from "../support/cli.ts";
+import { HIL_BIN, hil, type Isolation, processesUsing, REPO_ROOT } from "../support/cli.ts";
+import { scenarioOf, verdictsOf } from "../support/verdicts.ts";
+import type { FaultRow } from "./table.ts";
 
 /** A short scenario: receives posted, a pause the fault lands in, then a drain. */
 export function pausedScenario(pauseMs: number): string {
@@ -125,4 +128,41 @@ export async function sendToGuest(tmp: string, command: string, waitMs = 2000): 
     client.end();
     client.destroy();
   }
+}
+
+/** The run most faults are made in: `hil run` on debian:6.12, judged under the linux rules. */
+export const RUN_612_LINUX = ["run", "--kernel", "debian:6.12", "--rules", "linux"] as const;
+
+/** Starts `hil <args> --run-dir <dir>` (startHil), killed when `t` ends; resolves once its scenario runs. */
+export async function startRunningScenario(
+  t: Test,
+  args: readonly string[],
+  dir: string,
+  iso: Isolation,
+): Promise<LiveRun> {
+  const run = startHil([...args, "--run-dir", dir], iso);
+  t.teardown(() => void run.child.kill("SIGKILL"));
+  await scenarioRunning(run, dir);
+  return run;
+}
+
+/**
+ * The run after a fault, `hil <args> --run-dir <dir>` of drain-qp-idle, which must pass under
+ * linux; its time, exit status and verdict go into `row`.
+ */
+export async function nextRunPasses(
+  t: Test,
+  row: FaultRow,
+  args: readonly string[],
+  dir: string,
+  env: NodeJS.ProcessEnv,
+): Promise<void> {
+  const started = Date.now();
+  const r = await hil([...args, "--run-dir", dir], env);
+  row.ms = Date.now() - started;
+  row.exit = String(r.exitCode);
+  t.equal(r.exitCode, 0, r.stderr.slice(-3000));
+  const s = scenarioOf(dir, "drain-qp-idle");
+  row.verdict = verdictsOf(s).join(", ");
+  t.same(verdictsOf(s), ["linux PASS"]);
 }

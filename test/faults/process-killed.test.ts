@@ -9,7 +9,7 @@ import { join } from "node:path";
 import t from "tap";
 import { isolate, leftovers } from "../support/cli.ts";
 import { scenarioOf, verdictsOf } from "../support/verdicts.ts";
-import { pausedScenario, pidUnder, scenarioRunning, startHil } from "./live-run.ts";
+import { pausedScenario, pidUnder, RUN_612_LINUX, startRunningScenario } from "./live-run.ts";
 import { exitText, faultTable } from "./table.ts";
 
 t.setTimeout(30 * 60 * 1000);
@@ -44,12 +44,7 @@ for (const [target, victim] of Object.entries(VICTIMS)) {
     const file = join(root, "killed-mid-scenario.yaml");
     writeFileSync(file, pausedScenario(8000));
     const dir = join(root, "run");
-    const run = startHil(
-      ["run", "--kernel", "debian:6.12", "--rules", "linux", "--scenario", file, "--run-dir", dir],
-      iso,
-    );
-    t.teardown(() => void run.child.kill("SIGKILL"));
-    await scenarioRunning(run, dir);
+    const run = await startRunningScenario(t, [...RUN_612_LINUX, "--scenario", file], dir, iso);
     const pid = pidUnder(iso.tmp, victim.program);
     t.ok(pid, `the ${target} runs under ${iso.tmp}`);
     if (pid === undefined) return;
@@ -103,9 +98,7 @@ t.test(
       ].join("\n"),
     );
     const dir = join(root, "run");
-    const run = startHil(["run", "--scenario", file, "--run-dir", dir], iso);
-    t.teardown(() => void run.child.kill("SIGKILL"));
-    await scenarioRunning(run, dir);
+    const run = await startRunningScenario(t, ["run", "--scenario", file], dir, iso);
     const pid = pidUnder(iso.tmp, /node$/);
     t.ok(pid, `the device server runs under ${iso.tmp}`);
     if (pid === undefined) return;

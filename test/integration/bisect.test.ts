@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { execa } from "execa";
 import t from "tap";
 import type { BisectResult } from "../../harness/workflows/bisect/bisect.ts";
-import { hil, isolate, leftovers, REPO_ROOT } from "../support/cli.ts";
+import { hil, hilWithRunDir, isolate, leftovers, REPO_ROOT } from "../support/cli.ts";
 import { unpackedKernelSource } from "../support/kernel-source.ts";
 
 t.setTimeout(20 * 60 * 1000);
@@ -16,11 +16,9 @@ t.setTimeout(20 * 60 * 1000);
 const SERIES = join(REPO_ROOT, "fixtures/series/bisect-flush-status-third.mbox");
 
 t.test("the planted bad patch found in log2(n) steps", async (t) => {
-  const iso = isolate();
-  const dir = join(t.testdir({}), "run");
-  const r = await hil(
-    ["bisect", "--series", SERIES, "--scenario", "post-send-in-error", "--run-dir", dir],
-    iso.env,
+  const { iso, dir, r } = await hilWithRunDir(
+    ["bisect", "--series", SERIES, "--scenario", "post-send-in-error"],
+    t,
   );
   t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-4000));
   t.match(
@@ -138,19 +136,10 @@ t.test("a git range: the planted bad commit named by its hash", async (t) => {
 });
 
 t.test("a series that does not apply: exit 2 before anything boots", async (t) => {
-  const iso = isolate();
-  const dir = join(t.testdir({}), "run");
-  const r = await hil(
-    [
-      "bisect",
-      "--series",
-      join(REPO_ROOT, "fixtures/series/does-not-apply.mbox"),
-      "--scenario",
-      "post-send-in-error",
-      "--run-dir",
-      dir,
-    ],
-    iso.env,
+  const series = join(REPO_ROOT, "fixtures/series/does-not-apply.mbox");
+  const { iso, dir, r } = await hilWithRunDir(
+    ["bisect", "--series", series, "--scenario", "post-send-in-error"],
+    t,
   );
   t.equal(r.exitCode, 2, r.stderr);
   t.match(r.stderr, /^hil: error: patch 2\/2 .* does not apply to debian:6\.12: /m);

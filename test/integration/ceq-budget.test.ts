@@ -6,12 +6,13 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import { hil, isolate, leftovers } from "../support/cli.ts";
+import { hilWithRunDir, leftovers } from "../support/cli.ts";
 import { scenarioOf, verdictsOf } from "../support/verdicts.ts";
 
 t.setTimeout(30 * 60 * 1000);
 
 const SCENARIO = "ceq-budget-drain";
+const REARM_SKIPPED = "fixtures/mutants/ceq-rearm-skipped-after-full-chunk.mbox";
 /** MAX_POLL_CHUNK_SIZE, drivers/infiniband/hw/erdma/erdma_eq.c (6.12) */
 const CEQ_HANDLER_BUDGET = 16;
 
@@ -28,11 +29,9 @@ interface HwEvent {
 t.test(
   `${SCENARIO} on debian:6.12: more CEQEs than one handler run polls wait, and the drain passes`,
   async (t) => {
-    const iso = isolate();
-    const dir = join(t.testdir({}), "run");
-    const r = await hil(
-      ["run", "--kernel", "debian:6.12", "--scenario", SCENARIO, "--run-dir", dir],
-      iso.env,
+    const { iso, dir, r } = await hilWithRunDir(
+      ["run", "--kernel", "debian:6.12", "--scenario", SCENARIO],
+      t,
     );
     t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-4000));
     const s = scenarioOf(dir, SCENARIO);
@@ -61,21 +60,9 @@ t.test(
 );
 
 t.test("a driver that skips the CEQ re-arm after a full budget: a new FAIL", async (t) => {
-  const iso = isolate();
-  const dir = join(t.testdir({}), "run");
-  const r = await hil(
-    [
-      "validate",
-      "--kernel",
-      "debian:6.12",
-      "--series",
-      "fixtures/mutants/ceq-rearm-skipped-after-full-chunk.mbox",
-      "--scenario",
-      SCENARIO,
-      "--run-dir",
-      dir,
-    ],
-    iso.env,
+  const { iso, r } = await hilWithRunDir(
+    ["validate", "--kernel", "debian:6.12", "--series", REARM_SKIPPED, "--scenario", SCENARIO],
+    t,
   );
   t.equal(r.exitCode, 1, `${r.stdout}${r.stderr}`.slice(-4000));
   t.match(

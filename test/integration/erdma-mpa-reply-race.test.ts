@@ -8,7 +8,7 @@ import { join } from "node:path";
 import t from "tap";
 import { eventsOf, readHwTrace } from "../../harness/protocol/hw-trace.ts";
 import { type ConnectionTuple, mirrors } from "../../qemu/erdma/fabric.ts";
-import { hil, isolate, leftovers } from "../support/cli.ts";
+import { hilWithRunDir, leftovers } from "../support/cli.ts";
 
 t.setTimeout(10 * 60 * 1000);
 
@@ -39,9 +39,7 @@ function rtsConnections(dir: string, dev: string): Conn[] {
 t.test(
   "hil repro erdma-mpa-reply-race: the host's connect never sees the reply its target sent",
   async (t) => {
-    const iso = isolate();
-    const dir = join(t.testdir({}), "run");
-    const r = await hil(["repro", "erdma-mpa-reply-race", "--run-dir", dir], iso.env);
+    const { iso, dir, r } = await hilWithRunDir(["repro", "erdma-mpa-reply-race"], t);
     t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-3000));
     t.match(r.stdout, /erdma-mpa-reply-race: REPRODUCES/);
     const s = scenario(dir);
@@ -76,19 +74,9 @@ t.test(
 );
 
 t.test("the fix on top of the same widened window: the scenario passes", async (t) => {
-  const iso = isolate();
-  const dir = join(t.testdir({}), "run");
-  const r = await hil(
-    [
-      "run",
-      "--series",
-      "fixtures/series/erdma-mpa-reply-race-widen-fixed.mbox",
-      "--scenario",
-      SCENARIO,
-      "--run-dir",
-      dir,
-    ],
-    iso.env,
+  const { iso, dir, r } = await hilWithRunDir(
+    ["run", "--series", "fixtures/series/erdma-mpa-reply-race-widen-fixed.mbox", "--scenario", SCENARIO],
+    t,
   );
   t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-3000));
   t.match(r.stdout, new RegExp(`^${SCENARIO} +PASS .* every rule holds$`, "m"));

@@ -9,12 +9,13 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { readHwTrace } from "../../harness/protocol/hw-trace.ts";
-import { hil, isolate, leftovers } from "../support/cli.ts";
+import { hilWithRunDir, leftovers } from "../support/cli.ts";
 import { ruleOf, scenarioOf } from "../support/verdicts.ts";
 
 t.setTimeout(15 * 60 * 1000);
 
 const SCENARIO = "destroy-during-flush";
+const REFLUSH_AFTER_DESTROY = "fixtures/series/erdma-reflush-after-destroy.mbox";
 
 /** The QP number the kernel executor's trace gives the scenario's QP "qp". */
 function qpnOf(dir: string): number {
@@ -29,9 +30,7 @@ function qpnOf(dir: string): number {
 }
 
 t.test("upstream 6.12: the reflush is cancelled before DESTROY_QP, hw-protocol holds", async (t) => {
-  const iso = isolate();
-  const dir = join(t.testdir({}), "run");
-  const r = await hil(["run", "--kernel", "debian:6.12", "--scenario", SCENARIO, "--run-dir", dir], iso.env);
+  const { iso, dir, r } = await hilWithRunDir(["run", "--kernel", "debian:6.12", "--scenario", SCENARIO], t);
   t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-4000));
   const s = scenarioOf(dir, SCENARIO);
   for (const profile of ["ib", "iwarp-rdmac", "linux"]) {
@@ -43,21 +42,9 @@ t.test("upstream 6.12: the reflush is cancelled before DESTROY_QP, hw-protocol h
 });
 
 t.test("a REFLUSH after DESTROY_QP: hw-protocol FAILs naming the command and the QP", async (t) => {
-  const iso = isolate();
-  const dir = join(t.testdir({}), "run");
-  const r = await hil(
-    [
-      "run",
-      "--kernel",
-      "debian:6.12",
-      "--series",
-      "fixtures/series/erdma-reflush-after-destroy.mbox",
-      "--scenario",
-      SCENARIO,
-      "--run-dir",
-      dir,
-    ],
-    iso.env,
+  const { iso, dir, r } = await hilWithRunDir(
+    ["run", "--kernel", "debian:6.12", "--series", REFLUSH_AFTER_DESTROY, "--scenario", SCENARIO],
+    t,
   );
   t.equal(r.exitCode, 1, `a FAIL exits 1\n${`${r.stdout}${r.stderr}`.slice(-4000)}`);
   t.match(

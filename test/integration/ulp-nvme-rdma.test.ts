@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { ULP_SCRIPT } from "../../harness/executor/ulp.ts";
-import { hil, isolate, leftovers } from "../support/cli.ts";
+import { hil, hilWithRunDir, isolate, leftovers } from "../support/cli.ts";
 
 t.setTimeout(12 * 60 * 1000);
 
@@ -42,9 +42,7 @@ function cmdQpn(e: Obs): number | undefined {
 t.test(
   "hil run --scenario 'ulp-*' on erdma-reflush: data checked, teardown complete, the fault judged",
   async (t) => {
-    const iso = isolate();
-    const dir = join(t.testdir({}), "run");
-    const r = await hil(["run", "--scenario", "ulp-*", "--run-dir", dir], iso.env);
+    const { iso, dir, r } = await hilWithRunDir(["run", "--scenario", "ulp-*"], t);
     t.match(
       r.stderr,
       /7 ULP workload scenario\(s\) selected: the kernel gets --config ulp/,
@@ -270,12 +268,7 @@ t.test(
 );
 
 t.test("the same workload on siw passes", async (t) => {
-  const iso = isolate();
-  const dir = join(t.testdir({}), "run");
-  const r = await hil(
-    ["run", "--driver", "siw", "--scenario", "ulp-nvme-rdma-io", "--run-dir", dir],
-    iso.env,
-  );
+  const { iso, r } = await hilWithRunDir(["run", "--driver", "siw", "--scenario", "ulp-nvme-rdma-io"], t);
   t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-3000));
   t.match(
     r.stdout,
@@ -286,9 +279,7 @@ t.test("the same workload on siw passes", async (t) => {
 });
 
 t.test("hil repro nvme-rdma-disconnect-hang-6.1: the disconnect hangs in ib_drain_qp", async (t) => {
-  const iso = isolate();
-  const dir = join(t.testdir({}), "run");
-  const r = await hil(["repro", "nvme-rdma-disconnect-hang-6.1", "--run-dir", dir], iso.env);
+  const { iso, dir, r } = await hilWithRunDir(["repro", "nvme-rdma-disconnect-hang-6.1"], t);
   t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-4000));
   t.match(r.stdout, /REPRODUCES/);
   const stuck = verdicts(dir)
@@ -303,9 +294,7 @@ t.test("hil repro nvme-rdma-disconnect-hang-6.1: the disconnect hangs in ib_drai
 t.test(
   "hil repro erdma-dereg-mr-stale-key-6.12: the MR of the failed fast registration stays on the device",
   async (t) => {
-    const iso = isolate();
-    const dir = join(t.testdir({}), "run");
-    const r = await hil(["repro", "erdma-dereg-mr-stale-key-6.12", "--run-dir", dir], iso.env);
+    const { iso, dir, r } = await hilWithRunDir(["repro", "erdma-dereg-mr-stale-key-6.12"], t);
     t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-4000));
     t.match(r.stdout, /REPRODUCES/);
     const events = hwEvents(join(dir, "traces", "ulp-nvme-rdma-error-mid-io.hw.jsonl"));

@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import { hil, isolate, leftovers } from "../support/cli.ts";
+import { hilWithRunDir, leftovers } from "../support/cli.ts";
 
 t.setTimeout(12 * 60 * 1000);
 
@@ -24,11 +24,9 @@ function scenario(dir: string, name: string): Scen | undefined {
 const rule = (s: Scen | undefined, id: string) => s?.judgements[0]?.rules.find((r) => r.rule === id);
 
 t.test("on siw: NVMe-oF across the pair passes; RNBD is the known rtrs-clt source-port bug", async (t) => {
-  const iso = isolate();
-  const dir = join(t.testdir({}), "run");
-  const r = await hil(
-    ["run", "--driver", "siw", "--scenario", "ulp-*-two-guests", "--run-dir", dir],
-    iso.env,
+  const { iso, dir, r } = await hilWithRunDir(
+    ["run", "--driver", "siw", "--scenario", "ulp-*-two-guests"],
+    t,
   );
   t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-3000));
   t.match(
@@ -62,9 +60,7 @@ t.test("on siw: NVMe-oF across the pair passes; RNBD is the known rtrs-clt sourc
 });
 
 t.test("on erdma: RNBD is the known IPv4-only CM; rtrs-srv cannot listen", async (t) => {
-  const iso = isolate();
-  const dir = join(t.testdir({}), "run");
-  const r = await hil(["run", "--scenario", "ulp-rnbd-two-guests", "--run-dir", dir], iso.env);
+  const { iso, dir, r } = await hilWithRunDir(["run", "--scenario", "ulp-rnbd-two-guests"], t);
   t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-3000));
   const rnbd = scenario(dir, "ulp-rnbd-two-guests");
   const steps = rule(rnbd, "ulp-steps");
@@ -80,11 +76,9 @@ t.test("on erdma: RNBD is the known IPv4-only CM; rtrs-srv cannot listen", async
 t.test(
   "siw with rtrs-clt's source port fixed: the next failure (no RDMA WRITE WITH IMMEDIATE) is a FAIL the record does not absorb",
   async (t) => {
-    const iso = isolate();
-    const dir = join(t.testdir({}), "run");
-    const r = await hil(
-      ["run", "--driver", "siw", "--series", SERIES, "--scenario", "ulp-rnbd-two-guests", "--run-dir", dir],
-      iso.env,
+    const { iso, dir, r } = await hilWithRunDir(
+      ["run", "--driver", "siw", "--series", SERIES, "--scenario", "ulp-rnbd-two-guests"],
+      t,
     );
     t.equal(r.exitCode, 1, `${r.stdout}${r.stderr}`.slice(-3000));
     const rnbd = scenario(dir, "ulp-rnbd-two-guests");
@@ -103,9 +97,7 @@ t.test(
 );
 
 t.test("hil repro rtrs-clt-iwarp-source-port: the second connection's EADDRNOTAVAIL", async (t) => {
-  const iso = isolate();
-  const dir = join(t.testdir({}), "run");
-  const r = await hil(["repro", "rtrs-clt-iwarp-source-port", "--run-dir", dir], iso.env);
+  const { iso, r } = await hilWithRunDir(["repro", "rtrs-clt-iwarp-source-port"], t);
   t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-3000));
   t.match(r.stdout, /rtrs-clt-iwarp-source-port: REPRODUCES/);
   t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");

@@ -13,7 +13,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import type { RunRecord } from "../../harness/rundir/schema.ts";
-import { hil, isolate, leftovers } from "../support/cli.ts";
+import { hil, hilWithRunDir, leftovers } from "../support/cli.ts";
 
 t.setTimeout(50 * 60 * 1000);
 
@@ -58,23 +58,9 @@ t.test("the patched debug kernel is erdma.ko rebuilt over the cached debug base"
 });
 
 t.test("--config debug: KASAN's use-after-free is a new FAIL with its stacks, exit 1", async (t) => {
-  const iso = isolate();
-  const dir = join(t.testdir({}), "run");
-  const r = await hil(
-    [
-      "validate",
-      "--kernel",
-      "debian:6.12",
-      "--config",
-      "debug",
-      "--series",
-      SERIES,
-      "--scenario",
-      SCENARIO,
-      "--run-dir",
-      dir,
-    ],
-    iso.env,
+  const { iso, dir, r } = await hilWithRunDir(
+    ["validate", "--kernel", "debian:6.12", "--config", "debug", "--series", SERIES, "--scenario", SCENARIO],
+    t,
   );
   t.equal(r.exitCode, 1, `${r.stdout}${r.stderr}`.slice(-4000));
   const uaf = String.raw`kasan: BUG: KASAN: slab-use-after-free in erdma_destroy_qp\+0x[0-9a-f]+/0x[0-9a-f]+ \[erdma\]`;
@@ -158,11 +144,9 @@ t.test("--config debug: KASAN's use-after-free is a new FAIL with its stacks, ex
 });
 
 t.test("the default kernel: no rule sees the use-after-free, no change, exit 0", async (t) => {
-  const iso = isolate();
-  const dir = join(t.testdir({}), "run");
-  const r = await hil(
-    ["validate", "--kernel", "debian:6.12", "--series", SERIES, "--scenario", SCENARIO, "--run-dir", dir],
-    iso.env,
+  const { iso, dir, r } = await hilWithRunDir(
+    ["validate", "--kernel", "debian:6.12", "--series", SERIES, "--scenario", SCENARIO],
+    t,
   );
   t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-4000));
   t.match(r.stdout, /^no verdict changed \(\d+ compared\)$/m, "the unchanged are counted, not listed");

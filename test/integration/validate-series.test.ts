@@ -6,26 +6,17 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import { hil, isolate, leftovers } from "../support/cli.ts";
+import { hil, hilWithRunDir, isolate, leftovers } from "../support/cli.ts";
 
 t.setTimeout(12 * 60 * 1000);
 
+const IMMEDIATE_ERROR = "fixtures/series/erdma-fail-post-in-error.mbox";
+const SCENARIOS = "drain-qp-idle,post-send-in-error";
+
 t.test("the immediate-error series: new FAILs, exit 1", async (t) => {
-  const iso = isolate();
-  const dir = join(t.testdir({}), "run");
-  const r = await hil(
-    [
-      "validate",
-      "--kernel",
-      "debian:6.12",
-      "--series",
-      "fixtures/series/erdma-fail-post-in-error.mbox",
-      "--scenario",
-      "drain-qp-idle,post-send-in-error",
-      "--run-dir",
-      dir,
-    ],
-    iso.env,
+  const { iso, dir, r } = await hilWithRunDir(
+    ["validate", "--kernel", "debian:6.12", "--series", IMMEDIATE_ERROR, "--scenario", SCENARIOS],
+    t,
   );
   t.equal(r.exitCode, 1, `${r.stdout}${r.stderr}`.slice(-4000));
   t.match(

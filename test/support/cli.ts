@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
+import type { Test } from "tap";
 import { processExists } from "./guest.ts";
 
 export const HIL_BIN = fileURLToPath(new URL("../../bin/hil", import.meta.url));
@@ -49,6 +50,19 @@ export function isolate(): Isolation {
   const tmp = mkdtempSync(join(tmpdir(), "hil-test-"));
   isolations.push(tmp);
   return { tmp, env: { TMPDIR: tmp } };
+}
+
+/**
+ * Runs `hil <args> --run-dir <dir>` isolated (isolate()), `dir` a "run" folder under the test's
+ * fresh testdir, for a test that then reads the run dir and checks what the run left behind.
+ */
+export async function hilWithRunDir(
+  args: readonly string[],
+  t: Test,
+): Promise<{ iso: Isolation; dir: string; r: CliResult }> {
+  const iso = isolate();
+  const dir = join(t.testdir({}), "run");
+  return { iso, dir, r: await hil([...args, "--run-dir", dir], iso.env) };
 }
 
 /** Live processes (QEMU, device servers) whose command line names a file under `dir`. */

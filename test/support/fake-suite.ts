@@ -179,3 +179,19 @@ export function faultyScenario(): Scenario {
     "faulty.yaml",
   );
 }
+
+/** The suite of faultyScenario() alone on `device`, under linux, where no executor may load: nothing boots. */
+export function runFaultyOn(device: SuiteOptions["device"], runDir: string) {
+  return runSuite({
+    prepared: {} as PreparedGuest,
+    scenarios: [faultyScenario()],
+    runDir,
+    driver: "erdma",
+    executor: "kernel",
+    device,
+    profiles: ["linux"],
+    executorFactory: async () => {
+      throw new Error("no executor may load: nothing boots");
+    },
+  });
+}

@@ -1,25 +1,11 @@
-import {
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  utimesSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readdirSync, readFileSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import t, { type Test } from "tap";
+import t from "tap";
 import { withLock } from "../../util/cache-lock.ts";
-
-function tempDir(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), "hil-lock-test-"));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { tempDir } from "../support/temp-dir.ts";
 
 t.test("processes contending for one lock each get it alone", async (t) => {
-  const dir = tempDir(t);
+  const dir = tempDir(t, "hil-lock-test-");
   const lock = join(dir, "entry.lock");
   const counter = join(dir, "counter");
   const inside = join(dir, "inside");
@@ -53,7 +39,7 @@ t.test("processes contending for one lock each get it alone", async (t) => {
 });
 
 t.test("an empty lock file is one being made: waited for while young, taken over when old", async (t) => {
-  const dir = tempDir(t);
+  const dir = tempDir(t, "hil-lock-test-");
   const lock = join(dir, "entry.lock");
   writeFileSync(lock, "");
   let got = false;
@@ -71,7 +57,7 @@ t.test("an empty lock file is one being made: waited for while young, taken over
 });
 
 t.test("a lock held by a dead process is taken over; its file holds the new owner while held", async (t) => {
-  const dir = tempDir(t);
+  const dir = tempDir(t, "hil-lock-test-");
   const lock = join(dir, "entry.lock");
   writeFileSync(lock, "999999999");
   const owner = await withLock(lock, "stale", async () => readFileSync(lock, "utf8"));
@@ -80,7 +66,7 @@ t.test("a lock held by a dead process is taken over; its file holds the new owne
 });
 
 t.test("releasing leaves a lock that is no longer ours", async (t) => {
-  const dir = tempDir(t);
+  const dir = tempDir(t, "hil-lock-test-");
   const lock = join(dir, "entry.lock");
   await withLock(lock, "mine", async () => {
     // as if the lock had been taken from us and another process held it now

@@ -1,14 +1,5 @@
 import { createHash } from "node:crypto";
-import {
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  truncateSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
 import {
@@ -18,18 +9,13 @@ import {
   sizeDifference,
   writeMarker,
 } from "../../util/cache-manifest.ts";
-
-function tempDir(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), "hil-manifest-test-"));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { tempDir } from "../support/temp-dir.ts";
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
 /** An entry: two boot files, a bulk tree, a symlink, and (optionally) its marker. */
 function makeEntry(t: Test): string {
-  const dir = tempDir(t);
+  const dir = tempDir(t, "hil-manifest-test-");
   writeFileSync(join(dir, "bzImage"), "kernel image bytes");
   mkdirSync(join(dir, "modules", "lib"), { recursive: true });
   writeFileSync(join(dir, "modules", "lib", "a.ko"), "module");

@@ -6,7 +6,6 @@ import {
   closeSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   openSync,
   readdirSync,
   readFileSync,
@@ -17,7 +16,6 @@ import {
   writeFileSync,
   writeSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import t, { type Test } from "tap";
 import { readArtifactRecord, writeArtifactRecord } from "../../harness/kernel/artifact-record.ts";
@@ -34,16 +32,11 @@ import {
 } from "../../util/cache-transfer.ts";
 import { HilError } from "../../util/errors.ts";
 import { hil } from "../support/cli.ts";
+import { tempDir } from "../support/temp-dir.ts";
 
 const BASE_KEY = "b".repeat(64);
 const KERNEL_KEY = "k".repeat(64);
 const LAYER_KEY = "c".repeat(64);
-
-function tempDir(t: Test, prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 /** Sets HIL_CACHE_DIR to `root` for the rest of the test. */
 function useRoot(t: Test, root: string): void {

@@ -22,6 +22,7 @@ import {
 } from "../../util/cache.ts";
 import type { EntryManifest } from "../../util/cache-manifest.ts";
 import { privateCacheDir } from "../support/private-cache.ts";
+import { cacheNotices } from "../support/stderr.ts";
 
 const withCacheDir = (t: Test) => privateCacheDir(t, "hil-cache-test-");
 
@@ -171,14 +172,17 @@ t.test("sweepStale removes temp dirs of dead processes only", async (t) => {
   t.same(readdirSync(join(root, "things")).sort(), ["keep", `y.tmp-${process.pid}`]);
 });
 
-t.test("a build interrupted by SIGINT leaves no entry, temp dir or lock", async (t) => {
-  const root = withCacheDir(t);
+/**
+ * Another node process whose ensureEntry build of things/<key> writes "half" and never ends;
+ * resolves once it is building (the child in an object: the child itself is a promise of its end).
+ */
+async function startEndlessBuild(root: string, key: string, inPlace: boolean) {
   const { execa } = await import("execa");
   const cacheModule = new URL("../../util/cache.ts", import.meta.url).href;
   const script = `
+    import { writeFileSync } from "node:fs";
     import { ensureEntry } from ${JSON.stringify(cacheModule)};
-    await ensureEntry("things", "slow", { what: "slow", inPlace: true }, async (dir) => {
-      const { writeFileSync } = await import("node:fs");
+    await ensureEntry("things", ${JSON.stringify(key)}, { what: "slow", inPlace: ${inPlace} }, async (dir) => {
       writeFileSync(dir + "/half", "x");
       console.log("building");
       await new Promise(() => setInterval(() => {}, 1000));
@@ -188,6 +192,12 @@ t.test("a build interrupted by SIGINT leaves no entry, temp dir or lock", async 
     reject: false,
   });
   await new Promise<void>((resolve) => child.stdout?.once("data", () => resolve()));
+  return { child };
+}
+
+t.test("a build interrupted by SIGINT leaves no entry, temp dir or lock", async (t) => {
+  const root = withCacheDir(t);
+  const { child } = await startEndlessBuild(root, "slow", true);
   t.ok(existsSync(join(root, "things", "slow", "half")), "the build had started");
   child.kill("SIGINT");
   const r = await child;
@@ -196,23 +206,7 @@ t.test("a build interrupted by SIGINT leaves no entry, temp dir or lock", async 
 });
 
 /** The [cache] lines written to stderr while `fn` runs. */
-async function notices<T>(fn: () => Promise<T>): Promise<{ value: T; lines: string[] }> {
-  const lines: string[] = [];
-  const write = process.stderr.write.bind(process.stderr);
-  process.stderr.write = ((chunk: string | Uint8Array) => {
-    lines.push(
-      ...String(chunk)
-        .split("\n")
-        .filter((l) => l.startsWith("[cache]")),
-    );
-    return true;
-  }) as typeof process.stderr.write;
-  try {
-    return { value: await fn(), lines };
-  } finally {
-    process.stderr.write = write;
-  }
-}
+const notices = cacheNotices;
 
 function manifestOf(dir: string): EntryManifest {
   return JSON.parse(readFileSync(join(dir, ".complete"), "utf8")) as EntryManifest;
@@ -349,23 +343,9 @@ t.test("an old entry its validate check finds wrong is rebuilt instead of adopte
 
 t.test("a build killed before its marker leaves no complete entry; the next use builds it", async (t) => {
   const root = withCacheDir(t);
-  const { execa } = await import("execa");
-  const cacheModule = new URL("../../util/cache.ts", import.meta.url).href;
   for (const inPlace of [true, false]) {
     const key = inPlace ? "killed-in-place" : "killed";
-    const script = `
-      import { writeFileSync } from "node:fs";
-      import { ensureEntry } from ${JSON.stringify(cacheModule)};
-      await ensureEntry("things", ${JSON.stringify(key)}, { what: "slow", inPlace: ${inPlace} }, async (dir) => {
-        writeFileSync(dir + "/half", "x");
-        console.log("building");
-        await new Promise(() => setInterval(() => {}, 1000));
-      });`;
-    const child = execa("node", ["--import", "tsx", "--input-type=module", "-e", script], {
-      env: { ...process.env, HIL_CACHE_DIR: root },
-      reject: false,
-    });
-    await new Promise<void>((resolve) => child.stdout?.once("data", () => resolve()));
+    const { child } = await startEndlessBuild(root, key, inPlace);
     child.kill("SIGKILL"); // no cleanup runs: what a power cut leaves
     await child;
     const dir = join(root, "things", key);

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import t from "tap";
 import { CASE_DIR, listCases, loadCase, parseCase } from "../../harness/workflows/repro/case.ts";
 import { HilError } from "../../util/errors.ts";
+import { hilErrorOf } from "../support/hil-error.ts";
 
 const GOOD = [
   "bug: a drain that never returns",
@@ -20,15 +21,8 @@ const GOOD = [
   "    evidence: __ib_drain_sq",
 ];
 
-async function errorOf(lines: readonly string[], file = join(CASE_DIR, "bad.yaml")): Promise<HilError> {
-  try {
-    await parseCase(lines.join("\n"), file);
-  } catch (err) {
-    if (err instanceof HilError) return err;
-    throw err;
-  }
-  throw new Error("the case loaded without an error");
-}
+const errorOf = (lines: readonly string[], file = join(CASE_DIR, "bad.yaml")) =>
+  hilErrorOf(() => parseCase(lines.join("\n"), file), "the case loaded without an error");
 
 function replace(at: number, line: string): string[] {
   return GOOD.map((l, i) => (i === at ? line : l));

@@ -8,7 +8,6 @@ import {
   cpSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   rmSync,
   statSync,
@@ -19,19 +18,14 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
-import t, { type Test } from "tap";
+import t from "tap";
 import { bundleCacheDir, bundleKey } from "../../bin/cli-bundle.mjs";
 import { startDevicesProcess } from "../../qemu/device-server/process.ts";
 import { VfioUserClient } from "../../qemu/vfio-user/client.ts";
 import { PACKAGE_ROOT } from "../../util/package.ts";
+import { tempDir } from "../support/temp-dir.ts";
 
 const HIL = fileURLToPath(new URL("../../bin/hil", import.meta.url));
-
-function tempDir(t: Test, prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 function hil(args: string[], env: Record<string, string>) {
   return execa(HIL, args, {

@@ -1,11 +1,10 @@
 // hil --version: hil's version and the QEMU, default kernel and rdma-core it would use, each part
 // found without building or fetching anything and reported as not built (or unknown) when it is
 // not in place; and the versions verdicts.json records, which older run directories lack.
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Command } from "commander";
-import t, { type Test } from "tap";
+import t from "tap";
 import type { PreparedGuest } from "../../harness/boot.ts";
 import { registerReportCommand } from "../../harness/cli/report-command.ts";
 import { debianBaseIdentity } from "../../harness/kernel/base-source.ts";
@@ -31,6 +30,7 @@ import { debFileVersion, type PackageUri } from "../../util/apt.ts";
 import { HilError } from "../../util/errors.ts";
 import { packageVersion } from "../../util/package.ts";
 import { syntheticRecord, writeRunDir } from "../fixtures/rundir/synthetic.ts";
+import { tempDir } from "../support/temp-dir.ts";
 
 const PACKAGE_JSON_VERSION = (
   JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }
@@ -56,12 +56,6 @@ const BUILT_QEMU: QemuInstall = {
   origin: "built",
   firmwareDirs: [],
 };
-
-function tempDir(t: Test, prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 /** Stand-ins: nothing fetched or built unless given. */
 function sources(over: Partial<VersionSources> = {}): VersionSources {

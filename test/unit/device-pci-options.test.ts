@@ -12,9 +12,8 @@ import { type DeviceOptionValues, deviceOptions } from "../../harness/cli/device
 import { rerunScenario } from "../../harness/report/rerun.ts";
 import { describeDevice, deviceOf, type RunDir } from "../../harness/rundir/read.ts";
 import { type RunScenario, runRecordSchema } from "../../harness/rundir/schema.ts";
-import { runSuite } from "../../harness/suite/suite.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
-import { faultyScenario } from "../support/fake-suite.ts";
+import { runFaultyOn } from "../support/fake-suite.ts";
 import { fakeHost } from "../support/fake-sysfs.ts";
 
 const values = (v: Partial<DeviceOptionValues>): DeviceOptionValues => ({ device: true, ...v });
@@ -84,20 +83,8 @@ t.test("--device-pci: a bad address, the options it contradicts, a group that is
 t.test(
   "the suite on a passed-through function: fault scenarios are SKIP before any guest boots",
   async (t) => {
-    const dir = t.testdir({});
-    const faulty = faultyScenario();
-    const report = await runSuite({
-      prepared: {} as PreparedGuest,
-      scenarios: [faulty],
-      runDir: dir,
-      driver: "erdma",
-      executor: "kernel",
-      device: { kind: "pci", bdf: "0000:03:00.0", mac: "52:54:00:12:34:56" },
-      profiles: ["linux"],
-      executorFactory: async () => {
-        throw new Error("no executor may load: nothing boots");
-      },
-    });
+    const device = { kind: "pci", bdf: "0000:03:00.0", mac: "52:54:00:12:34:56" } as const;
+    const report = await runFaultyOn(device, t.testdir({}));
     t.equal(report.boots, 0, "no guest booted");
     t.same(report.scenarios[0]?.outcome, { verdict: "SKIP", reason: passthroughFaultReason("0000:03:00.0") });
     t.match(passthroughFaultReason("0000:03:00.0"), /^no control channel: the device is real/);

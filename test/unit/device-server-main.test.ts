@@ -2,26 +2,20 @@
 // MACs paired with sockets in order, --profile/--trace once or per device; and the process itself
 // serving two erdma devices on one fabric, every socket removed on exit and on a failed start.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { execa } from "execa";
-import t, { type Test } from "tap";
+import t from "tap";
 import { parseServerArgs, UsageError } from "../../qemu/device-server/main.ts";
 import { serverArgs, startDevicesProcess } from "../../qemu/device-server/process.ts";
 import { VfioUserClient } from "../../qemu/vfio-user/client.ts";
+import { tempDir } from "../support/temp-dir.ts";
 
 const MAIN = fileURLToPath(new URL("../../qemu/device-server/main.ts", import.meta.url));
 const MAC0 = "52:54:00:fa:b0:01";
 const MAC1 = "52:54:00:fa:b0:02";
-
-function tempDir(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), "hil-vfu-main-"));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
 
 t.test("one device: as before, named erdma", async (t) => {
   const plan = parseServerArgs(["--socket-path", "/r/a.sock", "--device", "erdma", "--mac", MAC0]);
@@ -130,25 +124,14 @@ t.test("bad combinations: one UsageError naming the option and the device", asyn
 });
 
 t.test("the process: bad pairs exit 2 with the message and the usage, and create nothing", async (t) => {
-  const dir = tempDir(t);
+  const dir = tempDir(t, "hil-vfu-main-");
   const sockets = [join(dir, "0.sock"), join(dir, "1.sock")];
-  const r = await execa(
-    process.execPath,
-    [
-      "--import",
-      "tsx",
-      MAIN,
-      "--device",
-      "erdma",
-      "--socket-path",
-      sockets[0] ?? "",
-      "--socket-path",
-      sockets[1] ?? "",
-      "--mac",
-      MAC0,
-    ],
-    { reject: false },
-  );
+  const socketArgs = sockets.flatMap((s) => ["--socket-path", s]);
+  const runMain = (...args: string[]) =>
+    execa(process.execPath, ["--import", "tsx", MAIN, "--device", "erdma", ...socketArgs, ...args], {
+      reject: false,
+    });
+  const r = await runMain("--mac", MAC0);
   t.equal(r.exitCode, 2);
   t.match(
     r.stderr,
@@ -157,29 +140,8 @@ t.test("the process: bad pairs exit 2 with the message and the usage, and create
   t.match(r.stderr, /usage: main\.ts --socket-path PATH \[--socket-path PATH \.\.\.\]/);
   t.equal(r.stdout, "");
   t.notOk(sockets.some(existsSync), "no socket made");
-  const badProfile = await execa(
-    process.execPath,
-    [
-      "--import",
-      "tsx",
-      MAIN,
-      "--device",
-      "erdma",
-      "--socket-path",
-      sockets[0] ?? "",
-      "--socket-path",
-      sockets[1] ?? "",
-      "--mac",
-      MAC0,
-      "--mac",
-      MAC1,
-      "--profile",
-      "erdma-reflush",
-      "--profile",
-      "no-such-profile",
-    ],
-    { reject: false },
-  );
+  const twoMacs = ["--mac", MAC0, "--mac", MAC1];
+  const badProfile = await runMain(...twoMacs, "--profile", "erdma-reflush", "--profile", "no-such-profile");
   t.equal(badProfile.exitCode, 2);
   t.match(badProfile.stderr, /--profile \(device erdma1, .*1\.sock\): .*no-such-profile/);
   t.notOk(sockets.some(existsSync), "no socket made");
@@ -238,7 +200,7 @@ t.test("serverArgs: the command line the launcher builds", async (t) => {
 t.test(
   "two erdma devices in one process: both listen, one trace names each, SIGTERM removes both sockets",
   async (t) => {
-    const dir = tempDir(t);
+    const dir = tempDir(t, "hil-vfu-main-");
     const trace = join(dir, "trace.jsonl");
     const server = await startDevicesProcess({
       device: "erdma",
@@ -280,7 +242,7 @@ t.test(
 );
 
 t.test("a socket that cannot be made: exit 1, the sockets already made are removed", async (t) => {
-  const dir = tempDir(t);
+  const dir = tempDir(t, "hil-vfu-main-");
   const good = join(dir, "erdma0.sock");
   const bad = join(dir, "no-such-dir", "erdma1.sock");
   await t.rejects(
@@ -297,7 +259,7 @@ t.test("a socket that cannot be made: exit 1, the sockets already made are remov
 });
 
 t.test("its parent's pipes gone (the parent was killed): the next log line stops it cleanly", async (t) => {
-  const dir = tempDir(t);
+  const dir = tempDir(t, "hil-vfu-main-");
   const sockets = [join(dir, "erdma0.sock"), join(dir, "erdma1.sock")];
   const child = spawn(
     process.execPath,

@@ -133,17 +133,7 @@ t.test("an EQ that overflows drops EQEs and says so", async (t) => {
     0,
   );
   const out = await s.drv.post(
-    R.createCq({
-      cqn: 40,
-      depthLog: 6,
-      eqn: 5,
-      pageShift: 12,
-      qbuf: m.alloc(4096),
-      mttCount: 1,
-      level: 0,
-      dbrec: m.alloc(8, 8),
-      firstPageOffset: 0,
-    }),
+    R.createCq(R.inlineCqArgs({ cqn: 40, depthLog: 6, eqn: 5, qbuf: m.alloc(4096), dbrec: m.alloc(8, 8) })),
   );
   t.equal(out.status, 0);
   for (let i = 0; i < 6; i++) {

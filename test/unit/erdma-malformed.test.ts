@@ -83,15 +83,7 @@ t.test("bad lengths", async (t) => {
     S.BAD_LENGTH,
     "an SQE longer than the doorbell covers",
   );
-  const q = (buf: bigint, dbrec: bigint): R.QueueMtt => ({
-    pageShift: 20,
-    level: 0,
-    count: 1,
-    offset: 0,
-    entries: [buf],
-    cqn: cq.cqn,
-    dbrec,
-  });
+  const q = (buf: bigint, dbrec: bigint) => R.inlineQueueMtt(buf, cq.cqn, dbrec);
   const m = s.host.dma;
   const qpReq = R.createQp("6.12", {
     qpn: 5,
@@ -151,18 +143,8 @@ t.test("bad queue and table addresses", async (t) => {
   const s = await setupErdma({ version: "6.12" });
   const m = s.host.dma;
   const dbrec = () => m.alloc(8, 8);
-  const cqArgs = (o: Partial<R.CreateCqArgs>): R.CreateCqArgs => ({
-    cqn: 50,
-    depthLog: 4,
-    eqn: 1,
-    pageShift: 12,
-    qbuf: m.alloc(4096),
-    mttCount: 1,
-    level: 0,
-    dbrec: dbrec(),
-    firstPageOffset: 0,
-    ...o,
-  });
+  const cqArgs = (o: Partial<R.CreateCqArgs>) =>
+    R.inlineCqArgs({ cqn: 50, depthLog: 4, eqn: 1, qbuf: m.alloc(4096), dbrec: dbrec(), ...o });
   t.equal(
     (await s.drv.post(R.createCq(cqArgs({ qbuf: HOLE })))).status,
     S.DMA_FAULT,
@@ -209,13 +191,7 @@ t.test("bad queue and table addresses", async (t) => {
 
   const { cq } = await s.drv.createCq(8);
   const q = (o: Partial<R.QueueMtt>): R.QueueMtt => ({
-    pageShift: 20,
-    level: 0,
-    count: 1,
-    offset: 0,
-    entries: [m.alloc(4096)],
-    cqn: cq.cqn,
-    dbrec: dbrec(),
+    ...R.inlineQueueMtt(m.alloc(4096), cq.cqn, dbrec()),
     ...o,
   });
   const qp = (sq: Partial<R.QueueMtt>, rq: Partial<R.QueueMtt> = {}) =>
@@ -303,15 +279,7 @@ t.test("unknown QPN, CQN, EQN, MR and doorbell pages", async (t) => {
     "DEREG_MR with the wrong key",
   );
   const m = s.host.dma;
-  const q = (cqn: number): R.QueueMtt => ({
-    pageShift: 20,
-    level: 0,
-    count: 1,
-    offset: 0,
-    entries: [m.alloc(4096)],
-    cqn,
-    dbrec: m.alloc(8, 8),
-  });
+  const q = (cqn: number) => R.inlineQueueMtt(m.alloc(4096), cqn, m.alloc(8, 8));
   t.equal(
     (
       await s.drv.post(
@@ -324,17 +292,9 @@ t.test("unknown QPN, CQN, EQN, MR and doorbell pages", async (t) => {
   t.equal(
     (
       await s.drv.post(
-        R.createCq({
-          cqn: 60,
-          depthLog: 4,
-          eqn: 9,
-          pageShift: 12,
-          qbuf: m.alloc(4096),
-          mttCount: 1,
-          level: 0,
-          dbrec: m.alloc(8, 8),
-          firstPageOffset: 0,
-        }),
+        R.createCq(
+          R.inlineCqArgs({ cqn: 60, depthLog: 4, eqn: 9, qbuf: m.alloc(4096), dbrec: m.alloc(8, 8) }),
+        ),
       )
     ).status,
     S.NOT_FOUND,
@@ -343,18 +303,16 @@ t.test("unknown QPN, CQN, EQN, MR and doorbell pages", async (t) => {
   t.equal(
     (
       await s.drv.post(
-        R.createCq({
-          cqn: 61,
-          depthLog: 4,
-          eqn: 1,
-          pageShift: 12,
-          qbuf: m.alloc(4096),
-          mttCount: 1,
-          level: 0,
-          dbrec: m.alloc(8, 8),
-          firstPageOffset: 0,
-          cdb: 200,
-        }),
+        R.createCq(
+          R.inlineCqArgs({
+            cqn: 61,
+            depthLog: 4,
+            eqn: 1,
+            qbuf: m.alloc(4096),
+            dbrec: m.alloc(8, 8),
+            cdb: 200,
+          }),
+        ),
       )
     ).status,
     S.BAD_PARAM,
@@ -386,32 +344,15 @@ t.test("duplicates and out-of-range numbers", async (t) => {
   const m = s.host.dma;
   const { cq } = await s.drv.createCq(8);
   const cq2 = (o: Partial<R.CreateCqArgs>) =>
-    R.createCq({
-      cqn: cq.cqn,
-      depthLog: 3,
-      eqn: 1,
-      pageShift: 12,
-      qbuf: m.alloc(4096),
-      mttCount: 1,
-      level: 0,
-      dbrec: m.alloc(8, 8),
-      firstPageOffset: 0,
-      ...o,
-    });
+    R.createCq(
+      R.inlineCqArgs({ cqn: cq.cqn, depthLog: 3, eqn: 1, qbuf: m.alloc(4096), dbrec: m.alloc(8, 8), ...o }),
+    );
   t.equal((await s.drv.post(cq2({}))).status, S.EXISTS, "CQN in use");
   t.equal((await s.drv.post(cq2({ cqn: 0 }))).status, S.BAD_PARAM, "CQN 0");
   t.equal((await s.drv.post(cq2({ cqn: 4096 }))).status, S.BAD_PARAM, "CQN beyond max_cq");
   t.equal((await s.drv.post(cq2({ cqn: 70, depthLog: 30 }))).status, S.BAD_PARAM, "depth beyond max_cqe");
   const { qp } = await s.drv.createQp({ scq: cq, rcq: cq, maxSendWr: 4, maxRecvWr: 4 });
-  const q = (): R.QueueMtt => ({
-    pageShift: 20,
-    level: 0,
-    count: 1,
-    offset: 0,
-    entries: [m.alloc(4096)],
-    cqn: cq.cqn,
-    dbrec: m.alloc(8, 8),
-  });
+  const q = () => R.inlineQueueMtt(m.alloc(4096), cq.cqn, m.alloc(8, 8));
   const qpReq = (o: Partial<R.CreateQpArgs>) =>
     R.createQp("6.12", { qpn: qp.qpn, pd: 1, sqDepthLog: 4, rqDepthLog: 4, sq: q(), rq: q(), ...o });
   t.equal((await s.drv.post(qpReq({}))).status, S.EXISTS, "QPN in use");

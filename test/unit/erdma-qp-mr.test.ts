@@ -375,15 +375,7 @@ t.test("a RoCEv2 device: its commands and state machine", async (t) => {
   t.equal((await s.drv.post(R.destroyAh({ pdn: 1, ahn: 5 }))).status, CmdStatus.NOT_FOUND);
   const { cq } = await s.drv.createCq(8);
   const m = s.host.dma;
-  const q = (): R.QueueMtt => ({
-    pageShift: 20,
-    level: 0,
-    count: 1,
-    offset: 0,
-    entries: [m.alloc(4096)],
-    cqn: cq.cqn,
-    dbrec: m.alloc(8, 8),
-  });
+  const q = () => R.inlineQueueMtt(m.alloc(4096), cq.cqn, m.alloc(8, 8));
   t.equal(
     (
       await s.drv.post(

@@ -12,17 +12,15 @@ import { Command } from "commander";
 import t, { type Test } from "tap";
 import { externalFaultReason } from "../../harness/backend/external-socket.ts";
 import { bootDevice, recordedDevice, smokeDevice } from "../../harness/backend/registry.ts";
-import type { PreparedGuest } from "../../harness/boot.ts";
 import {
   addDeviceOptions,
   type DeviceOptionValues,
   deviceOptions,
   parseMacOption,
 } from "../../harness/cli/device-options.ts";
-import { runSuite } from "../../harness/suite/suite.ts";
 import { HilError } from "../../util/errors.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
-import { faultyScenario } from "../support/fake-suite.ts";
+import { runFaultyOn } from "../support/fake-suite.ts";
 
 /** A listening UNIX socket in a short-named temp dir (closed and removed when the test ends). */
 async function listening(t: Test): Promise<string> {
@@ -131,19 +129,7 @@ t.test("--mac: six hex octets, unicast, not zero; lower-cased", async (t) => {
 t.test("the suite on an external device: fault scenarios are SKIP before any guest boots", async (t) => {
   const dir = t.testdir({});
   const sock = join(dir, "dev.sock");
-  const faulty = faultyScenario();
-  const report = await runSuite({
-    prepared: {} as PreparedGuest,
-    scenarios: [faulty],
-    runDir: dir,
-    driver: "erdma",
-    executor: "kernel",
-    device: { kind: "external", socketPath: sock, mac: "52:54:00:12:34:56" },
-    profiles: ["linux"],
-    executorFactory: async () => {
-      throw new Error("no executor may load: nothing boots");
-    },
-  });
+  const report = await runFaultyOn({ kind: "external", socketPath: sock, mac: "52:54:00:12:34:56" }, dir);
   t.equal(report.boots, 0, "no guest booted");
   t.same(report.scenarios[0]?.outcome, { verdict: "SKIP", reason: externalFaultReason(sock) });
   t.match(externalFaultReason(sock), /^the external device at .*dev\.sock has no fault control/);

@@ -1,19 +1,13 @@
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
-import t, { type Test } from "tap";
+import t from "tap";
 import { type CpioEntry, listCpio, walkTree, writeCpioGz } from "../../harness/image/cpio.ts";
-
-function tempDir(t: Test): string {
-  const dir = mkdtempSync(join(tmpdir(), "hil-cpio-test-"));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { tempDir } from "../support/temp-dir.ts";
 
 t.test("writes a gzip'd newc archive GNU cpio reads back, device nodes included", async (t) => {
-  const dir = tempDir(t);
+  const dir = tempDir(t, "hil-cpio-test-");
   const src = join(dir, "src");
   mkdirSync(join(src, "etc"), { recursive: true });
   mkdirSync(join(src, "dev"));
@@ -49,7 +43,7 @@ t.test("writes a gzip'd newc archive GNU cpio reads back, device nodes included"
 });
 
 t.test("the same tree gives the same bytes", async (t) => {
-  const dir = tempDir(t);
+  const dir = tempDir(t, "hil-cpio-test-");
   const src = join(dir, "src");
   mkdirSync(src);
   writeFileSync(join(src, "f"), "data");
@@ -59,7 +53,7 @@ t.test("the same tree gives the same bytes", async (t) => {
 });
 
 t.test("listCpio reads layers laid end to end, as the kernel does", async (t) => {
-  const dir = tempDir(t);
+  const dir = tempDir(t, "hil-cpio-test-");
   await writeCpioGz(join(dir, "a.gz"), [
     { kind: "dir", path: "etc", mode: 0o755 },
     { kind: "file", path: "etc/a", mode: 0o644, data: Buffer.from("abc") },

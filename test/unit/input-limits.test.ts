@@ -22,6 +22,7 @@ import { loadPlan, MAX_PLAN_JOBS } from "../../harness/workflows/matrix/plan.ts"
 import { loadProfile } from "../../qemu/erdma/profile-file.ts";
 import { HilError } from "../../util/errors.ts";
 import { readUserFile, USER_FILE_LIMITS } from "../../util/user-file.ts";
+import { hilErrorOf } from "../support/hil-error.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "hil-limits-"));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -36,15 +37,7 @@ function errorOf(fn: () => unknown): HilError {
   throw new Error("no error");
 }
 
-async function asyncErrorOf(fn: () => Promise<unknown>): Promise<HilError> {
-  try {
-    await fn();
-  } catch (err) {
-    if (err instanceof HilError) return err;
-    throw err;
-  }
-  throw new Error("no error");
-}
+const asyncErrorOf = (fn: () => Promise<unknown>) => hilErrorOf(fn, "no error");
 
 /** A file of `bytes` bytes that takes no disk (a hole): its size alone must refuse it. */
 function sparse(name: string, bytes: number): string {

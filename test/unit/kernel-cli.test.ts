@@ -1,6 +1,7 @@
 import { Command } from "commander";
 import t from "tap";
 import { register } from "../../harness/cli/kernel-command.ts";
+import { withStderr } from "../support/stderr.ts";
 
 function program(out: string[]): Command {
   const p = new Command("hil").exitOverride();
@@ -62,12 +63,6 @@ t.test("--config repeats and keeps its order", async (t) => {
 t.test(
   "--base, the old spelling of --kernel, still works with a notice; both at once is an error",
   async (t) => {
-    const notices: string[] = [];
-    const write = process.stderr.write.bind(process.stderr);
-    process.stderr.write = ((chunk: string) => {
-      notices.push(String(chunk));
-      return true;
-    }) as typeof process.stderr.write;
     const parse = async (args: string[]) => {
       const p = new Command("hil").exitOverride();
       register(p);
@@ -76,7 +71,7 @@ t.test(
       await p.parseAsync(["node", "hil", "kernel", "build", ...args]);
       return build?.opts();
     };
-    try {
+    await withStderr(async (notices) => {
       t.match(await parse(["--base", "debian:6.1"]), { kernel: "debian:6.1" });
       t.same(notices, ["hil: notice: --base is now --kernel (the old spelling still works)\n"]);
       notices.length = 0;
@@ -86,9 +81,7 @@ t.test(
       await t.rejects(parse(["--kernel", "debian:6.12", "--base", "debian:6.1"]), {
         message: /old spelling of --kernel/,
       });
-    } finally {
-      process.stderr.write = write;
-    }
+    });
     const out: string[] = [];
     await t.rejects(program(out).parseAsync(["node", "hil", "kernel", "build", "--help"]));
     t.notMatch(out.join(""), /--base/, "the old spelling is not in the help");

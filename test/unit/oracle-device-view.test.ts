@@ -6,6 +6,7 @@
 import t from "tap";
 import { DeviceView, fmt, objectName } from "../../harness/oracle/hw-protocol/device-view.ts";
 import type { ErdmaTraceEventOf } from "../../harness/protocol/hw-trace.ts";
+import { cmdEventBody } from "../support/hw-trace-events.ts";
 
 let clock = 0;
 const base = () => ({ t: ++clock, dev: "erdma" });
@@ -22,15 +23,7 @@ const state = (object: StateObject, id: number, from: string, to: string): Erdma
 
 const cmd = (name: string, detail: Record<string, unknown>, status = 0): ErdmaTraceEventOf<"cmd"> => ({
   ...base(),
-  kind: "cmd",
-  opcode: 0,
-  submod: 0,
-  name,
-  cookie: 0,
-  sqeIdx: 0,
-  status,
-  statusName: status === 0 ? "OK" : "BAD_PARAM",
-  detail,
+  ...cmdEventBody(name, status, { detail }),
 });
 
 const regMrWqe = (stag: string, status = 0, op = "REG_MR"): ErdmaTraceEventOf<"wqe"> => ({

@@ -6,6 +6,7 @@ import { halfOpenConnections } from "../../harness/oracle/half-open.ts";
 import { contractLine, HW_CONTRACT, type HwCheck } from "../../harness/oracle/hw-protocol/contract.ts";
 import type { ErdmaTraceEventOf, HwTraceEvent } from "../../harness/protocol/hw-trace.ts";
 import { erdmaTraceEventSchema } from "../../qemu/erdma/trace-schema.ts";
+import { cmdEventBody } from "../support/hw-trace-events.ts";
 
 const A = { sip: "10.0.0.1", dip: "10.0.0.2", sport: 4420, dport: 5000 };
 const MIRROR = { sip: "10.0.0.2", dip: "10.0.0.1", sport: 5000, dport: 4420 };
@@ -18,15 +19,7 @@ function modify(
   return erdmaTraceEventSchema.parse({
     t: 1,
     dev: "erdma",
-    kind: "cmd",
-    opcode: 0,
-    submod: 0,
-    name: "MODIFY_QP",
-    cookie: 0,
-    sqeIdx: 0,
-    status: 0,
-    statusName: "OK",
-    detail: { qpn, ...detail },
+    ...cmdEventBody("MODIFY_QP", 0, { detail: { qpn, ...detail } }),
     ...more,
   }) as ErdmaTraceEventOf<"cmd">;
 }

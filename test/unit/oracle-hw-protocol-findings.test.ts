@@ -13,6 +13,7 @@ import {
 } from "../../harness/oracle/rules/hw-protocol.ts";
 import type { ErdmaTraceEvent } from "../../harness/protocol/hw-trace.ts";
 import { erdmaTraceEventSchema } from "../../qemu/erdma/trace-schema.ts";
+import { type CmdEventBody, cmdEventBody } from "../support/hw-trace-events.ts";
 
 /** Events at t = 1, 2, ... on device `dev` unless they say, each checked against the schema. */
 function events(...list: Record<string, unknown>[]): ErdmaTraceEvent[] {
@@ -27,17 +28,8 @@ const fired = (context: Record<string, unknown>, kind?: string) => ({
   ...(kind ? { fault: { kind } } : {}),
 });
 const qpState = (id: number, from: string, to: string) => ({ kind: "state", object: "qp", id, from, to });
-const cmd = (name: string, status: number, more: Record<string, unknown> = {}) => ({
-  kind: "cmd",
-  opcode: 0,
-  submod: 0,
-  name,
-  cookie: 0,
-  sqeIdx: 0,
-  status,
-  statusName: ["OK", "BAD_OPCODE", "BAD_LENGTH", "BAD_PARAM", "NOT_FOUND"][status],
-  ...more,
-});
+const cmd = (name: string, status: number, more: Partial<CmdEventBody> = {}) =>
+  cmdEventBody(name, status, more);
 const SQ_GONE = "SQ doorbell for a QP that does not exist";
 const CQ_GONE = "doorbell for a CQ that does not exist";
 
@@ -308,50 +300,25 @@ t.test("REFLUSH is checked against the doorbells of QPs the device has", (t) => 
 });
 
 t.test("a QP's destroy and a device reset settle its REFLUSH books", (t) => {
-  const created = [qpState(1, "none", "IDLE")];
-  const destroyed = hwProtocolFindings(
-    events(...created, reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), qpState(1, "IDLE", "destroyed")),
-  );
+  /** The findings when `then` follows a REFLUSH no doorbell announced, on QP 1. */
+  const afterReflush = (then: Record<string, unknown>) =>
+    hwProtocolFindings(events(qpState(1, "none", "IDLE"), reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), then));
+  const state = (object: string, id: number, from: string, to: string) => ({
+    kind: "state",
+    object,
+    id,
+    from,
+    to,
+  });
+  const destroyed = afterReflush(qpState(1, "IDLE", "destroyed"));
   t.match(destroyed.findings[0]?.reason, /no doorbell carrying it came before its DESTROY_QP$/);
-  const reset = hwProtocolFindings(
-    events(...created, reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), {
-      kind: "state",
-      object: "device",
-      id: 0,
-      from: "enabled",
-      to: "reset (FLR)",
-    }),
-  );
+  const reset = afterReflush(state("device", 0, "enabled", "reset (FLR)"));
   t.same(reset.findings, [], "a reset loses the QP and its books");
-  const notReset = hwProtocolFindings(
-    events(...created, reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), {
-      kind: "state",
-      object: "device",
-      id: 0,
-      from: "x",
-      to: "enabled",
-    }),
-  );
+  const notReset = afterReflush(state("device", 0, "x", "enabled"));
   t.equal(notReset.findings.length, 1, "a device state that is no reset");
-  const cqState = hwProtocolFindings(
-    events(...created, reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), {
-      kind: "state",
-      object: "cq",
-      id: 1,
-      from: "VALID",
-      to: "reset",
-    }),
-  );
+  const cqState = afterReflush(state("cq", 1, "VALID", "reset"));
   t.equal(cqState.findings.length, 1, "a CQ's state is not the device's");
-  const other = hwProtocolFindings(
-    events(...created, reflushCmd({ qpn: 1, sqPi: 3, rqPi: 0 }), {
-      kind: "state",
-      object: "cq",
-      id: 1,
-      from: "none",
-      to: "destroyed",
-    }),
-  );
+  const other = afterReflush(state("cq", 1, "none", "destroyed"));
   t.match(other.findings[0]?.reason, /in this trace$/, "a CQ destroyed is not the QP");
   t.end();
 });

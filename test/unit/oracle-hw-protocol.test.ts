@@ -13,6 +13,7 @@ import type { ErdmaTraceEvent } from "../../qemu/erdma/trace-schema.ts";
 import { erdmaTraceEventSchema } from "../../qemu/erdma/trace-schema.ts";
 import { connectQps, QpState, setupErdma } from "../doubles/erdma-driver.ts";
 import { traceSchemaProblems } from "../doubles/fake-guest.ts";
+import { cmdEventBody } from "../support/hw-trace-events.ts";
 
 type Ev = ErdmaTraceEvent;
 let clock = 0;
@@ -20,24 +21,7 @@ const at = (dev = "erdma") => ({ t: ++clock, dev });
 
 const cmd = (name: string, status: number, extra: Partial<Extract<Ev, { kind: "cmd" }>> = {}): Ev => ({
   ...at(),
-  kind: "cmd",
-  opcode: 0,
-  submod: 0,
-  name,
-  cookie: 0,
-  sqeIdx: 0,
-  status,
-  statusName: [
-    "OK",
-    "BAD_OPCODE",
-    "BAD_LENGTH",
-    "BAD_PARAM",
-    "NOT_FOUND",
-    "EXISTS",
-    "BAD_STATE",
-    "DMA_FAULT",
-  ][status] as string,
-  ...extra,
+  ...cmdEventBody(name, status, extra),
 });
 const state = (object: "qp" | "cq" | "eq" | "mr" | "device", id: number, from: string, to: string): Ev => ({
   ...at(),

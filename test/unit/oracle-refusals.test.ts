@@ -13,33 +13,15 @@ import {
   refusedCommand,
 } from "../../harness/oracle/hw-protocol/refusals.ts";
 import type { ErdmaTraceEventOf } from "../../harness/protocol/hw-trace.ts";
+import { cmdEventBody } from "../support/hw-trace-events.ts";
 
 let clock = 100;
 const base = () => ({ t: ++clock, dev: "erdma" });
-const STATUS = [
-  "OK",
-  "BAD_OPCODE",
-  "BAD_LENGTH",
-  "BAD_PARAM",
-  "NOT_FOUND",
-  "EXISTS",
-  "BAD_STATE",
-  "DMA_FAULT",
-];
 
 type Obj = NonNullable<ErdmaTraceEventOf<"cmd">["object"]>;
 const refused = (name: string, status: number, object?: Obj, reason?: string): ErdmaTraceEventOf<"cmd"> => ({
   ...base(),
-  kind: "cmd",
-  opcode: 0,
-  submod: 0,
-  name,
-  cookie: 0,
-  sqeIdx: 0,
-  status,
-  statusName: STATUS[status] as string,
-  ...(object ? { object } : {}),
-  ...(reason ? { reason } : {}),
+  ...cmdEventBody(name, status, { ...(object ? { object } : {}), ...(reason ? { reason } : {}) }),
 });
 const state = (
   object: ErdmaTraceEventOf<"state">["object"],

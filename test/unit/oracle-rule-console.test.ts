@@ -24,6 +24,15 @@ const warn: ConsoleObservation = {
   text: "WARNING: CPU: 0 PID: 1 at x.c:1 f+0x1/0x2",
   trace: frames,
 };
+/** A golden console log's events as the console observations a run records (harness/suite/judge-run.ts). */
+const observationsOf = (golden: string): ConsoleObservation[] =>
+  parseConsole(readGolden(golden).log).map((e) => ({
+    ev: "console",
+    kind: e.kind,
+    text: e.text,
+    trace: e.trace,
+    ...(e.memoryStacks ? { memoryStacks: e.memoryStacks } : {}),
+  }));
 const lockdep: ConsoleObservation = {
   ev: "console",
   kind: "lockdep",
@@ -95,15 +104,7 @@ t.test(
       ["refcount-6.12", "warn", /^WARNING: CPU: \d+ PID: \d+ at lib\/refcount\.c/, "refcount_from_zero"],
     ];
     for (const [golden, kind, text, fn] of cases) {
-      const events = parseConsole(readGolden(golden).log);
-      const observations: ConsoleObservation[] = events.map((e) => ({
-        ev: "console",
-        kind: e.kind,
-        text: e.text,
-        trace: e.trace,
-        ...(e.memoryStacks ? { memoryStacks: e.memoryStacks } : {}),
-      }));
-      const v = verdictOf(b, "console", "linux", observations);
+      const v = verdictOf(b, "console", "linux", observationsOf(golden));
       t.equal(v.verdict, "FAIL", golden);
       t.equal(v.problems?.length, 1, `${golden}: one report`);
       t.match(
@@ -117,17 +118,7 @@ t.test(
         `${golden}: the stack names ${fn}`,
       );
     }
-    const uaf = verdictOf(b, "console", "linux", [
-      ...parseConsole(readGolden("kasan-uaf-6.12-debug").log).map(
-        (e): ConsoleObservation => ({
-          ev: "console",
-          kind: e.kind,
-          text: e.text,
-          trace: e.trace,
-          memoryStacks: e.memoryStacks,
-        }),
-      ),
-    ]);
+    const uaf = verdictOf(b, "console", "linux", observationsOf("kasan-uaf-6.12-debug"));
     const evidence = uaf.problems?.[0]?.evidence ?? [];
     t.ok(
       evidence.some((l) => /^Freed by task \d+:$/.test(l)),
@@ -145,16 +136,7 @@ t.test(
 t.test(
   "a KASAN report's verdict evidence (what verdicts.json and hil validate show) holds its access, allocation and free stacks within the evidence limit",
   async (t) => {
-    const observations = parseConsole(readGolden("kasan-uaf-6.12-debug").log).map(
-      (e): ConsoleObservation => ({
-        ev: "console",
-        kind: e.kind,
-        text: e.text,
-        trace: e.trace,
-        ...(e.memoryStacks ? { memoryStacks: e.memoryStacks } : {}),
-      }),
-    );
-    const v = verdictOf(b, "console", "linux", observations);
+    const v = verdictOf(b, "console", "linux", observationsOf("kasan-uaf-6.12-debug"));
     t.equal(v.verdict, "FAIL");
     t.same(v.evidence, [
       "- kasan: BUG: KASAN: slab-use-after-free in read_after_free+0x40/0x53 [hil_oops]",

@@ -15,6 +15,7 @@ import type {
   UlpStepObservation,
 } from "../../harness/protocol/observations.ts";
 import { erdmaTraceEventSchema } from "../../qemu/erdma/trace-schema.ts";
+import { cmdEventBody } from "../support/hw-trace-events.ts";
 
 const model = new TraceModel([]);
 const judge = (
@@ -46,15 +47,13 @@ const HALF_OPEN: HwTraceEvent[] = [
   erdmaTraceEventSchema.parse({
     t: 1,
     dev: "erdma",
-    kind: "cmd",
-    opcode: 0,
-    submod: 0,
-    name: "MODIFY_QP",
-    cookie: 0,
-    sqeIdx: 0,
-    status: 0,
-    statusName: "OK",
-    detail: { qpn: 4, to: "RTS", connection: { sip: "10.0.0.1", dip: "10.0.0.2", sport: 4420, dport: 5000 } },
+    ...cmdEventBody("MODIFY_QP", 0, {
+      detail: {
+        qpn: 4,
+        to: "RTS",
+        connection: { sip: "10.0.0.1", dip: "10.0.0.2", sport: 4420, dport: 5000 },
+      },
+    }),
   }),
 ];
 const HALF =
@@ -186,15 +185,7 @@ t.test("ulp-leak: objects left after the teardown, with the releases the device 
     erdmaTraceEventSchema.parse({
       t: 2,
       dev: "erdma",
-      kind: "cmd",
-      opcode: 0,
-      submod: 0,
-      name,
-      cookie: 0,
-      sqeIdx: 0,
-      status,
-      statusName: status ? "BAD_STATE" : "OK",
-      ...(reason ? { reason } : {}),
+      ...cmdEventBody(name, status, reason ? { reason } : {}),
     });
   const hw = [
     refusal("DESTROY_QP", 6, "busy"),

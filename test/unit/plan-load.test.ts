@@ -14,7 +14,9 @@ import {
   renderJobList,
   slug,
 } from "../../harness/workflows/matrix/plan.ts";
-import { HilError } from "../../util/errors.ts";
+import type { HilError } from "../../util/errors.ts";
+import { hilErrorOf } from "../support/hil-error.ts";
+import { withStderr } from "../support/stderr.ts";
 
 const PLANS = fileURLToPath(new URL("../../fixtures/plans/", import.meta.url));
 const FILE = join(PLANS, "bad.yaml");
@@ -28,15 +30,8 @@ const GOOD = [
   "scenarios: [drain-qp-idle, 'post-*']",
 ];
 
-async function errorOf(lines: readonly string[]): Promise<HilError> {
-  try {
-    await parsePlan(lines.join("\n"), FILE);
-  } catch (err) {
-    if (err instanceof HilError) return err;
-    throw err;
-  }
-  throw new Error("the plan loaded without an error");
-}
+const errorOf = (lines: readonly string[]) =>
+  hilErrorOf(() => parsePlan(lines.join("\n"), FILE), "the plan loaded without an error");
 
 t.test("the shipped plans load", async (t) => {
   const nightly = await loadPlan(join(PLANS, "nightly.yaml"));
@@ -197,13 +192,7 @@ t.test("each mistake is one error with file:line:col and the field", async (t) =
 t.test(
   "rules: the oracle's rule sets of every job; oracle, its old name, still works with a notice",
   async (t) => {
-    const notices: string[] = [];
-    const write = process.stderr.write.bind(process.stderr);
-    process.stderr.write = ((chunk: string) => {
-      notices.push(String(chunk));
-      return true;
-    }) as typeof process.stderr.write;
-    try {
+    await withStderr(async (notices) => {
       const rules = await parsePlan([...GOOD, "rules: [linux, ib]"].join("\n"), FILE);
       t.ok(rules.jobs.every((j) => j.spec.oracle?.join() === "linux,ib"));
       t.same(notices, [], "no notice for the new name");
@@ -215,9 +204,7 @@ t.test(
       );
       t.equal(old.hash, rules.hash, "the same plan");
       t.same(notices, [`hil: notice: ${FILE}:7:1: oracle: now called rules (the old name still works)\n`]);
-    } finally {
-      process.stderr.write = write;
-    }
+    });
     const both = await errorOf([...GOOD, "rules: [linux]", "oracle: [ib]"]);
     t.equal(both.format(), `${FILE}:8:1: oracle: the old name of rules: give rules alone`);
     const bad = await errorOf([...GOOD, "rules: [rocev2]"]);

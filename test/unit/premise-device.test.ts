@@ -10,6 +10,7 @@ import type { HwTraceEvent } from "../../harness/protocol/hw-trace.ts";
 import { type PremiseCondition, premiseSchema } from "../../harness/scenario/premise-schema.ts";
 import { serverTraceLineSchema } from "../../qemu/device-server/trace-line.ts";
 import { erdmaTraceEventSchema } from "../../qemu/erdma/trace-schema.ts";
+import { cmdEventBody } from "../support/hw-trace-events.ts";
 import { TraceBuilder } from "../support/oracle-trace.ts";
 
 const QPNS = new Map([
@@ -115,17 +116,8 @@ t.test("device_flushed_blocks: flushed WQEs of the QP's queue taking at least so
 });
 
 t.test("device_destroyed_unflushed: DESTROY_QP of the QP with entries pending", (t) => {
-  const destroy = (qpn: number, pending?: Record<string, number>) => ({
-    kind: "cmd",
-    opcode: 0,
-    submod: 0,
-    name: "DESTROY_QP",
-    cookie: 0,
-    sqeIdx: 0,
-    status: 0,
-    statusName: "OK",
-    detail: { qpn, ...(pending ? { pending } : {}) },
-  });
+  const destroy = (qpn: number, pending?: Record<string, number>) =>
+    cmdEventBody("DESTROY_QP", 0, { detail: { qpn, ...(pending ? { pending } : {}) } });
   t.same(check({ device_destroyed_unflushed: {} }, hw(destroy(2, { sq: 3 }), destroy(1, { sq: 2, rq: 1 }))), [
     true,
     "at DESTROY_QP of QP 1: 2 sq and 1 rq entries pending",
@@ -175,17 +167,7 @@ t.test(
       syndrome: 0,
       opcode: 0,
     });
-    const destroy = (qpn: number) => ({
-      kind: "cmd",
-      opcode: 0,
-      submod: 0,
-      name: "DESTROY_QP",
-      cookie: 0,
-      sqeIdx: 0,
-      status: 0,
-      statusName: "OK",
-      detail: { qpn, pending: {} },
-    });
+    const destroy = (qpn: number) => cmdEventBody("DESTROY_QP", 0, { detail: { qpn, pending: {} } });
     /** the peer on the QP's CQ `cq`, a receive of it posted; then `then` */
     const trace = (then: (b: TraceBuilder) => TraceBuilder) =>
       new TraceModel(
@@ -433,16 +415,7 @@ t.test(
       true,
       "2 sq WQE(s) flushed",
     ]);
-    const bare = {
-      kind: "cmd",
-      opcode: 0,
-      submod: 0,
-      name: "DESTROY_QP",
-      cookie: 0,
-      sqeIdx: 0,
-      status: 0,
-      statusName: "OK",
-    };
+    const bare = cmdEventBody("DESTROY_QP");
     t.same(
       check(
         { device_destroyed_unflushed: {} },

@@ -11,6 +11,7 @@ import { loadScenarioFile, parseScenario } from "../../harness/scenario/load.ts"
 import { judgeScenarioRun } from "../../harness/suite/judge-run.ts";
 import { erdmaTraceEventSchema } from "../../qemu/erdma/trace-schema.ts";
 import { REPO_ROOT } from "../support/cli.ts";
+import { cmdEventBody } from "../support/hw-trace-events.ts";
 import { pair, SUCCESS, TraceBuilder } from "../support/oracle-trace.ts";
 
 const TARGET = { driver: "erdma" as const, executor: "kernel" as const };
@@ -309,17 +310,8 @@ t.test("device conditions, each held and not", async (t) => {
     reason: "QP 1 never entered ERROR",
   });
 
-  const destroy = (pending: Record<string, number>) => ({
-    kind: "cmd",
-    opcode: 3,
-    submod: 0,
-    name: "DESTROY_QP",
-    cookie: 1,
-    sqeIdx: 0,
-    status: 0,
-    statusName: "OK",
-    detail: { qpn, state: "ERROR", pending },
-  });
+  const destroy = (pending: Record<string, number>) =>
+    cmdEventBody("DESTROY_QP", 0, { opcode: 3, cookie: 1, detail: { qpn, state: "ERROR", pending } });
   t.match(holds("device_destroyed_unflushed: {}", b, hw(destroy({ sq: 0, rq: 32 }))), { held: true });
   t.match(holds("device_destroyed_unflushed: {}", b, hw(destroy({ sq: 0, rq: 0 }))), { held: false });
   t.match(holds("device_destroyed_unflushed: {}", b, hw()), {
@@ -389,17 +381,11 @@ t.test(
       queue: "rq",
       wqe: index,
     });
-    const destroyCmd = {
-      kind: "cmd",
+    const destroyCmd = cmdEventBody("DESTROY_QP", 0, {
       opcode: 3,
-      submod: 0,
-      name: "DESTROY_QP",
       cookie: 1,
-      sqeIdx: 0,
-      status: 0,
-      statusName: "OK",
       detail: { qpn: peerQpn, state: "ERROR", pending: { sq: 0, rq: 0 } },
-    };
+    });
     /** the peer on the QP's CQ (peer: { cq: qp }), its 2 receives completed by the device */
     const shared = () =>
       new TraceBuilder()

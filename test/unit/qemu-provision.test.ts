@@ -1,10 +1,9 @@
 import { createHash } from "node:crypto";
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import t, { type Test } from "tap";
+import t from "tap";
 import type { QemuInstall } from "../../qemu/launch/types.ts";
 import { applySourceFixups, QEMU_DEVICES, qemuBuildKey } from "../../qemu/provision/build.ts";
 import { parseDeviceNames } from "../../qemu/provision/device-help.ts";
@@ -23,12 +22,7 @@ import {
 } from "../../qemu/provision/version.ts";
 import { HilError } from "../../util/errors.ts";
 import { progress } from "../../util/progress.ts";
-
-function tempDir(t: Test, prefix: string): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { tempDir } from "../support/temp-dir.ts";
 
 /** A stand-in executable that answers `--version` and `-device help` like a QEMU would. */
 function fakeQemu(dir: string, version: string, devices: string[], name = "qemu-system-x86_64"): string {

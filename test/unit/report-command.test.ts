@@ -6,7 +6,6 @@ import { readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Command } from "commander";
 import t from "tap";
 import { externalFaultReason } from "../../harness/backend/external-socket.ts";
 import { registerReportCommand } from "../../harness/cli/report-command.ts";
@@ -18,28 +17,13 @@ import { renderKtap } from "../../harness/report/ktap.ts";
 import { deviceOf, loadRunDir } from "../../harness/rundir/read.ts";
 import { HilError } from "../../util/errors.ts";
 import { syntheticRecord, writeRunDir } from "../fixtures/rundir/synthetic.ts";
+import { runInProcess } from "../support/in-process.ts";
 
 const FIXTURE = fileURLToPath(new URL("../fixtures/rundir", import.meta.url));
 
 async function hil(...args: string[]): Promise<{ stdout: string; err?: unknown }> {
-  const program = new Command("hil")
-    .exitOverride()
-    .configureOutput({ writeErr: () => {}, writeOut: () => {} });
-  registerReportCommand(program);
-  const chunks: string[] = [];
-  const write = process.stdout.write.bind(process.stdout);
-  const errWrite = process.stderr.write.bind(process.stderr);
-  process.stdout.write = ((c: string) => chunks.push(String(c)) > 0) as typeof process.stdout.write;
-  process.stderr.write = (() => true) as typeof process.stderr.write;
-  try {
-    await program.parseAsync(["node", "hil", "report", ...args]);
-    return { stdout: chunks.join("") };
-  } catch (err) {
-    return { stdout: chunks.join(""), err };
-  } finally {
-    process.stdout.write = write;
-    process.stderr.write = errWrite;
-  }
+  const { stdout, err } = await runInProcess(registerReportCommand, ["report", ...args]);
+  return err === undefined ? { stdout } : { stdout, err };
 }
 
 t.test("formats to stdout and to files", async (t) => {

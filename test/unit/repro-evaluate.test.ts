@@ -63,19 +63,14 @@ const HANG: Expectation[] = [
 ];
 const CASE = { name: "hang", bug: "it hangs", reference: "x.c:f", expect: HANG };
 const STACK = ["- did not return", "  stack: [<0>] __ib_drain_sq+0xfe/0x124 [ib_core]"];
+/** A record of the case's scenario judged under linux alone. */
+const onLinux = (row: Omit<Row, "scenario" | "profile">) =>
+  record([{ scenario: "drain-qp-idle", profile: "linux", ...row }]);
 
 t.test("a bug case reproduces: verdict, rules and the evidence line", async (t) => {
   const o = evaluateCase(
     CASE,
-    record([
-      {
-        scenario: "drain-qp-idle",
-        profile: "linux",
-        verdict: "FAIL",
-        rules: { 9: "FAIL", hang: "FAIL", 5: "PASS" },
-        evidence: STACK,
-      },
-    ]),
+    onLinux({ verdict: "FAIL", rules: { 9: "FAIL", hang: "FAIL", 5: "PASS" }, evidence: STACK }),
   );
   t.equal(o.kind, "bug");
   t.equal(o.word, "REPRODUCES");
@@ -91,15 +86,7 @@ t.test("a bug case reproduces: verdict, rules and the evidence line", async (t) 
 t.test("not reproduced: a rule holds, or the evidence is not there", async (t) => {
   const ruleHolds = evaluateCase(
     CASE,
-    record([
-      {
-        scenario: "drain-qp-idle",
-        profile: "linux",
-        verdict: "FAIL",
-        rules: { 9: "FAIL", hang: "PASS" },
-        evidence: STACK,
-      },
-    ]),
+    onLinux({ verdict: "FAIL", rules: { 9: "FAIL", hang: "PASS" }, evidence: STACK }),
   );
   t.equal(ruleHolds.word, "NOT REPRODUCED");
   t.equal(ruleHolds.exitCode, 1);
@@ -114,29 +101,16 @@ t.test("not reproduced: a rule holds, or the evidence is not there", async (t) =
   );
   const noStack = evaluateCase(
     CASE,
-    record([
-      {
-        scenario: "drain-qp-idle",
-        profile: "linux",
-        verdict: "FAIL",
-        rules: { 9: "FAIL", hang: "FAIL" },
-        evidence: ["- WARN"],
-      },
-    ]),
+    onLinux({ verdict: "FAIL", rules: { 9: "FAIL", hang: "FAIL" }, evidence: ["- WARN"] }),
   );
   t.equal(noStack.word, "NOT REPRODUCED", "the evidence must be there too");
   t.equal(noStack.checks[0]?.evidence?.matched, undefined);
-  const passes = evaluateCase(
-    CASE,
-    record([
-      { scenario: "drain-qp-idle", profile: "linux", verdict: "PASS", rules: { 9: "PASS", hang: "PASS" } },
-    ]),
-  );
+  const passes = evaluateCase(CASE, onLinux({ verdict: "PASS", rules: { 9: "PASS", hang: "PASS" } }));
   t.equal(passes.exitCode, 1);
 });
 
 t.test("could not be judged: exit 3", async (t) => {
-  const miss = evaluateCase(CASE, record([{ scenario: "drain-qp-idle", profile: "linux", verdict: "MISS" }]));
+  const miss = evaluateCase(CASE, onLinux({ verdict: "MISS" }));
   t.equal(miss.word, "NOT REPRODUCED");
   t.ok(miss.unjudged);
   t.equal(miss.exitCode, 3);

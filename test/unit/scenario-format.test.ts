@@ -5,19 +5,13 @@ import { fileURLToPath } from "node:url";
 import t from "tap";
 import { loadScenarioFile, parseScenario } from "../../harness/scenario/load.ts";
 import { selectScenarios } from "../../harness/scenario/select.ts";
-import { HilError } from "../../util/errors.ts";
+import type { HilError } from "../../util/errors.ts";
+import { hilErrorOf } from "../support/hil-error.ts";
 
 const BAD = fileURLToPath(new URL("../fixtures/scenarios-bad/", import.meta.url));
 
-async function errorOf(file: string): Promise<HilError> {
-  try {
-    await loadScenarioFile(`${BAD}${file}`);
-  } catch (err) {
-    if (err instanceof HilError) return err;
-    throw err;
-  }
-  throw new Error(`${file} loaded without an error`);
-}
+const errorOf = (file: string) =>
+  hilErrorOf(() => loadScenarioFile(`${BAD}${file}`), `${file} loaded without an error`);
 
 t.test("a scenario with its defaults", async (t) => {
   const s = parseScenario(

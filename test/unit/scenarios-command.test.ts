@@ -3,7 +3,6 @@
 // error; and the real command through bin/hil.
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { Command } from "commander";
 import t from "tap";
 import {
   entriesJson,
@@ -19,6 +18,7 @@ import {
 import { matchScenarioFiles, SCENARIO_DIR } from "../../harness/scenario/select.ts";
 import { HilError } from "../../util/errors.ts";
 import { hil, REPO_ROOT } from "../support/cli.ts";
+import { runInProcess } from "../support/in-process.ts";
 
 const BAD = "test/fixtures/scenarios-bad";
 const at = { cwd: REPO_ROOT };
@@ -232,24 +232,9 @@ t.test("--show: the command lines of each stage, the watchdogs, the wr_ids, wher
 
 /** Runs the command in-process with commander, as main.ts would; stdout captured. */
 async function inProcess(...args: string[]): Promise<{ stdout: string; exitCode: number }> {
-  const program = new Command("hil")
-    .exitOverride()
-    .configureOutput({ writeErr: () => {}, writeOut: () => {} });
-  registerScenariosCommand(program);
-  const chunks: string[] = [];
-  const write = process.stdout.write.bind(process.stdout);
-  const errWrite = process.stderr.write.bind(process.stderr);
-  const before = process.exitCode;
-  process.stdout.write = ((c: string) => chunks.push(String(c)) > 0) as typeof process.stdout.write;
-  process.stderr.write = (() => true) as typeof process.stderr.write;
-  try {
-    await program.parseAsync(["node", "hil", "scenarios", ...args]);
-    return { stdout: chunks.join(""), exitCode: Number(process.exitCode ?? 0) };
-  } finally {
-    process.stdout.write = write;
-    process.stderr.write = errWrite;
-    process.exitCode = before;
-  }
+  const { stdout, exitCode, err } = await runInProcess(registerScenariosCommand, ["scenarios", ...args]);
+  if (err !== undefined) throw err;
+  return { stdout, exitCode };
 }
 
 t.test("the command's modes and exit status, in process", async (t) => {

@@ -20,6 +20,7 @@ import { loadScenarioFile } from "../../harness/scenario/load.ts";
 import { translateUlpFault, ulpQp } from "../../harness/suite/faults.ts";
 import { withUlpConfig } from "../../harness/workflows/job/job.ts";
 import { loadProfile } from "../../qemu/erdma/profile-file.ts";
+import { cmdEventBody } from "../support/hw-trace-events.ts";
 
 function scenarioFile(t: { testdir(): string }, text: string): string {
   const dir = t.testdir();
@@ -227,15 +228,7 @@ t.test("ulp-steps: exit codes against expect; hang: a stuck step; ulp-leak: obje
   const cmd = (name: string, status: number, statusName: string, reason?: string): HwTraceEvent => ({
     t: 1,
     dev: "erdma",
-    kind: "cmd",
-    opcode: 9,
-    submod: 0,
-    name,
-    cookie: 0,
-    sqeIdx: 0,
-    status,
-    statusName,
-    ...(reason ? { reason } : {}),
+    ...cmdEventBody(name, status, { opcode: 9, statusName, ...(reason ? { reason } : {}) }),
   });
   const refused = judge(
     [
@@ -383,15 +376,10 @@ t.test("a connect that hangs or fails: the device's half-open connections are it
     ({
       t: 1,
       dev,
-      kind: "cmd",
-      opcode: 3,
-      submod: 0,
-      name: "MODIFY_QP",
-      cookie: 0,
-      sqeIdx: 0,
-      status: 0,
-      statusName: "OK",
-      detail: { qpn, from: "IDLE", to: "RTS", connection: { sip, dip, sport, dport, cookie: 1 } },
+      ...cmdEventBody("MODIFY_QP", 0, {
+        opcode: 3,
+        detail: { qpn, from: "IDLE", to: "RTS", connection: { sip, dip, sport, dport, cookie: 1 } },
+      }),
     }) as unknown as HwTraceEvent;
   const connect = {
     ev: "stuck",

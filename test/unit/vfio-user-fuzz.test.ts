@@ -26,6 +26,7 @@ import {
   encodeWriteMulti,
   Flags,
 } from "../../qemu/vfio-user/protocol.ts";
+import { prng as mulberry32 } from "../fuzz/mutate.ts";
 
 const seed = Number(process.env.HIL_FUZZ_SEED ?? Date.now() % 1_000_000);
 const MIN_MS = Number(process.env.HIL_FUZZ_MS ?? 0);
@@ -33,19 +34,12 @@ const MIN_MESSAGES = 3000;
 /** a server that keeps refusing to read would otherwise keep the test sending for ever */
 const MAX_CONNECTIONS = 5000;
 
-/** mulberry32: small, seedable. */
+/** The fuzz campaign's seedable mulberry32 (test/fuzz/mutate.ts), with picks and odds. */
 function prng(s: number) {
-  let a = s >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
+  const { next, int } = mulberry32(s);
   return {
     next,
-    int: (n: number) => Math.floor(next() * n),
+    int,
     pick: <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)] as T,
     chance: (p: number) => next() < p,
   };

@@ -1,0 +1,24 @@
+import type { Test } from "tap";
+import { type CqeRecord, payloadSum, WC_SUCCESS } from "../../harness/protocol/trace.ts";
+
+/**
+ * The siw traffic step both executors run (8 receives wr_id 100.., 8 SENDs wr_id 1.. of 256 bytes):
+ * the receives complete in posting order, all RECV SUCCESS of 256 bytes, each holding the payload
+ * of the SEND with the same index.
+ */
+export function checkEightSendsReceived(t: Test, recvs: readonly CqeRecord[]): void {
+  t.same(
+    recvs.map((c) => c.wr_id),
+    [100, 101, 102, 103, 104, 105, 106, 107],
+    "receives complete in posting order",
+  );
+  t.ok(
+    recvs.every((c) => c.status === WC_SUCCESS && c.opcode_name === "RECV" && c.byte_len === 256),
+    "all RECV SUCCESS, 256 bytes",
+  );
+  t.same(
+    recvs.map((c) => c.sum),
+    [1, 2, 3, 4, 5, 6, 7, 8].map((wrId) => payloadSum(wrId, 256)),
+    "each receive holds the payload of the SEND with the same index",
+  );
+}
