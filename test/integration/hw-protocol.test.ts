@@ -3,8 +3,9 @@
 // due. Upstream erdma_destroy_qp cancels that reflush before DESTROY_QP, and the rule holds; with
 // fixtures/series/erdma-reflush-after-destroy.mbox the driver sends it after DESTROY_QP, the
 // device refuses a REFLUSH for a QP it no longer has, and hw-protocol FAILs under every rule set,
-// naming the REFLUSH and the QP (the QP the executor created, by its number). Nothing is left
-// running or on disk.
+// naming the REFLUSH and the QP (a QP the executor created, by its number: the QP under test, or
+// its peer when the peer's reflush is the one still due at its destroy). Nothing is left running or
+// on disk.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
@@ -17,16 +18,17 @@ t.setTimeout(15 * 60 * 1000);
 const SCENARIO = "destroy-during-flush";
 const REFLUSH_AFTER_DESTROY = "fixtures/series/erdma-reflush-after-destroy.mbox";
 
-/** The QP number the kernel executor's trace gives the scenario's QP "qp". */
-function qpnOf(dir: string): number {
+/** The QP numbers the kernel executor's trace gives the scenario's QPs (qp and peer). */
+function qpnsOf(dir: string): number[] {
   const lines = readFileSync(join(dir, "traces", `${SCENARIO}.jsonl`), "utf8").split("\n");
+  const qpns: number[] = [];
   for (const line of lines) {
     if (!line.includes('"kind":"qp"')) continue;
     const r = JSON.parse(line) as { ev?: string; kind?: string; name?: string; qp_num?: number };
-    if (r.ev === "create" && r.kind === "qp" && r.name === "qp" && typeof r.qp_num === "number")
-      return r.qp_num;
+    if (r.ev === "create" && r.kind === "qp" && typeof r.qp_num === "number") qpns.push(r.qp_num);
   }
-  throw new Error(`no create of qp in ${dir}`);
+  if (qpns.length === 0) throw new Error(`no create of a QP in ${dir}`);
+  return qpns;
 }
 
 t.test("upstream 6.12: the reflush is cancelled before DESTROY_QP, hw-protocol holds", async (t) => {
@@ -52,8 +54,12 @@ t.test("a REFLUSH after DESTROY_QP: hw-protocol FAILs naming the command and the
     /verbs-lifecycle\s+PASS|verbs-lifecycle PASS/,
     "the probe's user QPs never flush: untouched",
   );
-  const qpn = qpnOf(dir);
-  const named = new RegExp(`^REFLUSH for QP ${qpn} after DESTROY_QP of QP ${qpn} \\(t=[\\d.]+\\): NOT_FOUND`);
+  const qpns = qpnsOf(dir);
+  const named = /^REFLUSH for QP (\d+) after DESTROY_QP of QP \1 \(t=[\d.]+\): NOT_FOUND/;
+  const namedQp = (reason: string) => {
+    const m = named.exec(reason);
+    return m ? Number(m[1]) : undefined;
+  };
   t.match(
     r.stdout,
     new RegExp(`^${SCENARIO}\\s+FAIL\\s+FAIL\\s+FAIL\\s.*rule hw-protocol: REFLUSH for QP \\d+`, "m"),
@@ -63,10 +69,13 @@ t.test("a REFLUSH after DESTROY_QP: hw-protocol FAILs naming the command and the
     const rule = ruleOf(s, profile, "hw-protocol");
     t.equal(rule?.verdict, "FAIL", `${profile}: ${rule?.reason}`);
     t.ok(
-      rule?.problems?.some((p) => named.test(p.reason)),
-      `${profile}: a problem names the REFLUSH and QP ${qpn}: ${rule?.problems?.map((p) => p.reason).join(" | ")}`,
+      rule?.problems?.some((p) => qpns.includes(namedQp(p.reason) ?? -1)),
+      `${profile}: a problem names the REFLUSH and one of the executor's QPs ${qpns.join(", ")}: ${rule?.problems?.map((p) => p.reason).join(" | ")}`,
     );
   }
+  const qpn = ruleOf(s, "linux", "hw-protocol")
+    ?.problems?.map((p) => namedQp(p.reason))
+    .find((n) => n !== undefined && qpns.includes(n));
   // the device's own trace: DESTROY_QP of the QP, then the REFLUSH it refused for that QP
   const hw = readHwTrace(join(dir, "traces", `${SCENARIO}.hw.jsonl`));
   const cmds = hw.flatMap((e) => ("src" in e || e.kind !== "cmd" ? [] : [e]));
