@@ -92,7 +92,9 @@ t.test("hil run (the main job): the device probes, then the drain suite; a run d
   t.same(record.device, { profile: "erdma-reflush", trace: "hw-trace.jsonl" });
   // the versions that produced the run, as `hil --version` says it would use them
   const predicted = await gatherVersions();
-  t.equal(predicted.hil, JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")).version);
+  const packageJson = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")).version as string;
+  t.equal(predicted.hil.split("+")[0], packageJson, "package.json's version, then the code it is at");
+  t.match(predicted.hil, /\+(g[0-9a-f]{12}(\.dirty)?|src\.[0-9a-f]{16})$/);
   t.same(record.versions, {
     hil: predicted.hil,
     qemu: predicted.qemu.version,
