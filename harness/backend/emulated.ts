@@ -23,6 +23,38 @@ export interface EmulatedRun {
   profile: string;
 }
 
+/** What a device served by hil's own device server (the model, whatever its queue engine) has. */
+export interface ModelServedDevice {
+  profileName: string;
+  profile: ErdmaProfile;
+  mac: string;
+  traceFile?: string;
+}
+
+/**
+ * The parts of a backend that the device server decides, the same for every device it serves: the
+ * smoke test's device, faults on its control channel, its hardware trace, any number of guests.
+ */
+export function modelServerParts<D extends ModelServedDevice>(): Pick<
+  DeviceBackend<D, never>,
+  "smoke" | "canArmFaults" | "hwTrace" | "maxGuests"
+> {
+  return {
+    smoke: (d, traceFile) => ({
+      profileName: d.profileName,
+      profile: d.profile,
+      mac: d.mac,
+      ...(traceFile ? { traceFile } : {}),
+    }),
+    canArmFaults: true,
+    hwTrace: {
+      keptIn: (d) => d.traceFile,
+      keepIn: (d, file) => ({ ...d, traceFile: file }),
+    },
+    maxGuests: Number.POSITIVE_INFINITY,
+  };
+}
+
 /** A profile option's value that names a JSON file rather than a profile of fixtures/profiles. */
 const isProfileFile = (name: string) => name.includes("/") || name.endsWith(".json");
 
@@ -46,18 +78,7 @@ export const emulated: DeviceBackend<EmulatedDevice, EmulatedRun> = {
   },
   profileOf: (d) => d.profileName,
   boot: (d) => ({ profile: d.profileName, ...(d.traceFile ? { traceFile: d.traceFile } : {}) }),
-  smoke: (d, traceFile) => ({
-    profileName: d.profileName,
-    profile: d.profile,
-    mac: d.mac,
-    ...(traceFile ? { traceFile } : {}),
-  }),
-  canArmFaults: true,
-  hwTrace: {
-    keptIn: (d) => d.traceFile,
-    keepIn: (d, file) => ({ ...d, traceFile: file }),
-  },
-  maxGuests: Number.POSITIVE_INFINITY,
+  ...modelServerParts<EmulatedDevice>(),
   twoGuests: { joinedBy: () => "the erdma fabric" },
   // the MAC when it is not the default: a rerun needs it
   record: (d, traceName) => ({

@@ -11,6 +11,7 @@ import { isRtlBug, RTL_BUGS, type RtlBug } from "../../qemu/erdma/rtl/build.ts";
 import { HilError } from "../../util/errors.ts";
 import { DEFAULT_GUEST_MAC } from "../boot.ts";
 import type { DeviceBackend } from "./backend.ts";
+import { modelServerParts } from "./emulated.ts";
 
 /** The flush modes erdma_flush_limit.sv implements (STOP, REFLUSH, ALWAYS). */
 export const RTL_FLUSH_MODES: readonly ErrorFlushMode[] = ["stop", "reflush", "always"];
@@ -89,18 +90,7 @@ export const rtl: DeviceBackend<RtlDevice, RtlRun> = {
     rtl: { bugs: d.bugs },
     ...(d.traceFile ? { traceFile: d.traceFile } : {}),
   }),
-  smoke: (d, traceFile) => ({
-    profileName: d.profileName,
-    profile: d.profile,
-    mac: d.mac,
-    ...(traceFile ? { traceFile } : {}),
-  }),
-  canArmFaults: true,
-  hwTrace: {
-    keptIn: (d) => d.traceFile,
-    keepIn: (d, file) => ({ ...d, traceFile: file }),
-  },
-  maxGuests: Number.POSITIVE_INFINITY,
+  ...modelServerParts<RtlDevice>(),
   twoGuests: { joinedBy: () => "the erdma fabric (one RTL engine for both devices)" },
   record: (d, traceName) => ({
     profile: d.profileName,
