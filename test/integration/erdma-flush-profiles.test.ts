@@ -1,12 +1,14 @@
 // The QP in ERROR on the emulated erdma, per behaviour profile, with the real upstream driver and
 // the in-kernel executor (hil_kverbs). A loopback RC pair connects over rdma_cm; QP b gets
 // outstanding work on both queues (RECVs, and SENDs that wait because a has posted no RECV, half
-// of them unsignaled), is moved to ERROR, and then gets more RECVs and SENDs posted in ERROR.
+// of them unsignaled: each profile with `recvNotPosted: "wait"`, since by default the device
+// terminates a connection whose SEND finds no RECV, RFC 5041 7.2), is moved to ERROR, and then gets more RECVs and SENDs posted in ERROR.
 // - erdma-reflush on Linux 6.12 (REFLUSH since 6.2) and ib-compliant: everything flushes, in order,
 //   one completion per WR, unsignaled included, and ib_drain_qp returns.
 // - erdma-2022 on Linux 6.1: only what was outstanding at the error flushes; the WRs posted in
 //   ERROR never complete and ib_drain_qp does not return: the worker is stuck in the drain, which
 //   the test sees through its timeout and stack, and the guest is then killed cleanly.
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { type BootedGuest, bootPrepared } from "../../harness/boot.ts";
@@ -59,7 +61,19 @@ for (const c of CASES) {
     t.teardown(async () => {
       await guest?.dispose();
     });
-    const booted = await bootWithKverbs(c.base, c.profile, traceFile);
+    // the profile under test, but a SEND that finds no RECV waits for one instead of terminating
+    const waiting = join(t.testdir({}), `${c.profile}-wait.json`);
+    writeFileSync(
+      waiting,
+      JSON.stringify({
+        name: `${c.profile}-wait`,
+        extends: c.profile,
+        description: `${c.profile}, with SENDs that wait for a RECV`,
+        source: "test/integration/erdma-flush-profiles.test.ts",
+        recvNotPosted: "wait",
+      }),
+    );
+    const booted = await bootWithKverbs(c.base, waiting, traceFile);
     guest = booted.guest;
     const qemuPid = guest.pid;
     const serverPid = guest.device?.pid ?? 0;
