@@ -52,13 +52,18 @@ const results = (v: { deltas: Delta[] }) =>
     change: d.change,
     rules: d.rules.map((r) => `${r.rule ?? ""}: ${r.base ?? "-"} -> ${r.patched ?? "-"}`),
   }));
-/** The table's rows without their reasons (the column the header names "reason"). */
+/**
+ * The table's rows without their reasons (the column the header names "reason") and without the
+ * evidence lines under a row (a trace record's times differ from run to run).
+ */
 const rows = (stdout: string) => {
   const lines = stdout.slice(0, stdout.indexOf("\nrun directory: ")).split("\n");
   const cut = lines[0]?.indexOf("reason") ?? -1;
-  return lines.map((l) =>
-    l.trimStart().startsWith("rule ") ? (l.trim().split(/\s{2,}/)[0] ?? "") : l.slice(0, cut).trimEnd(),
-  );
+  return lines
+    .filter((l) => !/^\s/.test(l) || l.trimStart().startsWith("rule "))
+    .map((l) =>
+      l.trimStart().startsWith("rule ") ? (l.trim().split(/\s{2,}/)[0] ?? "") : l.slice(0, cut).trimEnd(),
+    );
 };
 
 /** The base cache's entry whose key starts with `short`, and its lock. */
