@@ -17,6 +17,8 @@ export interface VerdictEntry {
   verdict: Verdict;
   reason: string;
   evidence?: string[];
+  /** a rule's FAIL: each problem's reason */
+  problems?: string[];
 }
 
 const SCENARIO_ID = /^(.*)\[([a-z-]+)\]$/;
@@ -30,6 +32,7 @@ function ruleEntries(name: string, j: RunJudgement): VerdictEntry[] {
     verdict: r.verdict,
     reason: r.reason,
     ...(r.evidence ? { evidence: r.evidence } : {}),
+    ...(r.problems?.length ? { problems: r.problems.map((p) => p.reason) } : {}),
   }));
 }
 

@@ -20,6 +20,11 @@ t.setTimeout(50 * 60 * 1000);
 const SERIES = "fixtures/series/erdma-teardown-uaf.mbox";
 const SCENARIO = "destroy-during-flush";
 const PROFILES = ["ib", "iwarp-rdmac", "linux"];
+// The debug base has been seen, once in CI under load, to FAIL destroy-during-flush's console rule
+// with a KASAN report of its own (not recorded). Validate compares problems, not only verdicts: the
+// series' report is still a new FAIL on such a base ("a new problem: ..."), which this allows for.
+const BASE_VERDICT = "(?:PASS|FAIL)";
+const NEW = "(?:a new problem: )?";
 
 function consoleRule(record: RunRecord, profile: string) {
   const judgement = record.scenarios
@@ -67,7 +72,7 @@ t.test("--config debug: KASAN's use-after-free is a new FAIL with its stacks, ex
   t.match(
     r.stdout,
     new RegExp(
-      `^${SCENARIO}\\s+${PROFILES.join(",")}\\s+PASS\\s+FAIL\\s+NEW FAIL\\s+rule console: ${uaf}$`,
+      `^${SCENARIO}\\s+${PROFILES.join(",")}\\s+${BASE_VERDICT}\\s+FAIL\\s+NEW FAIL\\s+rule console: ${NEW}${uaf}$`,
       "m",
     ),
     "one row for the three rule sets, a new FAIL named by KASAN's report",
@@ -77,7 +82,7 @@ t.test("--config debug: KASAN's use-after-free is a new FAIL with its stacks, ex
     r.stdout,
     new RegExp(
       [
-        String.raw`^\s+rule console: PASS -> FAIL  ${uaf}`,
+        String.raw`^\s+rule console: ${BASE_VERDICT} -> FAIL  ${NEW}${uaf}`,
         String.raw`\s+- ${uaf}`,
         String.raw`\s+erdma_destroy_qp\+\S+ \[erdma\]`,
         String.raw`\s+ib_destroy_qp_user\+\S+ \[ib_core\]`,
@@ -94,7 +99,11 @@ t.test("--config debug: KASAN's use-after-free is a new FAIL with its stacks, ex
     ),
     "the access, allocation and free stacks under the rule",
   );
-  t.equal(r.stdout.match(/- kasan: BUG: KASAN/g)?.length, 1, "the report printed once for the scenario");
+  t.equal(
+    r.stdout.match(/- kasan: BUG: KASAN: slab-use-after-free in erdma_destroy_qp/g)?.length,
+    1,
+    "the report printed once for the scenario",
+  );
   t.match(
     r.stdout,
     /^hil validate: REGRESSION: 3 new FAIL, 0 fixed, 0 not judged, \d+ unchanged \(debian:6\.12 \+ config debug vs debian:6\.12 \+ 1 patch\(es\) from \S+erdma-teardown-uaf\.mbox \+ config debug\)/m,
@@ -109,11 +118,14 @@ t.test("--config debug: KASAN's use-after-free is a new FAIL with its stacks, ex
   const base = JSON.parse(readFileSync(join(dir, "base", "verdicts.json"), "utf8")) as RunRecord;
   const patched = JSON.parse(readFileSync(join(dir, "patched", "verdicts.json"), "utf8")) as RunRecord;
   for (const profile of PROFILES) {
-    t.equal(
-      consoleRule(base, profile)?.verdict,
-      "PASS",
-      `the debug base's console is clean under ${profile}`,
+    const baseRule = consoleRule(base, profile);
+    t.notMatch(
+      baseRule?.reason ?? "",
+      /erdma_destroy_qp/,
+      `the series' use-after-free is not on the base under ${profile}`,
     );
+    if (baseRule?.verdict === "FAIL")
+      t.comment(`the base's own console FAIL under ${profile}: ${baseRule.reason}`);
     const rule = consoleRule(patched, profile);
     t.equal(rule?.verdict, "FAIL", `the patched console rule under ${profile}`);
     const evidence = rule?.evidence ?? [];
@@ -137,7 +149,9 @@ t.test("--config debug: KASAN's use-after-free is a new FAIL with its stacks, ex
     /BUG: KASAN: slab-use-after-free in erdma_destroy_qp/,
     "the report on the patched console",
   );
-  t.notMatch(baseConsole, /BUG: KASAN/, "none on the base's");
+  t.notMatch(baseConsole, /BUG: KASAN: slab-use-after-free in erdma_destroy_qp/, "not on the base's");
+  for (const report of baseConsole.match(/BUG: KASAN: .*/g) ?? [])
+    t.comment(`the base's own KASAN report: ${report}`);
   const v = JSON.parse(readFileSync(join(dir, "validate.json"), "utf8"));
   t.same([v.base.spec.configs, v.patched.spec.configs], [["debug"], ["debug"]], "both sides asked for debug");
   t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");

@@ -234,3 +234,41 @@ t.test("27 new FAILs in 9 scenarios: under 150 lines, every scenario and its evi
     t.match(text, new RegExp(`^${n}\\s+ib,iwarp-rdmac,linux\\s+PASS\\s+FAIL\\s+NEW FAIL`, "m"));
   t.notMatch(text, /same-\d/, "the unchanged are counted, not listed");
 });
+
+t.test("FAIL on both sides with a problem only the patched side has: a new FAIL", async (t) => {
+  const withConsole = (problems: string[]): RunRecord => {
+    const r = record([["destroy-during-flush", "linux", "FAIL", { console: "FAIL", 5: "PASS" }]]);
+    const rule = r.scenarios?.[0]?.judgements[0]?.rules.find((x) => x.rule === "console");
+    if (!rule) throw new Error("no console rule");
+    rule.reason = problems[0] ?? "";
+    rule.evidence = problems.map((p) => `- ${p}`);
+    rule.problems = problems.map((reason) => ({ reason, evidence: [] }));
+    return r;
+  };
+  const flaky = "kasan: BUG: KASAN: slab-use-after-free in erdma_poll_cq+0x1a/0x2b [erdma]";
+  const series = "kasan: BUG: KASAN: slab-use-after-free in erdma_destroy_qp+0x1cf/0x23e [erdma]";
+
+  const hidden = diffVerdicts(withConsole([flaky]), withConsole([flaky, series]));
+  t.ok(hidden.regression, "the series' report is a regression though the base FAILed the same rule");
+  t.same(
+    hidden.counts,
+    { "new-fail": 1, fixed: 0, "not-judged": 0, unchanged: 1, changed: 0 },
+    "the probe unchanged",
+  );
+  const delta = hidden.deltas.find((d) => d.key === "destroy-during-flush[linux]");
+  t.equal(delta?.reason, `rule console: a new problem: ${series}`);
+  t.same(
+    delta?.rules.map((r) => [r.rule, r.base, r.patched]),
+    [["console", "FAIL", "FAIL"]],
+  );
+  t.match(
+    renderDiff(hidden),
+    /rule console: FAIL -> FAIL\s+a new problem: kasan: BUG: KASAN: slab-use-after-free in erdma_destroy_qp/,
+  );
+
+  const moved = diffVerdicts(withConsole([flaky]), withConsole([flaky.replace("0x1a/0x2b", "0x3c/0x4d")]));
+  t.notOk(moved.regression, "the same report at other offsets is the same problem");
+  t.equal(moved.counts.unchanged, 2, "the probe and the scenario");
+  const fewer = diffVerdicts(withConsole([flaky, series]), withConsole([series]));
+  t.notOk(fewer.regression, "a problem gone from the patched side is no new FAIL");
+});

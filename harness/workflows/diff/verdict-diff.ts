@@ -13,7 +13,10 @@ import type { VerdictEntry } from "../../rundir/verdict-list.ts";
 import { PASSING_VERDICTS, type Verdict } from "../../verdict.ts";
 
 export type Change =
-  /** FAIL on the patched side, not on the base (XFAIL -> FAIL too: a FAIL no known bug accounts for) */
+  /**
+   * FAIL on the patched side, not on the base (XFAIL -> FAIL too: a FAIL no known bug accounts
+   * for), or FAIL on both with a problem on the patched side that the base does not have
+   */
   | "new-fail"
   /** FAIL on the base, not on the patched side */
   | "fixed"
@@ -95,6 +98,38 @@ function ruleDeltas(a: Map<string, VerdictEntry>, b: Map<string, VerdictEntry>):
   return out;
 }
 
+/**
+ * A problem's reason without what differs between two runs of one situation (code offsets,
+ * addresses, counts, times): "KASAN: slab-use-after-free in erdma_destroy_qp+0x1cf/0x23e" and the
+ * same report at another offset are one problem.
+ */
+export function problemSignature(reason: string): string {
+  return reason.replace(/0x[0-9a-f]+/gi, "#").replace(/\d+/g, "#");
+}
+
+/**
+ * Rules that FAIL on both sides where the patched side has a problem the base does not: a FAIL
+ * that hid a new one (a base with a WARN of its own, and a series that adds a use-after-free).
+ */
+function newProblems(a: Map<string, VerdictEntry>, b: Map<string, VerdictEntry>): RuleDelta[] {
+  const out: RuleDelta[] = [];
+  for (const [rule, y] of b) {
+    const x = a.get(rule);
+    if (x?.verdict !== "FAIL" || y.verdict !== "FAIL") continue;
+    const known = new Set((x.problems ?? [x.reason]).map(problemSignature));
+    const added = (y.problems ?? [y.reason]).filter((p) => !known.has(problemSignature(p)));
+    if (added.length === 0) continue;
+    out.push({
+      rule,
+      base: x.verdict,
+      patched: y.verdict,
+      reason: `a new problem: ${added[0]}${added.length > 1 ? ` (and ${added.length - 1} more)` : ""}`,
+      ...(y.evidence?.length ? { evidence: y.evidence } : {}),
+    });
+  }
+  return out;
+}
+
 /** Compares two sides' cells; keys in the base's order, then those only the patched side has. */
 export function compareCells(base: Map<string, Cell>, patched: Map<string, Cell>): VerdictComparison {
   const keys = [...base.keys(), ...[...patched.keys()].filter((k) => !base.has(k))];
@@ -102,18 +137,26 @@ export function compareCells(base: Map<string, Cell>, patched: Map<string, Cell>
     const x = base.get(key)?.entry;
     const y = patched.get(key)?.entry;
     const from = y ?? x;
+    const baseRules = base.get(key)?.rules ?? new Map<string, VerdictEntry>();
+    const patchedRules = patched.get(key)?.rules ?? new Map<string, VerdictEntry>();
+    const change = classify(x?.verdict, y?.verdict);
+    const hidden =
+      change === "unchanged" && y?.verdict === "FAIL" ? newProblems(baseRules, patchedRules) : [];
     return {
       key,
       ...(from?.scenario ? { scenario: from.scenario, profile: from.profile } : {}),
       ...(x ? { base: x.verdict } : {}),
       ...(y ? { patched: y.verdict } : {}),
-      change: classify(x?.verdict, y?.verdict),
-      reason: from?.reason ?? "",
+      change: hidden.length > 0 ? "new-fail" : change,
+      reason: hidden[0] ? `rule ${hidden[0].rule}: ${hidden[0].reason}` : (from?.reason ?? ""),
       ...(from?.evidence?.length ? { evidence: from.evidence } : {}),
-      rules: ruleDeltas(base.get(key)?.rules ?? new Map(), patched.get(key)?.rules ?? new Map()).filter(
-        // a cell only one side has: the rules that say something, not every rule that held
-        (r) => (x && y) || !PASSING_OR_SKIPPED.includes((r.patched ?? r.base) as Verdict),
-      ),
+      rules: [
+        ...hidden,
+        ...ruleDeltas(baseRules, patchedRules).filter(
+          // a cell only one side has: the rules that say something, not every rule that held
+          (r) => (x && y) || !PASSING_OR_SKIPPED.includes((r.patched ?? r.base) as Verdict),
+        ),
+      ],
     };
   });
   const counts = Object.fromEntries(CHANGES.map((c) => [c, 0])) as Record<Change, number>;
