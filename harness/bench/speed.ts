@@ -4,8 +4,9 @@
  * per-scenario split and the hang scenario's time to its verdict; then the other benchmarks in
  * turn, each in a process of its own: setup and boot (beside a bare `qemu -kernel` boot; --cold
  * adds the cold build), the MMIO round trip from inside a guest, the patched kernel of a one-file
- * erdma series (beside the same kernel from scratch; --quick leaves that out), and hil validate
- * with and without its cached base.
+ * erdma series (beside the same kernel from scratch; --quick leaves that out), hil validate
+ * with and without its cached base, the ULP scenarios' split, and the in-guest message rate of the
+ * erdma model beside siw in the same guest.
  *
  *   node --import tsx harness/bench/speed.ts [--quick] [--cold] [--runs N] [--kernel debian:6.12]
  *
@@ -136,6 +137,20 @@ try {
     ...(values.quick ? ["--no-scratch"] : []),
   ]);
   await section("hil validate, first and with its cached base", "validate-base-cache.ts", [
+    "--kernel",
+    kernel,
+  ]);
+  // the --config ulp kernel is built by the first section's warm-up of it, not timed here
+  await section("ULP scenarios (--scenario 'ulp-*' --config ulp), the kernel cached", "suite.ts", [
+    "--",
+    "--kernel",
+    kernel,
+    "--config",
+    "ulp",
+    "--scenario",
+    "ulp-*",
+  ]);
+  await section("in-guest SEND and WRITE rate, the erdma model beside siw", "erdma-vs-siw.ts", [
     "--kernel",
     kernel,
   ]);
