@@ -10,6 +10,9 @@
  *   connect name=<qp> addr=<ipv4> port=<n> pd= scq= rcq= [src=<ipv4>] [timeout=5000] [QP keys]
  *       resolve address and route, rdma_create_qp, rdma_connect; if a local listener has that
  *       address and port, accept its request too; returns when both sides are ESTABLISHED
+ *       [stop=route]    returns after rdma_create_qp: the QP stays in INIT, never connected
+ *       [stop=refused]  rdma_connect to a port nobody listens on: returns when the connection
+ *                       is refused (REJECTED, UNREACHABLE or CONNECT_ERROR), the QP kept
  *   disconnect qp=<name>                     rdma_disconnect
  */
 #include "core.h"
@@ -349,8 +352,66 @@ static int establish(struct hil_cmd *cmd, struct hil_qp *q, struct sockaddr_in *
 	return 0;
 }
 
+/* A refused connection, recorded: `by` the rdma_connect call that returned it, or the event. */
+static void trace_refused(const struct hil_qp *q, const char *by, int rc)
+{
+	struct hil_rec r;
+
+	hil_rec_begin(&r, "refused");
+	hil_rec_str(&r, "qp", q->name);
+	hil_rec_str(&r, "by", by);
+	hil_rec_int(&r, "rc", rc);
+	hil_rec_commit(&r);
+}
+
+static bool is_refusal(int rc)
+{
+	return rc == -ECONNREFUSED || rc == -ECONNRESET || rc == -EHOSTUNREACH || rc == -ENETUNREACH;
+}
+
+/*
+ * rdma_connect where nobody listens: the refusal is what the command waits for, from the call
+ * itself (siw connects its TCP socket inside it) or as an event (erdma); the QP is kept (a ULP's
+ * connect error path drains and destroys it), a connection that is made is an error.
+ */
+static int refused(struct hil_cmd *cmd, struct hil_qp *q, struct sockaddr_in *dst, uint32_t ms)
+{
+	const unsigned long refusal = BIT_OF(RDMA_CM_EVENT_REJECTED) | BIT_OF(RDMA_CM_EVENT_UNREACHABLE) |
+				      BIT_OF(RDMA_CM_EVENT_CONNECT_ERROR);
+	struct rdma_conn_param param;
+	unsigned long seen;
+	int rc;
+
+	if (local_listener(dst)) {
+		hil_qp_destroy(q, "connect failed");
+		return hil_fail(cmd, -EADDRINUSE, "stop=refused: a local listener has port %u",
+				ntohs(dst->sin_port));
+	}
+	conn_param(&param);
+	rc = HIL_CM_RC(rdma_connect(q->id, &param));
+	if (is_refusal(rc)) {
+		trace_refused(q, "rdma_connect", rc);
+		return 0;
+	}
+	if (!rc) {
+		rc = cm_wait(&q->cm, RDMA_CM_EVENT_ESTABLISHED, ms);
+		seen = hil_read_once(q->cm.seen);
+		if (rc && (seen & refusal)) {
+			trace_refused(q, (seen & BIT_OF(RDMA_CM_EVENT_REJECTED)) ? "REJECTED" :
+					 (seen & BIT_OF(RDMA_CM_EVENT_UNREACHABLE)) ? "UNREACHABLE" :
+										      "CONNECT_ERROR", rc);
+			return 0;
+		}
+		if (!rc)
+			rc = -EISCONN;
+	}
+	hil_qp_destroy(q, "connect failed");
+	return hil_fail(cmd, rc, "stop=refused: %s was not refused", q->name);
+}
+
 int hil_op_connect(struct hil_cmd *cmd)
 {
+	const char *stop = hil_arg(cmd, "stop");
 	bool has_src = hil_arg(cmd, "src") != NULL;
 	hil_verbs_qp_init_attr attr;
 	struct sockaddr_in dst, src;
@@ -360,6 +421,8 @@ int hil_op_connect(struct hil_cmd *cmd)
 	uint32_t port, ms;
 	int rc;
 
+	if (stop && strcmp(stop, "route") && strcmp(stop, "refused"))
+		return hil_fail(cmd, -EINVAL, "stop=%s: route or refused", stop);
 	rc = hil_qp_params_parse(cmd, &p) ?: parse_port(cmd, &port) ?:
 	     parse_sin(cmd, "addr", port, &dst) ?: hil_arg_u32(cmd, "timeout", 5000, &ms) ?:
 	     (has_src ? parse_sin(cmd, "src", 0, &src) : 0);
@@ -386,6 +449,10 @@ int hil_op_connect(struct hil_cmd *cmd)
 	}
 	q->qp = id->qp;
 	hil_qp_created(q, id, &attr, cmd->id);
+	if (stop && !strcmp(stop, "route"))
+		return 0;
+	if (stop)
+		return refused(cmd, q, &dst, ms);
 	rc = establish(cmd, q, &dst, ms, &s);
 	if (rc) {
 		if (s)

@@ -69,6 +69,7 @@ export const COMMAND_KEYS = {
     rcq: true,
     src: false,
     timeout: false,
+    stop: false,
     ...QP_KEYS,
   },
   disconnect: { qp: true },
@@ -111,7 +112,7 @@ interface NarrowValues {
   cq: { poll: PollContext };
   qp: { sig: "all" | "req" };
   listen: { sig: "all" | "req" };
-  connect: { sig: "all" | "req" };
+  connect: { sig: "all" | "req"; stop: "route" | "refused" };
   post_send: { op: SendOp; signal: SignalArg };
   modify: { state: QpStateName };
   drain: { which: DrainTarget };

@@ -276,6 +276,14 @@ const hang = z.strictObject({
   waited_ms: uint,
 });
 const disconnect = z.strictObject({ ...base, ev: z.literal("disconnect"), qp: z.string(), rc: int });
+/** a connect with stop=refused refused: by the rdma_connect call's return, or by the rdma_cm event named */
+const refused = z.strictObject({
+  ...base,
+  ev: z.literal("refused"),
+  qp: z.string(),
+  by: z.string(),
+  rc: int,
+});
 const bench = z.strictObject({
   ...base,
   ev: z.literal("bench"),
@@ -327,6 +335,7 @@ export const traceRecordSchema = z.discriminatedUnion("ev", [
   drainMarkerCqe,
   hang,
   disconnect,
+  refused,
   bench,
   overflow,
 ]);
