@@ -156,6 +156,25 @@ function checkVerbs(c: PremiseCondition, m: TraceModel, driver: DriverName | und
         `completions of ${[...qps].join(", ") || "no QP"} on ${cq}`,
       ];
     }
+    case "drained_unconnected": {
+      const events = m.records.flatMap((r) => (r.ev === "cm" && r.id === NAMES.qp ? [r.event] : []));
+      const errored = m.records.some(
+        (r) =>
+          (r.ev === "drain" && r.qp === NAMES.qp) ||
+          (r.ev === "modify" && r.qp === NAMES.qp && r.state === "ERR"),
+      );
+      const seen = `rdma_cm events of the QP: ${events.join(", ") || "none"}`;
+      if (!errored) return [false, `no drain or modify to ERR of the QP; ${seen}`];
+      const refusal = m.records.find((r) => r.ev === "refused" && r.qp === NAMES.qp);
+      const held =
+        c.how === "never"
+          ? events.every((e) => e.endsWith("_RESOLVED")) && !refusal
+          : refusal !== undefined && !events.includes("ESTABLISHED");
+      return [
+        held,
+        refusal && refusal.ev === "refused" ? `${seen}; refused by ${refusal.by} (${refusal.rc})` : seen,
+      ];
+    }
     default:
       return [false, `${c.kind} is read on the device's trace`];
   }

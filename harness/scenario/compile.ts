@@ -156,9 +156,10 @@ function setupCommands(s: Scenario, opts: CompileOptions): string[] {
     commandLine("pd", { name: NAMES.pd, rkey: "global" }),
   ];
   const peerCq = peerCqNames(s);
+  const peerless = s.qp.connect !== "established";
   for (const name of new Set([cq.send, cq.recv]))
     lines.push(commandLine("cq", { name, depth: s.qp.cq_depth, poll: pollOf(s.qp.poll) }));
-  if (s.peer.cq === "own")
+  if (s.peer.cq === "own" && !peerless)
     lines.push(
       commandLine("cq", {
         name: NAMES.peerCq,
@@ -166,19 +167,22 @@ function setupCommands(s: Scenario, opts: CompileOptions): string[] {
         poll: pollOf(s.peer.poll),
       }),
     );
+  if (!peerless)
+    lines.push(
+      commandLine("listen", {
+        name: NAMES.listener,
+        addr: opts.addr,
+        port: opts.port,
+        qp: NAMES.peer,
+        pd: NAMES.pd,
+        scq: peerCq.send,
+        rcq: peerCq.recv,
+        sq: s.peer.sq,
+        rq: s.peer.rq,
+        buf: s.qp.buf,
+      }),
+    );
   lines.push(
-    commandLine("listen", {
-      name: NAMES.listener,
-      addr: opts.addr,
-      port: opts.port,
-      qp: NAMES.peer,
-      pd: NAMES.pd,
-      scq: peerCq.send,
-      rcq: peerCq.recv,
-      sq: s.peer.sq,
-      rq: s.peer.rq,
-      buf: s.qp.buf,
-    }),
     commandLine("connect", {
       name: NAMES.qp,
       addr: opts.addr,
@@ -191,6 +195,7 @@ function setupCommands(s: Scenario, opts: CompileOptions): string[] {
       buf: s.qp.buf,
       inline: s.qp.inline || undefined,
       sig: s.qp.sig_all ? "all" : "req",
+      stop: s.qp.connect === "never" ? "route" : s.qp.connect === "refused" ? "refused" : undefined,
     }),
   );
   return [...lines, ...fanoutSetup(s, opts)];
@@ -359,7 +364,11 @@ export function compileScenario(s: Scenario, opts: CompileOptions): CompiledScen
     setupTimeoutMs: SETUP_TIMEOUT_MS + (s.fanout?.pairs ?? 0) * SETUP_MS_PER_FANOUT_PAIR,
     steps,
     cqs: [
-      ...new Set([cq.send, cq.recv, peerCqNames(s).send, peerCqNames(s).recv]),
+      ...new Set([
+        cq.send,
+        cq.recv,
+        ...(s.qp.connect === "established" ? [peerCqNames(s).send, peerCqNames(s).recv] : []),
+      ]),
       ...Array.from({ length: s.fanout?.pairs ?? 0 }, (_, i) => [
         fanoutNames(i).cq,
         fanoutNames(i).peerCq,

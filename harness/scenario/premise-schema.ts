@@ -53,6 +53,11 @@ export const PREMISE_CONDITIONS = {
   chain_exceeds_queue: z.strictObject({ on: side, queue }),
   /** more completions polled from one CQ than it holds, `times` times over: its ring turned over */
   cq_wrapped: z.strictObject({ cq: z.enum(["send", "recv"]), times: z.number().int().min(1).max(64) }),
+  /**
+   * the QP was drained (or moved to ERR) without ever being connected: never (no rdma_connect) or
+   * refused (its rdma_connect was refused: REJECTED, UNREACHABLE or CONNECT_ERROR)
+   */
+  drained_unconnected: z.strictObject({ how: z.enum(["never", "refused"]) }),
   /** completions of both QPs polled from one CQ of the QP under test */
   cq_shared_by_qps: z.strictObject({ cq: z.enum(["send", "recv"]) }),
   // ---- on the device's hardware trace
@@ -169,6 +174,10 @@ export function describeCondition(c: PremiseCondition, driver?: DriverName): str
       return `more than ${c.times} times the ${c.cq} CQ's size in completions polled from it (its ring turned over ${c.times} time(s))`;
     case "cq_shared_by_qps":
       return `completions of both QPs polled from the ${c.cq} CQ`;
+    case "drained_unconnected":
+      return c.how === "never"
+        ? "the QP drained or moved to ERR without rdma_connect ever being called for it (in INIT)"
+        : "the QP drained or moved to ERR after its rdma_connect was refused, never established";
     case "device_flushed_blocks":
       return `the device flushed at least ${c.min} WQE(s) of ${which(c.on)} ${c.queue} taking ${c.blocks} or more 32-byte blocks`;
     case "device_flushed":

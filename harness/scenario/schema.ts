@@ -285,6 +285,7 @@ export const stepSchema = z.unknown().transform((value, ctx): Step => {
 });
 
 const depth = z.number().int().min(1).max(4096);
+export const CONNECT_OUTCOMES = ["established", "never", "refused"] as const;
 
 export const qpSetupSchema = z.strictObject({
   type: z.literal("rc").default("rc"),
@@ -299,6 +300,12 @@ export const qpSetupSchema = z.strictObject({
   buf: z.number().int().min(64).max(65536).default(4096),
   /** bytes of inline data a send WR may carry (max_inline_data); 0: none */
   inline: z.number().int().min(0).max(1024).default(0),
+  /**
+   * how far the QP's connection gets before the steps: established (with its peer); never (made
+   * by rdma_create_qp after route resolution, left in INIT: no peer); refused (rdma_connect to a
+   * port nobody listens on, refused: no peer). The last two are a ULP's connect error paths.
+   */
+  connect: z.enum(CONNECT_OUTCOMES).default("established"),
 });
 export type QpSetup = z.infer<typeof qpSetupSchema>;
 
@@ -389,6 +396,7 @@ export const scenarioSchema = scenarioBase.superRefine((s, ctx) => {
   for (const p of tooBig) ctx.addIssue({ code: "custom", path: p.path, message: p.message });
   if (tooBig.length > 0) return;
   for (const p of workloadProblems(s)) ctx.addIssue({ code: "custom", path: p.path, message: p.message });
+  for (const p of peerlessProblems(s)) ctx.addIssue({ code: "custom", path: p.path, message: p.message });
   for (const p of cqCapacityProblems(s)) ctx.addIssue({ code: "custom", path: p.path, message: p.message });
   if (s.expect_fail && !s.steps.some((x) => "fault" in x))
     ctx.addIssue({
@@ -496,6 +504,25 @@ export const scenarioSchema = scenarioBase.superRefine((s, ctx) => {
 export type ScenarioSpec = z.infer<typeof scenarioSchema>;
 
 /** A ULP workload has ULP, fault and sleep steps and covers ULP rules; a verbs one has no ULP step. */
+/** A QP that is never connected (qp.connect: never or refused) has no peer to act on or to share its CQs. */
+function peerlessProblems(s: z.infer<typeof scenarioBase>): { path: (string | number)[]; message: string }[] {
+  if (s.qp.connect === "established") return [];
+  const why = `qp.connect: ${s.qp.connect} leaves the QP without a peer`;
+  const out: { path: (string | number)[]; message: string }[] = [];
+  if (s.workload !== "verbs")
+    out.push({ path: ["qp", "connect"], message: `${why}; a ULP workload makes its own` });
+  if (s.fanout) out.push({ path: ["fanout"], message: `${why}; fanout pairs are connected pairs` });
+  if (s.peer.cq === "qp") out.push({ path: ["peer", "cq"], message: `${why} to share its CQs` });
+  s.steps.forEach((step, i) => {
+    const kind = Object.keys(step).find((k) => k !== "timeout_ms" && k !== "expect") ?? "";
+    const body = (step as Record<string, unknown>)[kind];
+    const on = body !== null && typeof body === "object" ? (body as { on?: unknown }).on : undefined;
+    if (on === "peer" || on === "fanout")
+      out.push({ path: ["steps", i, kind, "on"], message: `${why}: a step on: ${on} has nothing to act on` });
+  });
+  return out;
+}
+
 function workloadProblems(s: z.infer<typeof scenarioBase>): { path: (string | number)[]; message: string }[] {
   const out: { path: (string | number)[]; message: string }[] = [];
   const ulp = s.workload !== "verbs";

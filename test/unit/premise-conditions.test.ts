@@ -514,3 +514,70 @@ t.test("a premise row lists every condition it names, separated", (t) => {
   );
   t.end();
 });
+
+t.test(
+  "drained_unconnected: a drain or modify to ERR of a QP never connected, or whose connect was refused",
+  (t) => {
+    const qpOnly = () =>
+      new TraceBuilder().raw({
+        ev: "create",
+        kind: "qp",
+        name: "qp",
+        qp_num: 1,
+        cm: true,
+        scq: "cq",
+        rcq: "cq",
+        sig_all: false,
+        max_send_wr: 64,
+        max_recv_wr: 64,
+        max_send_sge: 1,
+        max_inline_data: 0,
+        cmd: 1,
+      });
+    const resolved = () =>
+      qpOnly()
+        .raw({ ev: "cm", id: "qp", event: "ADDR_RESOLVED", code: 0, status: 0 })
+        .raw({ ev: "cm", id: "qp", event: "ROUTE_RESOLVED", code: 2, status: 0 });
+    const never = { drained_unconnected: { how: "never" } };
+    const refused = { drained_unconnected: { how: "refused" } };
+
+    t.same(one(never, resolved().drain("qp", "sq")), [
+      true,
+      "rdma_cm events of the QP: ADDR_RESOLVED, ROUTE_RESOLVED",
+    ]);
+    t.same(one(never, resolved().modify("qp", "ERR"))[0], true, "a modify to ERR counts as a drain does");
+    t.same(one(never, resolved()), [
+      false,
+      "no drain or modify to ERR of the QP; rdma_cm events of the QP: ADDR_RESOLVED, ROUTE_RESOLVED",
+    ]);
+    t.same(one(never, pair().drain("qp", "sq"))[0], false, "a connected QP is not the situation");
+    t.same(one(refused, resolved().drain("qp", "sq"))[0], false, "never connected is not refused");
+
+    const byCall = resolved()
+      .raw({ ev: "refused", qp: "qp", by: "rdma_connect", rc: -111 })
+      .drain("qp", "sq");
+    t.same(one(refused, byCall), [
+      true,
+      "rdma_cm events of the QP: ADDR_RESOLVED, ROUTE_RESOLVED; refused by rdma_connect (-111)",
+    ]);
+    t.same(one(never, byCall)[0], false, "a refused connect was attempted");
+    const byEvent = resolved()
+      .raw({ ev: "cm", id: "qp", event: "REJECTED", code: 8, status: -104 })
+      .raw({ ev: "refused", qp: "qp", by: "REJECTED", rc: -104 })
+      .drain("qp", "sq");
+    t.same(one(refused, byEvent)[0], true);
+    const rejectedOnly = resolved()
+      .raw({ ev: "cm", id: "qp", event: "REJECTED", code: 8, status: -104 })
+      .drain("qp", "sq");
+    t.same(
+      one(refused, rejectedOnly)[0],
+      false,
+      "the executor's refused record is what says the command saw it",
+    );
+    const peersRefusal = pair()
+      .raw({ ev: "refused", qp: "peer", by: "rdma_connect", rc: -111 })
+      .drain("qp", "sq");
+    t.same(one(refused, peersRefusal)[0], false, "another QP's refusal");
+    t.end();
+  },
+);

@@ -314,3 +314,29 @@ t.test("coalesce-irq: needs ms, takes a vector, hits no WR", async (t) => {
   const c = compileScenario(s, OPTS);
   t.same(translateFault(c.steps[0] as never, c, []), { kind: "coalesce-irq", vector: 1, ms: 5 });
 });
+
+t.test("a QP that is never connected, or whose connect is refused: no peer, no listener", async (t) => {
+  for (const [connect, stop] of [
+    ["never", "route"],
+    ["refused", "refused"],
+  ] as const) {
+    const c = compileScenario(
+      scenario([
+        `qp: { rq: 16, connect: ${connect} }`,
+        "steps: [ { post_recv: { count: 4 } }, { drain: {} } ]",
+      ]),
+      OPTS,
+    );
+    t.same(
+      c.setup,
+      [
+        "device addr=10.0.2.15",
+        "pd name=pd rkey=global",
+        "cq name=cq depth=256 poll=direct",
+        `connect name=qp addr=10.0.2.15 port=7700 pd=pd scq=cq rcq=cq sq=64 rq=16 buf=4096 sig=req stop=${stop}`,
+      ],
+      `${connect}: the QP's CQ and the connect, stop=${stop}`,
+    );
+    t.same(c.cqs, ["cq"], `${connect}: no peer CQ`);
+  }
+});

@@ -40,6 +40,7 @@ t.test("a scenario with its defaults", async (t) => {
     sig_all: false,
     buf: 4096,
     inline: 0,
+    connect: "established",
   });
   t.same(s.peer, { sq: 64, rq: 256, poll: "softirq", cq: "own" });
   t.same(s.steps[1], { drain: { on: "qp", which: "qp" } });
@@ -246,3 +247,40 @@ t.test(
     t.match(badDestroy.message, /^steps\[0\]\.destroy\.on: /);
   },
 );
+
+t.test("a QP that is never connected has no peer to act on", async (t) => {
+  const e = await hilErrorOf(
+    async () =>
+      parseScenario(
+        [
+          "description: d",
+          "covers: [9]",
+          "qp: { connect: refused }",
+          "steps:",
+          "  - post_send: { on: peer, count: 1 }",
+          "  - drain: {}",
+        ].join("\n"),
+        "peerless.yaml",
+      ),
+    "a step on the peer of a refused QP loaded",
+  );
+  t.equal(
+    e.message,
+    "steps[0].post_send.on: qp.connect: refused leaves the QP without a peer: a step on: peer has nothing to act on",
+  );
+  const fanout = await hilErrorOf(
+    async () =>
+      parseScenario(
+        [
+          "description: d",
+          "covers: [9]",
+          "qp: { connect: never }",
+          "fanout: { pairs: 2 }",
+          "steps: [ { drain: {} } ]",
+        ].join("\n"),
+        "fanout.yaml",
+      ),
+    "a fanout beside a never-connected QP loaded",
+  );
+  t.match(fanout.message, /^fanout: qp\.connect: never leaves the QP without a peer; fanout pairs/);
+});
