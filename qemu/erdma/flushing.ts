@@ -43,7 +43,8 @@ async function readSqeHeader(st: DeviceState, qp: QueuePair, index: number) {
  * a completion of an earlier WQE is still on its way to the CQ the engine holds the flush (a wait
  * event says so); the device flushes again once it is written (datapath.ts). A flush completion
  * the engine grants while one is pending overtakes it: the flush event names them and the engine
- * signal that granted it.
+ * signal that granted it; a WQE the engine stepped over without one is named with the signal that
+ * withheld it.
  */
 export async function flushQueue(
   io: FlushIo,
@@ -59,6 +60,7 @@ export async function flushQueue(
   const wqes: number[] = [];
   const blocks: number[] = [];
   const overtook = { wqes: [] as number[], pending: new Set<number>() };
+  const skipped: number[] = [];
   let held = false;
   while (distance(limit, wq.ci, WQ_INDEX_BITS) > 0) {
     const index = wq.ci;
@@ -78,7 +80,10 @@ export async function flushQueue(
       break;
     }
     wq.ci = step.next;
-    if (!step.complete) continue;
+    if (!step.complete) {
+      skipped.push(index);
+      continue;
+    }
     await io.complete(st, qp, queue, index, opcode);
     wqes.push(index);
     blocks.push(step.taken);
@@ -87,7 +92,11 @@ export async function flushQueue(
       for (const p of pending) overtook.pending.add(p);
     }
   }
-  if (wqes.length > 0 || (queue === "sq" && from !== limit && !(held && wq.ci === from))) {
+  if (
+    wqes.length > 0 ||
+    skipped.length > 0 ||
+    (queue === "sq" && from !== limit && !(held && wq.ci === from))
+  ) {
     io.tracer.emit({
       kind: "flush",
       qpn: qp.qpn,
@@ -107,6 +116,7 @@ export async function flushQueue(
             },
           }
         : {}),
+      ...(skipped.length > 0 ? { skipped: { wqes: skipped, origin: engine.origins.flushComplete } } : {}),
     });
   }
 }

@@ -156,6 +156,8 @@ export const erdmaTraceEventSchema = z.discriminatedUnion("kind", [
      * way to the CQ (they overtook them), and the queue engine's signal that granted them
      */
     overtook: z.strictObject({ wqes: z.array(int), pending: z.array(int), origin: z.string() }).optional(),
+    /** WQEs the queue engine stepped over without a flush completion, and its signal that withheld it */
+    skipped: z.strictObject({ wqes: z.array(int), origin: z.string() }).optional(),
   }),
   z.strictObject({ ...base, kind: z.literal("wait"), qpn: int, queue, index: int, reason: z.string() }),
   z.strictObject({

@@ -281,6 +281,11 @@ for (const [bug, what] of [
     const ids = run.wcs.map(([id]) => id);
     if (bug === "flush-skip-wrap") {
       t.same(ids, ["1", "2", "3", "4", "5", "6", "7", "8"], "WR 9 missing, the others flushed");
+      t.match(
+        run.flushes.at(-1),
+        { wqes: [], skipped: { wqes: [14], origin: "erdma_flush_step.complete" } },
+        "the flush event names WQE 14 (WR 9, slots 6-7 of the second pass) and the RTL signal that withheld its completion",
+      );
     } else {
       t.same(ids, ["1", "2", "3", "4"], "the driver stops at the first CQE of the second pass");
       t.ok(
