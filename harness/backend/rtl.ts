@@ -55,7 +55,7 @@ export const rtl: DeviceBackend<RtlDevice, RtlRun> = {
   boots: true,
   option: {
     flags: "--device-rtl [bugs]",
-    help: `the emulated erdma device with its queue engine (CQEs, owner bit, flush engine) in synthesizable RTL (qemu/erdma/rtl), co-simulated with Verilator (hil setup installs it); a comma-separated list plants bugs in the RTL (${Object.keys(RTL_BUGS).join(", ")})`,
+    help: `the emulated erdma device with its queue engine (CQEs, owner bit, flush engine) in synthesizable RTL (qemu/erdma/rtl), co-simulated with Verilator (hil setup installs it); a comma-separated list plants bugs in the RTL (${Object.keys(RTL_BUGS).join(", ")}: docs/fpga.md says what each breaks)`,
   },
   asks: (values) => values.deviceRtl !== undefined && values.deviceRtl !== false,
   choose(values, extra) {

@@ -18,6 +18,26 @@ export interface CompletionEnv {
   faults: FaultPlan;
   /** CQEs held back by a reorder-cqe fault, per CQ */
   held: Map<number, CqeFields>;
+  /**
+   * completions on their way to the CQ (a delay-cqe fault: a slow completion path), by
+   * pendingKey: the WQE indexes; a flush of that queue holds until they are written
+   */
+  pending: Map<string, number[]>;
+  /** a pending completion of the queue was written (or dropped by a reset) */
+  settled(qp: QueuePair, queue: "sq" | "rq"): void;
+}
+
+/** The key of a queue in CompletionEnv.pending. */
+export function pendingKey(qpn: number, queue: "sq" | "rq"): string {
+  return `${qpn}/${queue}`;
+}
+
+function settle(env: CompletionEnv, qp: QueuePair, queue: "sq" | "rq", index: number): void {
+  const key = pendingKey(qp.qpn, queue);
+  const left = (env.pending.get(key) ?? []).filter((i) => i !== index);
+  if (left.length > 0) env.pending.set(key, left);
+  else env.pending.delete(key);
+  env.settled(qp, queue);
 }
 
 export interface WqeCompletion {
@@ -68,8 +88,18 @@ export async function writeCompletion(
   if (faults.fire("drop-cqe", ctx, { index })) return;
   const delay = faults.fire("delay-cqe", ctx, { index });
   if (delay) {
+    const key = pendingKey(qp.qpn, queue);
+    env.pending.set(key, [...(env.pending.get(key) ?? []), index]);
     setTimeout(
-      () => env.jobs.post(`delayed CQE ${cqn}`, async () => void (await cq.post(fields))),
+      () =>
+        env.jobs.post(
+          `delayed CQE ${cqn}`,
+          async () => {
+            await cq.post(fields);
+            settle(env, qp, queue, index);
+          },
+          () => settle(env, qp, queue, index),
+        ),
       delay.ms,
     ).unref();
     return;

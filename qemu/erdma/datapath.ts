@@ -10,7 +10,7 @@
  */
 
 import { type AccessFailure, gather, resolveAccess, scatter } from "./access.ts";
-import { writeCompletion } from "./completion.ts";
+import { pendingKey, writeCompletion } from "./completion.ts";
 import type { CqeFields } from "./cq.ts";
 import type { WorkQueue as Jobs } from "./engine.ts";
 import type { Fabric, FabricPort } from "./fabric.ts";
@@ -66,6 +66,8 @@ export class DataPath implements FabricPort {
   private readonly scheduled = new Set<string>();
   /** CQEs held back by a reorder-cqe fault, per CQ */
   private readonly held = new Map<number, CqeFields>();
+  /** completions on their way to a CQ (a delay-cqe fault), per queue (completion.ts) */
+  private readonly pending = new Map<string, number[]>();
   private readonly leave: () => void;
   private readonly unlisten: () => void;
 
@@ -532,6 +534,7 @@ export class DataPath implements FabricPort {
       tracer: this.env.tracer,
       complete: (st, qp, queue, index, opcode) =>
         this.complete(st, qp, queue, index, opcode, WcStatus.FLUSH_ERR, 0),
+      pending: (qp, queue) => this.pending.get(pendingKey(qp.qpn, queue)) ?? [],
     };
   }
 
@@ -578,6 +581,19 @@ export class DataPath implements FabricPort {
     extra: Pick<CqeFields, "word3" | "solicited"> = {},
   ): Promise<void> {
     const cqe = { queue, index, opcode, status, size, extra };
-    return writeCompletion({ ...this.env, held: this.held }, st, qp, cqe);
+    return writeCompletion(
+      {
+        ...this.env,
+        held: this.held,
+        pending: this.pending,
+        // a flush held behind this completion goes on once it is written
+        settled: (q, queue) => {
+          if (this.inError(q)) this.schedule(q, queue);
+        },
+      },
+      st,
+      qp,
+      cqe,
+    );
   }
 }

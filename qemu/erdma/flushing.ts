@@ -17,6 +17,8 @@ export interface FlushIo {
   tracer: Tracer;
   /** writes the flush CQE of the WQE at `index` (through the CQE faults) */
   complete(st: DeviceState, qp: QueuePair, queue: "sq" | "rq", index: number, opcode: number): Promise<void>;
+  /** the WQEs of the queue whose completions are still on their way to the CQ (completion.ts) */
+  pending(qp: QueuePair, queue: "sq" | "rq"): readonly number[];
 }
 
 /** An SQE's size and opcode, for its flush CQE; an SQE the device cannot read counts as one WQEBB. */
@@ -36,7 +38,14 @@ async function readSqeHeader(st: DeviceState, qp: QueuePair, index: number) {
   return { wqebbs: sqeWqebbs(hdr), opcode: Number((hdr >> 27n) & 0x1fn) };
 }
 
-/** Flushes the queue up to its limit, in order; a flush trace event lists the WQEs completed. */
+/**
+ * Flushes the queue up to its limit, in order; a flush trace event lists the WQEs completed. While
+ * a completion of an earlier WQE is still on its way to the CQ the engine holds the flush (a wait
+ * event says so); the device flushes again once it is written (datapath.ts). A flush completion
+ * the engine grants while one is pending overtakes it: the flush event names them and the engine
+ * signal that granted it; a WQE the engine stepped over without one is named with the signal that
+ * withheld it.
+ */
 export async function flushQueue(
   io: FlushIo,
   st: DeviceState,
@@ -50,18 +59,44 @@ export async function flushQueue(
   const log2 = depthLog2(wq.depth);
   const wqes: number[] = [];
   const blocks: number[] = [];
+  const overtook = { wqes: [] as number[], pending: new Set<number>() };
+  const skipped: number[] = [];
+  let held = false;
   while (distance(limit, wq.ci, WQ_INDEX_BITS) > 0) {
     const index = wq.ci;
     const { wqebbs, opcode } =
       queue === "sq" ? await readSqeHeader(st, qp, index) : { wqebbs: 1, opcode: WqeOp.RECEIVE };
-    const step = engine.flushStep(index, limit, wqebbs, log2);
+    const pending = io.pending(qp, queue);
+    const step = engine.flushStep(index, limit, wqebbs, log2, pending.length > 0);
+    if (step.hold) {
+      io.tracer.emit({
+        kind: "wait",
+        qpn: qp.qpn,
+        queue,
+        index,
+        reason: `flush held (${engine.origins.flushHold}): the completion of WQE ${pending.join(", ")} is not written yet`,
+      });
+      held = true;
+      break;
+    }
     wq.ci = step.next;
-    if (!step.complete) continue;
+    if (!step.complete) {
+      skipped.push(index);
+      continue;
+    }
     await io.complete(st, qp, queue, index, opcode);
     wqes.push(index);
     blocks.push(step.taken);
+    if (pending.length > 0) {
+      overtook.wqes.push(index);
+      for (const p of pending) overtook.pending.add(p);
+    }
   }
-  if (wqes.length > 0 || (queue === "sq" && from !== limit)) {
+  if (
+    wqes.length > 0 ||
+    skipped.length > 0 ||
+    (queue === "sq" && from !== limit && !(held && wq.ci === from))
+  ) {
     io.tracer.emit({
       kind: "flush",
       qpn: qp.qpn,
@@ -72,6 +107,16 @@ export async function flushQueue(
       limit: reason,
       wqes,
       ...(queue === "sq" ? { blocks } : {}),
+      ...(overtook.wqes.length > 0
+        ? {
+            overtook: {
+              wqes: overtook.wqes,
+              pending: [...overtook.pending],
+              origin: engine.origins.flushComplete,
+            },
+          }
+        : {}),
+      ...(skipped.length > 0 ? { skipped: { wqes: skipped, origin: engine.origins.flushComplete } } : {}),
     });
   }
 }

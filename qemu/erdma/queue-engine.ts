@@ -38,16 +38,35 @@ export interface FlushStep {
   taken: number;
   /** whether the WQE gets a flush completion */
   complete: boolean;
+  /**
+   * the flush holds at `ci` (nothing taken, no completion) because a completion of an earlier WQE
+   * of the queue is still on its way to the CQ: the flush CQE must not overtake it
+   */
+  hold?: true;
+}
+
+/** The names, in the engine, of what decides: quoted by the hardware trace. */
+export interface EngineOrigins {
+  /** what grants a flushed WQE its flush completion */
+  flushComplete: string;
+  /** what holds the flush behind a pending completion */
+  flushHold: string;
 }
 
 export interface QueueEngine {
   readonly name: string;
+  /** where in the engine its decisions come from (the RTL's module.signal names) */
+  readonly origins: EngineOrigins;
   /** the CQE at the CQ's producer index `pi` (ring of 2**depthLog2 entries), from its header word */
   cqe(pi: number, depthLog2: number, header: number): CqeSlot;
   /** how far a queue in ERROR flushes */
   flushLimit(input: FlushLimitInput): { limit: number; reason: FlushReason };
-  /** the WQE at `ci` (of `wqebbs` blocks) flushed toward `limit` on a ring of 2**depthLog2 blocks; `ci` short of `limit` */
-  flushStep(ci: number, limit: number, wqebbs: number, depthLog2: number): FlushStep;
+  /**
+   * the WQE at `ci` (of `wqebbs` blocks) flushed toward `limit` on a ring of 2**depthLog2 blocks;
+   * `ci` short of `limit`; `pending`: a completion of an earlier WQE of the queue has not reached
+   * its CQ yet (the flush holds until it has: the queue's completions keep their posting order)
+   */
+  flushStep(ci: number, limit: number, wqebbs: number, depthLog2: number, pending?: boolean): FlushStep;
 }
 
 const WQ_MASK = 2 ** WQ_INDEX_BITS - 1;
@@ -55,6 +74,10 @@ const WQ_MASK = 2 ** WQ_INDEX_BITS - 1;
 /** The reference engine (erdma_hw.h layouts as hw.ts cites them; flush limits as flush.ts explains). */
 export const tsQueueEngine: QueueEngine = {
   name: "ts",
+  origins: {
+    flushComplete: "queue-engine.ts tsQueueEngine.flushStep",
+    flushHold: "queue-engine.ts tsQueueEngine.flushStep (pending)",
+  },
   cqe(pi, depthLog2, header) {
     const depth = 2 ** depthLog2;
     const owner = ownerBit(pi, depth);
@@ -72,7 +95,11 @@ export const tsQueueEngine: QueueEngine = {
     }
     return result;
   },
-  flushStep(ci, limit, wqebbs) {
+  flushStep(ci, limit, wqebbs, _depthLog2, pending = false) {
+    // IBTA Vol 1 10.8: an RC queue's WQEs complete in the order posted, so a flush completion waits
+    // for the completion of an earlier WQE still on its way
+    if (pending && distance(limit, ci, WQ_INDEX_BITS) > 0)
+      return { next: ci, taken: 0, complete: false, hold: true };
     // a header claiming WQEBBs past the limit ends the flush there: stepping over the limit would
     // make the distance wrap and the flush run on for up to 2^16 entries
     const taken = Math.min(wqebbs, distance(limit, ci, WQ_INDEX_BITS));

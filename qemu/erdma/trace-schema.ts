@@ -151,6 +151,13 @@ export const erdmaTraceEventSchema = z.discriminatedUnion("kind", [
     wqes: z.array(int).optional(),
     /** the 32-byte blocks each flushed WQE takes (send queue; a receive WQE is one) */
     blocks: z.array(int).optional(),
+    /**
+     * flush completions written while completions of earlier WQEs of the queue were still on their
+     * way to the CQ (they overtook them), and the queue engine's signal that granted them
+     */
+    overtook: z.strictObject({ wqes: z.array(int), pending: z.array(int), origin: z.string() }).optional(),
+    /** WQEs the queue engine stepped over without a flush completion, and its signal that withheld it */
+    skipped: z.strictObject({ wqes: z.array(int), origin: z.string() }).optional(),
   }),
   z.strictObject({ ...base, kind: z.literal("wait"), qpn: int, queue, index: int, reason: z.string() }),
   z.strictObject({

@@ -3,7 +3,10 @@
 // and with `--device-rtl` (the device server co-simulating qemu/erdma/rtl under Verilator), in one
 // session. Both exit 0 with the same verdict per scenario and rule set and every rule's verdict,
 // and `hil diff --traces` finds no difference in their completion streams. Then each planted RTL
-// bug on the scenarios it breaks: a FAIL on the rule it breaks, naming what was lost.
+// bug on the scenarios it breaks: a FAIL on the rule it breaks, naming what was lost, its evidence
+// quoting the hardware trace's flush event that names the RTL signal behind it; the same scenario
+// PASSes on the RTL as designed.
+import { readFileSync } from "node:fs";
 import t from "tap";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 import { loadVerdicts } from "../support/verdicts.ts";
@@ -68,13 +71,27 @@ t.test(
   },
 );
 
-for (const [bug, scenario, rule] of [
+/** The evidence lines of a scenario's failed rules (every rule set). */
+function failEvidence(dir: string, scenario: string): string[] {
+  const s = loadVerdicts(dir).scenarios.find((x) => x.name === scenario);
+  return (s?.judgements ?? []).flatMap((j) =>
+    j.rules.filter((r) => r.verdict === "FAIL").flatMap((r) => r.evidence ?? []),
+  );
+}
+
+for (const [bug, scenario, rule, evidence] of [
   [
     "flush-skip-wrap",
     "cq-wraps-then-drain",
     /^5: qp rq WR \d+ \(posted in RTS\) never completed though qp ended in ERR/,
+    /^hw flush @[\d.]+ms .*"skipped":\{"wqes":\[\d+\],"origin":"erdma_flush_step\.complete"\}/,
   ],
-  ["owner-stuck", "cq-wraps-then-drain", /^1: the drain's sq marker post to qp in ERR returned -12/],
+  [
+    "owner-stuck",
+    "cq-wraps-then-drain",
+    /^1: the drain's sq marker post to qp in ERR returned -12/,
+    undefined,
+  ],
 ] as const) {
   t.test(`planted RTL bug ${bug}: ${scenario} FAILs on the rule it breaks`, async (t) => {
     const iso = isolate();
@@ -88,6 +105,81 @@ for (const [bug, scenario, rule] of [
       `the rule it breaks: ${fails.join(" | ")}`,
     );
     t.same(loadVerdicts(dir).device?.rtl, `rtl+${bug}`, "verdicts.json names the planted bug");
+    if (evidence)
+      t.ok(
+        failEvidence(dir, scenario).some((e) => evidence.test(e)),
+        "the evidence quotes the flush event naming the RTL signal that withheld the completion",
+      );
     t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left running or on disk");
   });
 }
+
+t.test(
+  "planted RTL bug flush-before-success: a flush completion overtakes a success still on its way, rule 4 FAILs naming the RTL signal; as designed the same scenario PASSes",
+  async (t) => {
+    const iso = isolate();
+    const root = t.testdir({});
+    const scenario = "flush-behind-pending-success";
+    const started = Date.now();
+    const bug = await hil(
+      ["run", "--device-rtl=flush-before-success", "--scenario", scenario, "--run-dir", `${root}/bug`],
+      iso.env,
+    );
+    const bugMs = Date.now() - started;
+    t.equal(bug.exitCode, 1, `a FAIL: exit 1\n${bug.stdout.slice(-2000)}${bug.stderr.slice(-2000)}`);
+    const judged = loadVerdicts(`${root}/bug`).scenarios.find((x) => x.name === scenario);
+    t.same(
+      judged?.premise?.held,
+      true,
+      "the premise held: the delayed success fired, a SEND posted in ERROR",
+    );
+    for (const j of judged?.judgements ?? []) {
+      const rule4 = j.rules.find((r) => r.rule === "4");
+      t.equal(rule4?.verdict, "FAIL", `${j.profile}: rule 4 FAILs`);
+      t.match(
+        rule4?.reason,
+        /^qp sq: WR 1001 completed after WR 1002, which was posted later/,
+        `${j.profile}: the WRITE's success came after the SEND's flush`,
+      );
+      t.ok(
+        (rule4?.evidence ?? []).some((e) =>
+          /^hw flush @[\d.]+ms .*"overtook":\{"wqes":\[\d+\],"pending":\[\d+\],"origin":"erdma_flush_step\.complete"\}/.test(
+            e,
+          ),
+        ),
+        `${j.profile}: rule 4's evidence quotes the flush event naming the RTL signal (erdma_flush_step.complete)`,
+      );
+    }
+    t.same(
+      loadVerdicts(`${root}/bug`).device?.rtl,
+      "rtl+flush-before-success",
+      "verdicts.json names the bug",
+    );
+
+    const designedStarted = Date.now();
+    const ok = await hil(
+      ["run", "--device-rtl", "--scenario", scenario, "--run-dir", `${root}/rtl`],
+      iso.env,
+    );
+    const okMs = Date.now() - designedStarted;
+    t.equal(ok.exitCode, 0, `as designed: exit 0\n${ok.stdout.slice(-2000)}${ok.stderr.slice(-2000)}`);
+    const cells = cellsOf(`${root}/rtl`);
+    t.ok(Object.keys(cells).length >= 3, "judged under every rule set");
+    for (const [cell, c] of Object.entries(cells)) {
+      t.equal(c.verdict, "PASS", `${cell}: PASS`);
+      t.equal(c.rules["4"], "PASS", `${cell}: rule 4 PASS`);
+    }
+    // the situation happened: the flush met the pending success and was held behind it
+    const hw = readFileSync(`${root}/rtl/traces/${scenario}.hw.jsonl`, "utf8");
+    t.match(
+      hw,
+      /"kind":"wait",.*"reason":"flush held \(erdma_flush_step\.hold\): the completion of WQE \d+ is not written yet"/,
+      "the device's trace: the RTL held the flush behind the pending success",
+    );
+    t.notMatch(hw, /"overtook"/, "no flush completion overtook it");
+    t.comment(
+      `wall time: with the bug ${(bugMs / 1000).toFixed(1)} s, as designed ${(okMs / 1000).toFixed(1)} s`,
+    );
+    t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left running or on disk");
+  },
+);

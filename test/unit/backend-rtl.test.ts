@@ -19,12 +19,17 @@ t.test("--device-rtl picks the RTL backend; its bugs by name, sorted", async (t)
     deviceProfile: "erdma-2022",
   });
   t.match(bugs, { kind: "rtl", profileName: "erdma-2022", bugs: ["flush-skip-wrap", "owner-stuck"] });
+  t.match(chooseDevice({ device: true, deviceRtl: "flush-before-success" }), {
+    kind: "rtl",
+    bugs: ["flush-before-success"],
+  });
+  t.match(rtl.option?.help, /flush-before-success: docs\/fpga\.md/, "the help lists every planted bug");
 });
 
 t.test("bad input: one line naming --device-rtl", async (t) => {
   t.throws(() => chooseDevice({ device: true, deviceRtl: "owner-stuck,nope" }), {
     message:
-      '--device-rtl: no planted bug "nope" (known: owner-stuck, flush-skip-wrap; none: the RTL as designed)',
+      '--device-rtl: no planted bug "nope" (known: owner-stuck, flush-skip-wrap, flush-before-success; none: the RTL as designed)',
   });
   t.throws(() => chooseDevice({ device: false, deviceRtl: true }), {
     message: /--device-rtl and --no-device/,

@@ -4,7 +4,9 @@
  * the 32-bit index wrap, flush limits of every mode, flush steps of multi-block SQEs across the
  * ring's end), then the device model with each engine behind the driver double, through a flush
  * that crosses the ring's end and a REFLUSH. The planted bugs (RTL parameters) differ from the
- * reference where they should, and the oracle's rule 5 (each WR completes once) catches each.
+ * reference where they should, and the oracle catches each: rule 5 (each WR completes once) the
+ * owner bit and the skipped flush, rule 4 (posting order) a flush completion that overtakes an
+ * earlier WQE's success still on its way to the CQ.
  */
 import t from "tap";
 import { setupPackages } from "../../harness/setup.ts";
@@ -279,6 +281,11 @@ for (const [bug, what] of [
     const ids = run.wcs.map(([id]) => id);
     if (bug === "flush-skip-wrap") {
       t.same(ids, ["1", "2", "3", "4", "5", "6", "7", "8"], "WR 9 missing, the others flushed");
+      t.match(
+        run.flushes.at(-1),
+        { wqes: [], skipped: { wqes: [14], origin: "erdma_flush_step.complete" } },
+        "the flush event names WQE 14 (WR 9, slots 6-7 of the second pass) and the RTL signal that withheld its completion",
+      );
     } else {
       t.same(ids, ["1", "2", "3", "4"], "the driver stops at the first CQE of the second pass");
       t.ok(
@@ -291,6 +298,147 @@ for (const [bug, what] of [
     t.match(JSON.stringify(v), bug === "flush-skip-wrap" ? /WR 9\b/ : /WR 5\b/, "naming the WR it lost");
   });
 }
+
+t.test("flush steps with a completion pending: the RTL holds where the reference holds", async (t) => {
+  const rtl = await rtlEngine();
+  const next = numbers(0x0bde);
+  let differ = 0;
+  let held = 0;
+  for (let i = 0; i < 5000; i++) {
+    const log2 = 1 + next(16);
+    const ci = next(0x10000);
+    const limit = (ci + next(6)) & 0xffff;
+    const wqebbs = 1 + next(4);
+    const pending = i % 2 === 0;
+    const a = rtl.flushStep(ci, limit, wqebbs, log2, pending);
+    const b = tsQueueEngine.flushStep(ci, limit, wqebbs, log2, pending);
+    if (b.hold) held++;
+    if (JSON.stringify(a) !== JSON.stringify(b)) {
+      differ++;
+      if (differ < 5)
+        t.fail(
+          `differs on ${JSON.stringify({ ci, limit, wqebbs, log2, pending })}: ${JSON.stringify([a, b])}`,
+        );
+    }
+  }
+  t.equal(differ, 0, "5000 steps, no difference");
+  t.ok(held > 1000, `${held} of them held`);
+  t.same(rtl.flushStep(3, 5, 1, 3, true), { next: 3, taken: 0, complete: false, hold: true }, "held at ci");
+  t.same(rtl.flushStep(5, 5, 1, 3, true), { next: 5, taken: 0, complete: false }, "nothing left: no hold");
+  const bug = await rtlEngine(["flush-before-success"]);
+  t.same(
+    bug.flushStep(3, 5, 1, 3, true),
+    { next: 4, taken: 1, complete: true },
+    "flush-before-success: the step ignores the pending completion",
+  );
+  t.same(
+    bug.flushStep(3, 5, 1, 3, false),
+    rtl.flushStep(3, 5, 1, 3, false),
+    "as designed when none is pending",
+  );
+  t.equal(rtl.origins.flushComplete, "erdma_flush_step.complete", "the RTL names its signals");
+  t.equal(rtl.origins.flushHold, "erdma_flush_step.hold");
+});
+
+/**
+ * A WRITE's success completion held on its way to the CQ (delay-cqe, 60 ms) while the QP moves to
+ * ERROR and a WRITE posted in ERROR is flushed by the REFLUSH that names it.
+ */
+async function flushBehindPendingSuccess(engine: QueueEngine) {
+  const p = await pair({ profile: profileReflush, engine });
+  const src = await buffer(p.a.drv, p.a.pd, 64);
+  const dst = await buffer(p.b.drv, p.b.pd, 64);
+  const write = (wrId: bigint) => ({
+    opcode: "WRITE" as const,
+    wrId,
+    signaled: true,
+    remoteAddr: dst.va,
+    rkey: dst.stag,
+    sgl: [src.sge(0, 8)],
+  });
+  const wcs: [string, number][] = [];
+  const poll = () => {
+    for (const w of p.a.drv.pollWc(p.a.scq)) wcs.push([String(w.wrId), w.status]);
+  };
+  p.a.dev.faults.add({ kind: "delay-cqe", ms: 60 });
+  p.a.drv.postSend(p.a.qp, write(1n));
+  await p.settle();
+  poll();
+  await p.a.drv.modifyQp(p.a.qp, QpState.ERROR, undefined, { reflush: false });
+  p.a.drv.postSend(p.a.qp, write(2n));
+  await p.a.drv.flushWorker(p.a.qp);
+  await p.settle();
+  poll();
+  const early = [...wcs];
+  await new Promise((r) => setTimeout(r, 150));
+  await p.settle();
+  poll();
+  const b = new TraceBuilder().qp("qp", { qpNum: 1 });
+  b.post("qp", "sq", 1, 1).modify("qp", "ERR").post("qp", "sq", 2, 1);
+  for (const [wrId, status] of wcs)
+    b.cqe("qp", "sq", Number(wrId), { status: status === S.SUCCESS ? SUCCESS : FLUSH, opcode: "write" });
+  return {
+    early,
+    wcs,
+    rule4: verdictOf(b, "4", "ib"),
+    flushes: p.a.host.ofKind("flush").filter((e) => e.queue === "sq"),
+    waits: p.a.host.ofKind("wait").filter((e) => e.queue === "sq"),
+  };
+}
+
+t.test("a flush holds behind a success completion still on its way, on each engine", async (t) => {
+  for (const engine of [tsQueueEngine, await rtlEngine()]) {
+    const run = await flushBehindPendingSuccess(engine);
+    t.same(run.early, [], `${engine.name}: nothing polled while WRITE 1's completion is held`);
+    t.same(
+      run.wcs,
+      [
+        ["1", S.SUCCESS],
+        ["2", S.FLUSH_ERR],
+      ],
+      `${engine.name}: the success, then the flush`,
+    );
+    t.equal(run.rule4.verdict, "PASS", `${engine.name}: rule 4 holds`);
+    t.match(
+      run.waits,
+      [
+        {
+          index: 2,
+          reason: new RegExp(`flush held \\(${engine.origins.flushHold.replace(/[().]/g, "\\$&")}\\)`),
+        },
+      ],
+      `${engine.name}: the trace says the flush of WRITE 2 (WQE 2: WRITE 1 took blocks 0-1) was held`,
+    );
+    t.notOk(
+      run.flushes.some((f) => f.overtook),
+      `${engine.name}: no flush completion overtook a pending one`,
+    );
+  }
+});
+
+t.test(
+  "planted bug flush-before-success: the flush overtakes the pending success; rule 4 FAILs",
+  async (t) => {
+    const run = await flushBehindPendingSuccess(await rtlEngine(["flush-before-success"]));
+    t.same(run.early, [["2", S.FLUSH_ERR]], "WR 2's flush completion is there first");
+    t.same(
+      run.wcs,
+      [
+        ["2", S.FLUSH_ERR],
+        ["1", S.SUCCESS],
+      ],
+      "then WR 1's success",
+    );
+    t.equal(run.rule4.verdict, "FAIL", "rule 4 FAILs");
+    t.match(JSON.stringify(run.rule4), /WR 1\b.*completed after.*WR 2\b/, "naming the WRs out of order");
+    t.same(run.waits, [], "no flush was held");
+    t.match(
+      run.flushes.find((f) => f.overtook),
+      { wqes: [2], overtook: { wqes: [2], pending: [0], origin: "erdma_flush_step.complete" } },
+      "the flush event names the RTL signal that granted the overtaking completion",
+    );
+  },
+);
 
 t.test("hil setup installs Verilator and yosys; without Verilator, one line names hil setup", async (t) => {
   for (const name of ["verilator", "yosys"]) {

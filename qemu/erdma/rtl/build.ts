@@ -36,6 +36,8 @@ export const RTL_BUGS = {
   "owner-stuck": "BUG_OWNER_STUCK",
   /** the WQE that reaches the ring's end gets no flush completion (erdma_flush_step.sv) */
   "flush-skip-wrap": "BUG_FLUSH_SKIP_WRAP",
+  /** a flush CQE overtakes an earlier WQE's success completion still on its way (erdma_flush_step.sv) */
+  "flush-before-success": "BUG_FLUSH_BEFORE_SUCCESS",
 } as const;
 export type RtlBug = keyof typeof RTL_BUGS;
 

@@ -30,7 +30,7 @@ export function loadRtlEngine(path: string): RtlQueueEngine {
     "int qe_flush_limit(uint32_t mode, uint32_t pi, uint32_t ci, uint32_t error_valid, uint32_t error_pi, uint32_t reflush_valid, uint32_t reflush_pi, uint32_t *out)",
   );
   const step = lib.func(
-    "int qe_flush_step(uint32_t ci, uint32_t limit, uint32_t wqebbs, uint32_t depth_log2, uint32_t *out)",
+    "int qe_flush_step(uint32_t ci, uint32_t limit, uint32_t wqebbs, uint32_t depth_log2, uint32_t pending, uint32_t *out)",
   );
   if (open() !== 0) throw new Error(`${path}: the queue engine did not come out of reset`);
   const out = new Uint32Array(3);
@@ -39,6 +39,7 @@ export function loadRtlEngine(path: string): RtlQueueEngine {
   };
   const engine: RtlQueueEngine = {
     name: "rtl",
+    origins: { flushComplete: "erdma_flush_step.complete", flushHold: "erdma_flush_step.hold" },
     cycles: () => Number(cycles()),
     cqe(pi, depthLog2, header) {
       answered(cqe(pi >>> 0, depthLog2, header >>> 0, out), "OP_CQE");
@@ -59,10 +60,13 @@ export function loadRtlEngine(path: string): RtlQueueEngine {
       const word = out[0] as number;
       return { limit: word & 0xffff, reason: REASONS[(word >>> 16) & 3] ?? "pi" };
     },
-    flushStep(ci, lim, wqebbs, depthLog2) {
-      answered(step(ci, lim, Math.min(wqebbs, 0xff), depthLog2, out), "OP_FLUSH_STEP");
+    flushStep(ci, lim, wqebbs, depthLog2, pending = false) {
+      answered(step(ci, lim, Math.min(wqebbs, 0xff), depthLog2, pending ? 1 : 0, out), "OP_FLUSH_STEP");
       const word = out[0] as number;
-      return { next: word & 0xffff, taken: (word >>> 16) & 0xff, complete: ((word >>> 24) & 1) === 1 };
+      const next = word & 0xffff;
+      const taken = (word >>> 16) & 0xff;
+      const complete = ((word >>> 24) & 1) === 1;
+      return ((word >>> 26) & 1) === 1 ? { next, taken, complete, hold: true } : { next, taken, complete };
     },
   };
   loaded.set(path, engine);

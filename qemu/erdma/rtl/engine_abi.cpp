@@ -69,12 +69,15 @@ int qe_flush_limit(uint32_t mode, uint32_t pi, uint32_t ci, uint32_t error_valid
   return request(1, out);
 }
 
-// out[0]: next ci 15:0, taken 23:16, complete 24, active 25
-int qe_flush_step(uint32_t ci, uint32_t limit, uint32_t wqebbs, uint32_t depth_log2, uint32_t* out) {
+// out[0]: next ci 15:0, taken 23:16, complete 24, active 25, hold 26 (pending: a completion of an
+// earlier WQE of the queue is not written yet)
+int qe_flush_step(uint32_t ci, uint32_t limit, uint32_t wqebbs, uint32_t depth_log2, uint32_t pending,
+                  uint32_t* out) {
   model->wq_ci = ci;
   model->step_limit = limit;
   model->wqebbs = wqebbs;
   model->depth_log2 = depth_log2;
+  model->cqe_pending = pending ? 1 : 0;
   return request(2, out);
 }
 }

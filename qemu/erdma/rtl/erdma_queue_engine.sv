@@ -5,7 +5,8 @@
 // the outputs are registered, resp_valid high for one cycle.
 module erdma_queue_engine #(
     parameter bit BUG_OWNER_STUCK     = 1'b0,
-    parameter bit BUG_FLUSH_SKIP_WRAP = 1'b0
+    parameter bit BUG_FLUSH_SKIP_WRAP = 1'b0,
+    parameter bit BUG_FLUSH_BEFORE_SUCCESS = 1'b0
 ) (
     input  logic        clk,
     input  logic        rst_n,
@@ -26,6 +27,7 @@ module erdma_queue_engine #(
     // OP_FLUSH_STEP (wq_ci, depth_log2 shared)
     input  logic [15:0] step_limit,
     input  logic [7:0]  wqebbs,
+    input  logic        cqe_pending, // a completion of an earlier WQE of the queue is not written yet
     // the answer
     output logic        resp_valid,
     output logic [31:0] resp_a,
@@ -60,17 +62,20 @@ module erdma_queue_engine #(
       .reason(reason)
   );
 
-  logic        step_active, step_complete;
+  logic        step_active, step_complete, step_hold;
   logic [7:0]  step_taken;
   logic [15:0] step_next;
   erdma_flush_step #(
-      .BUG_FLUSH_SKIP_WRAP(BUG_FLUSH_SKIP_WRAP)
+      .BUG_FLUSH_SKIP_WRAP(BUG_FLUSH_SKIP_WRAP),
+      .BUG_FLUSH_BEFORE_SUCCESS(BUG_FLUSH_BEFORE_SUCCESS)
   ) flush_step (
       .ci(wq_ci),
       .limit(step_limit),
       .wqebbs(wqebbs),
       .depth_log2(depth_log2),
+      .cqe_pending(cqe_pending),
       .active(step_active),
+      .hold(step_hold),
       .taken(step_taken),
       .next_ci(step_next),
       .complete(step_complete)
@@ -97,7 +102,7 @@ module erdma_queue_engine #(
             resp_c <= 32'd0;
           end
           OP_FLUSH_STEP: begin
-            resp_a <= {6'd0, step_active, step_complete, step_taken, step_next};
+            resp_a <= {5'd0, step_hold, step_active, step_complete, step_taken, step_next};
             resp_b <= 32'd0;
             resp_c <= 32'd0;
           end
