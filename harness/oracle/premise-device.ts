@@ -163,6 +163,25 @@ export function checkDeviceCondition(
         `${during} ${c.queue} doorbell(s) between the ERROR transition and the end of the first flush (${flush.count} WQEs)`,
       ];
     }
+    case "device_flush_behind_pending": {
+      const qpn = needQp(c.on);
+      if (typeof qpn !== "number") return qpn;
+      const held = events.find(
+        (e): e is Extract<ErdmaTraceEvent, { kind: "wait" }> =>
+          e.kind === "wait" && e.qpn === qpn && e.queue === c.queue,
+      );
+      if (held) return [true, `the flush waited at WQE ${held.index}: ${held.reason}`];
+      const overtaken = events.find(
+        (e): e is Extract<ErdmaTraceEvent, { kind: "flush" }> =>
+          e.kind === "flush" && e.qpn === qpn && e.queue === c.queue && e.overtook !== undefined,
+      );
+      if (overtaken?.kind === "flush" && overtaken.overtook)
+        return [
+          true,
+          `flush completions of WQE(s) ${overtaken.overtook.wqes.join(", ")} written while WQE(s) ${overtaken.overtook.pending.join(", ")} were pending (${overtaken.overtook.origin})`,
+        ];
+      return [false, `no flush of QP ${qpn}'s ${c.queue} met a pending completion`];
+    }
     case "device_ceq_batch": {
       const since = new Map<number, number>();
       let most = 0;

@@ -76,6 +76,8 @@ export const PREMISE_CONDITIONS = {
   device_destroyed_with_unpolled_cqes: z.strictObject({ on: side }),
   /** a doorbell of the queue in ERROR while WQEs rung before it were still being flushed */
   device_posted_while_flushing: z.strictObject({ on: side, queue }),
+  /** the flush of the queue met a completion of an earlier WQE still on its way to the CQ (held, or overtaken) */
+  device_flush_behind_pending: z.strictObject({ on: side, queue }),
   /** one interrupt of a completion event queue came after more events than the handler takes in a run */
   device_ceq_batch: z.strictObject({ min: z.number().int().min(2).max(4096) }),
 } as const;
@@ -92,6 +94,7 @@ export const DEVICE_CONDITIONS: readonly PremiseKind[] = [
   "device_destroyed_unflushed",
   "device_destroyed_with_unpolled_cqes",
   "device_posted_while_flushing",
+  "device_flush_behind_pending",
   "device_ceq_batch",
 ];
 
@@ -188,6 +191,8 @@ export function describeCondition(c: PremiseCondition, driver?: DriverName): str
       return `${whichQp(c.on)} destroyed while completions the device had written for it were unpolled in its CQ, which was polled after`;
     case "device_posted_while_flushing":
       return `a doorbell of ${which(c.on)} ${c.queue} in ERROR while the device was still flushing the WQEs before it`;
+    case "device_flush_behind_pending":
+      return `the device's flush of ${which(c.on)} ${c.queue} met a completion of an earlier WQE still on its way to the CQ`;
     case "device_ceq_batch":
       return `a completion event queue interrupt raised after ${c.min} or more events (more than one handler run takes)`;
   }

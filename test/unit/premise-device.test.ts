@@ -313,6 +313,38 @@ t.test("device_posted_while_flushing: doorbells of the queue between ERROR and t
   t.end();
 });
 
+t.test(
+  "device_flush_behind_pending: the queue's flush held behind a pending completion, or overtaking it",
+  (t) => {
+    const c = { device_flush_behind_pending: { queue: "sq" } };
+    const wait = (qpn: number, queue: "sq" | "rq") => ({
+      kind: "wait",
+      qpn,
+      queue,
+      index: 4,
+      reason: "flush held (erdma_flush_step.hold): the completion of WQE 2 is not written yet",
+    });
+    t.same(check(c, hw(state(1, "RTS", "ERROR"), wait(1, "sq"), flush(1, "sq", 1))), [
+      true,
+      "the flush waited at WQE 4: flush held (erdma_flush_step.hold): the completion of WQE 2 is not written yet",
+    ]);
+    t.same(
+      check(
+        c,
+        hw(flush(1, "sq", 1, { overtook: { wqes: [4], pending: [2], origin: "erdma_flush_step.complete" } })),
+      ),
+      [true, "flush completions of WQE(s) 4 written while WQE(s) 2 were pending (erdma_flush_step.complete)"],
+      "a flush that overtook the pending completion met it too",
+    );
+    const none = [false, "no flush of QP 1's sq met a pending completion"];
+    t.same(check(c, hw(flush(1, "sq", 3))), none, "a flush with nothing pending");
+    t.same(check(c, hw(wait(1, "rq"))), none, "the other queue's wait");
+    t.same(check(c, hw(wait(2, "sq"))), none, "the peer's wait");
+    t.same(check({ device_flush_behind_pending: { on: "peer", queue: "sq" } }, hw(wait(2, "sq")))[0], true);
+    t.end();
+  },
+);
+
 t.test("device_ceq_batch: completion events a CEQ gathered before its interrupt was delivered", (t) => {
   const eqe = (eq: number | "aeq") => ({ kind: "eqe", eq, index: 0, owner: 1, detail: {} });
   const irq = (source: string, delivered = true) => ({ kind: "irq", vector: 1, delivered, source });
