@@ -31,6 +31,8 @@ interface QpOpts {
   scq?: string;
   rcq?: string;
   sigAll?: boolean;
+  /** false: no ESTABLISHED event (a QP never connected) */
+  connected?: boolean;
 }
 
 export interface PostOpts {
@@ -72,7 +74,7 @@ export class TraceBuilder {
   }
 
   qp(name: string, o: QpOpts): this {
-    const full = { scq: "cq", rcq: "cq", sigAll: false, ...o };
+    const full = { scq: "cq", rcq: "cq", sigAll: false, connected: true, ...o };
     this.qps.set(name, full);
     this.push({
       ev: "create",
@@ -89,7 +91,7 @@ export class TraceBuilder {
       max_inline_data: 0,
       cmd: 1,
     });
-    this.push({ ev: "cm", id: name, event: "ESTABLISHED", code: 9, status: 0 });
+    if (full.connected) this.push({ ev: "cm", id: name, event: "ESTABLISHED", code: 9, status: 0 });
     return this;
   }
 

@@ -518,22 +518,7 @@ t.test("a premise row lists every condition it names, separated", (t) => {
 t.test(
   "drained_unconnected: a drain or modify to ERR of a QP never connected, or whose connect was refused",
   (t) => {
-    const qpOnly = () =>
-      new TraceBuilder().raw({
-        ev: "create",
-        kind: "qp",
-        name: "qp",
-        qp_num: 1,
-        cm: true,
-        scq: "cq",
-        rcq: "cq",
-        sig_all: false,
-        max_send_wr: 64,
-        max_recv_wr: 64,
-        max_send_sge: 1,
-        max_inline_data: 0,
-        cmd: 1,
-      });
+    const qpOnly = () => new TraceBuilder().qp("qp", { qpNum: 1, connected: false });
     const resolved = () =>
       qpOnly()
         .raw({ ev: "cm", id: "qp", event: "ADDR_RESOLVED", code: 0, status: 0 })
