@@ -5,7 +5,7 @@ import type { ExecutorFactory } from "../executor/executor.ts";
 import { PASSING_VERDICTS } from "../verdict.ts";
 import { controlOf } from "./faults.ts";
 import { unitsOf } from "./guests.ts";
-import { readSlice, settledSize } from "./hw-trace.ts";
+import { readSlice, settledAfterClear, settledSize } from "./hw-trace.ts";
 import { observeScenario } from "./observe.ts";
 import type { QueuedRun, SuiteOptions } from "./options.ts";
 import { hangsLast } from "./order.ts";
@@ -144,16 +144,17 @@ async function runOne(
   const hwFile = session.hwTraceFile;
   const hwFrom = hwFile ? (session.hwAt ?? (await settledSize(hwFile, { maxMs: 200 }))) : 0;
   const outcome = await observeScenario(session, compiled);
+  let cleared = false;
   if (control && !outcome.harnessFault) {
-    const cleared = await control
+    const reply = await control
       .control({ op: "clear" })
       .catch((err: Error) => ({ ok: false, error: err.message }));
-    if (!cleared.ok)
-      progress.info(`[suite] ${r.name}: clearing the device's faults failed: ${cleared.error}`);
+    cleared = reply.ok;
+    if (!reply.ok) progress.info(`[suite] ${r.name}: clearing the device's faults failed: ${reply.error}`);
   }
   let hwText: string | undefined;
   if (hwFile) {
-    const hwTo = await settledSize(hwFile);
+    const hwTo = cleared ? await settledAfterClear(hwFile, hwFrom) : await settledSize(hwFile);
     session.hwAt = hwTo;
     hwText = await readSlice(hwFile, hwFrom, hwTo);
     checkHwTrace(session.guest);
