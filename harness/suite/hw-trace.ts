@@ -57,6 +57,13 @@ export function isClearLine(line: string): boolean {
   }
 }
 
+/**
+ * The pause after the clear line that ends a slice when the clear leaves the device nothing to do
+ * (suite/lanes.ts clearMayWakeDevice): three of the device server's 5 ms write batches
+ * (qemu/device-server/line-batch.ts), for lines of the clear's own tick that a full batch split off.
+ */
+export const QUIET_AFTER_IDLE_CLEAR_MS = 15;
+
 /** Bytes [from, to) of the file as text (what it has of them). */
 async function readBytes(file: string, from: number, to: number): Promise<string> {
   const fh = await open(file, "r");

@@ -2,7 +2,7 @@ import { appendFileSync, mkdtempSync, rmSync, statSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t, { type Test } from "tap";
-import { isClearLine, settledAfterClear } from "../../harness/suite/hw-trace.ts";
+import { isClearLine, QUIET_AFTER_IDLE_CLEAR_MS, settledAfterClear } from "../../harness/suite/hw-trace.ts";
 
 const LINE = `${JSON.stringify({ t: 1, dev: "erdma", kind: "doorbell", db: "sq", value: "0x1" })}\n`;
 const CLEAR = `${JSON.stringify({ t: 2, dev: "erdma", kind: "fault", action: "cleared" })}\n`;
@@ -58,4 +58,14 @@ t.test("no clear line within maxMs: the size once the writer paused", async (t) 
   const size = await settledAfterClear(file, from, { maxMs: 100 });
   t.equal(size, from);
   t.ok(Date.now() - started >= 100);
+});
+
+t.test("a shorter pause after the clear leaves a later line to the next slice", async (t) => {
+  const file = traceFile(t);
+  const from = statSync(file).size;
+  const settled = settledAfterClear(file, from, { stepMs: QUIET_AFTER_IDLE_CLEAR_MS });
+  appendFileSync(file, CLEAR);
+  await sleep(QUIET_AFTER_IDLE_CLEAR_MS + 60);
+  appendFileSync(file, LINE);
+  t.equal(await settled, from + CLEAR.length, "the line after the pause is not this slice's");
 });
