@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { askApt, forgetAnswers } from "./apt-answers.ts";
 import { cacheFullError, cacheRoot, DISK_FULL_WORDS, makeCacheDir, withLock } from "./cache.ts";
 import { HilError } from "./errors.ts";
 import { probe, run } from "./exec.ts";
@@ -84,6 +85,7 @@ export async function aptContext(name: AptContextName): Promise<AptContext> {
     const step = progress.step(`[apt] updating package lists (${name})`);
     try {
       await run(`apt-get update (${name})`, "apt-get", [...options, "-q", "--error-on=any", "update"]);
+      forgetAnswers(base);
       await writeFile(stamp, new Date().toISOString());
       step.succeed();
     } catch (err) {
@@ -128,6 +130,17 @@ function orDiskFull(err: unknown): unknown {
   return aptDiskFull(`${e.message ?? String(err)}\n${e.detail ?? ""}`) ?? err;
 }
 
+/**
+ * apt asked about the context's package lists (`args` after the context's options), answered again
+ * from the answers kept beside them while they stay as they are (apt-answers.ts).
+ */
+export function askAboutLists(ctx: AptContext, file: "apt-get" | "apt-cache", args: readonly string[]) {
+  const full = [...ctx.options, ...args];
+  if (!(ctx.name in APT_CONTEXTS)) return probe(file, full);
+  const { base, lists } = contextPaths(ctx.name as AptContextName);
+  return askApt(base, lists, file, full);
+}
+
 export interface PackageUri {
   url: string;
   filename: string;
@@ -145,7 +158,7 @@ export async function packageUris(
   ctx: AptContext,
   pkgs: readonly string[],
 ): Promise<Map<string, PackageUri>> {
-  const r = await probe("apt-get", [...ctx.options, "--print-uris", "download", ...pkgs]);
+  const r = await askAboutLists(ctx, "apt-get", ["--print-uris", "download", ...pkgs]);
   if (r.exitCode !== 0) {
     const full = aptDiskFull(`${r.stderr}\n${r.stdout}`);
     if (full) throw full;

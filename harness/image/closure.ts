@@ -1,6 +1,5 @@
-import type { AptContext } from "../../util/apt.ts";
+import { type AptContext, askAboutLists } from "../../util/apt.ts";
 import { HilError } from "../../util/errors.ts";
-import { probe } from "../../util/exec.ts";
 
 /** One "Depends:" or "PreDepends:" line group: alternatives, the first preferred. */
 export type DependencyGroup = string[];
@@ -102,8 +101,7 @@ export async function resolvePackageClosure(
   roots: readonly string[],
   packagingOnly: ReadonlySet<string>,
 ): Promise<string[]> {
-  const r = await probe("apt-cache", [
-    ...ctx.options,
+  const r = await askAboutLists(ctx, "apt-cache", [
     "-o",
     "APT::Architectures=amd64",
     "depends",

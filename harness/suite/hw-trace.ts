@@ -46,6 +46,64 @@ export async function settledSize(file: string, { stepMs = 50, maxMs = 1000 } = 
   return size;
 }
 
+/** Whether a hardware trace line is the device's record of its faults being cleared. */
+export function isClearLine(line: string): boolean {
+  if (!line.includes('"cleared"')) return false;
+  try {
+    const e = JSON.parse(line) as { kind?: unknown; action?: unknown };
+    return e.kind === "fault" && e.action === "cleared";
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The pause after the clear line that ends a slice when the clear leaves the device nothing to do
+ * (suite/lanes.ts clearMayWakeDevice): three of the device server's 5 ms write batches
+ * (qemu/device-server/line-batch.ts), for lines of the clear's own tick that a full batch split off.
+ */
+export const QUIET_AFTER_IDLE_CLEAR_MS = 15;
+
+/** Bytes [from, to) of the file as text (what it has of them). */
+async function readBytes(file: string, from: number, to: number): Promise<string> {
+  const fh = await open(file, "r");
+  try {
+    const buf = Buffer.alloc(to - from);
+    const { bytesRead } = await fh.read(buf, 0, buf.length, from);
+    return buf.subarray(0, bytesRead).toString("utf8");
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * settledSize for the end of a scenario whose device faults were just cleared: the device traces
+ * the clear (a fault "cleared" line, written a few ms later by its batched writer), so the pause
+ * is waited for once that line is in the file (after `from`), not from before it landed, which
+ * cost a second step of settledSize on every scenario. settledSize's own wait when the line does
+ * not show within maxMs.
+ */
+export async function settledAfterClear(
+  file: string,
+  from: number,
+  { pollMs = 5, maxMs = 1000, stepMs = 50 } = {},
+): Promise<number> {
+  const deadline = Date.now() + maxMs;
+  let scanned = from;
+  let partial = "";
+  for (;;) {
+    const size = await fileSize(file);
+    if (size > scanned) {
+      const lines = (partial + (await readBytes(file, scanned, size))).split("\n");
+      scanned = size;
+      partial = lines.pop() ?? "";
+      if (lines.some(isClearLine)) return settledSize(file, { stepMs, maxMs });
+    }
+    if (Date.now() >= deadline) return settledSize(file, { stepMs, maxMs });
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}
+
 /** Bytes [from, to) of the file, as whole lines: a partial first or last line is left out. */
 export async function readSlice(file: string, from: number, to: number): Promise<string> {
   if (to <= from) return "";

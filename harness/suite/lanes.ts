@@ -2,11 +2,12 @@
 import { progress } from "../../util/progress.ts";
 import { backendOf } from "../backend/registry.ts";
 import type { ExecutorFactory } from "../executor/executor.ts";
+import type { CompiledScenario } from "../scenario/compile.ts";
 import { PASSING_VERDICTS } from "../verdict.ts";
 import { controlOf } from "./faults.ts";
 import { unitsOf } from "./guests.ts";
-import { readSlice, settledSize } from "./hw-trace.ts";
-import { observeScenario } from "./observe.ts";
+import { QUIET_AFTER_IDLE_CLEAR_MS, readSlice, settledAfterClear, settledSize } from "./hw-trace.ts";
+import { type ObservedOutcome, observeScenario } from "./observe.ts";
 import type { QueuedRun, SuiteOptions } from "./options.ts";
 import { hangsLast } from "./order.ts";
 import { recordRun } from "./record.ts";
@@ -123,6 +124,30 @@ class SuiteLanes {
 }
 
 /**
+ * Whether clearing the device's faults after this run can set the device working again: a stall
+ * or an ignored doorbell lets its queues run on a clear (qemu/erdma/datapath.ts schedules every
+ * QP), and a run that did not finish cleanly (stuck, an error, a wedged executor) may leave QPs
+ * behind for it to run. After a clean teardown there is none: in 336 scenario slices of seven
+ * default-suite runs, only fault-stall-sq-drain's had events after the clear line.
+ */
+function clearMayWakeDevice(
+  compiled: CompiledScenario,
+  outcome: ObservedOutcome,
+  session: GuestSession,
+): boolean {
+  const stops = compiled.steps.some(
+    (s) => s.fault?.kind === "stall-queue" || s.fault?.kind === "ignore-doorbell",
+  );
+  return (
+    stops ||
+    outcome.stuck.length > 0 ||
+    outcome.error !== undefined ||
+    outcome.wedged === true ||
+    session.executor.wedged
+  );
+}
+
+/**
  * Runs one scenario (or repetition) on the session's guest, judges it and adds it to the report.
  * True when the guest was disposed of (a stuck executor, a broken run): the next run boots another.
  */
@@ -144,16 +169,21 @@ async function runOne(
   const hwFile = session.hwTraceFile;
   const hwFrom = hwFile ? (session.hwAt ?? (await settledSize(hwFile, { maxMs: 200 }))) : 0;
   const outcome = await observeScenario(session, compiled);
+  let cleared = false;
   if (control && !outcome.harnessFault) {
-    const cleared = await control
+    const reply = await control
       .control({ op: "clear" })
       .catch((err: Error) => ({ ok: false, error: err.message }));
-    if (!cleared.ok)
-      progress.info(`[suite] ${r.name}: clearing the device's faults failed: ${cleared.error}`);
+    cleared = reply.ok;
+    if (!reply.ok) progress.info(`[suite] ${r.name}: clearing the device's faults failed: ${reply.error}`);
   }
   let hwText: string | undefined;
   if (hwFile) {
-    const hwTo = await settledSize(hwFile);
+    const hwTo = cleared
+      ? await settledAfterClear(hwFile, hwFrom, {
+          stepMs: clearMayWakeDevice(compiled, outcome, session) ? 50 : QUIET_AFTER_IDLE_CLEAR_MS,
+        })
+      : await settledSize(hwFile);
     session.hwAt = hwTo;
     hwText = await readSlice(hwFile, hwFrom, hwTo);
     checkHwTrace(session.guest);
