@@ -183,6 +183,7 @@ export async function buildKernel(req: KernelRequest): Promise<KernelArtifact> {
     await ensureHostPackages(usesGit ? [...KERNEL_HOST_PACKAGES, "git"] : KERNEL_HOST_PACKAGES);
     let artifact: KernelArtifact;
     if (p.series) artifact = await buildPatched(work, req, p);
+    else if (req.configs.length > 0) artifact = await buildConfigVariant(work, req, p);
     else {
       const { tree, version } = await buildFromScratch(work, await ensureSourceTree(p), p);
       artifact = await finish(work, tree, p, version);
@@ -224,6 +225,29 @@ async function buildPatched(work: string, req: KernelRequest, p: Plan): Promise<
     steps,
     ...(plan.mode === "modules" ? { modules: plan.modules } : {}),
   });
+}
+
+/**
+ * The base kernel with more config fragments, continuing the base config's cached build (built
+ * first if missing): the configuration is made again as a fresh build makes it, and Kbuild, whose
+ * records name the config symbols each target uses (fixdep), makes again what the changed symbols
+ * reach: a fragment that adds modules (ulp, rxe) costs those modules, one that changes what every
+ * file is compiled with (smp, debug) a whole build, as from scratch.
+ */
+async function buildConfigVariant(work: string, req: KernelRequest, p: Plan): Promise<KernelArtifact> {
+  const srcDir = await ensureSourceTree(p);
+  const base = await buildKernel({ ...req, configs: [] });
+  const reason = `config ${req.configs.join(", ")} over the base configuration: Kbuild makes again what the changed symbols reach`;
+  progress.info(`[kernel] incremental build: ${reason}`);
+  const version = kernelVersion(srcDir);
+  const planned = {
+    plan: { mode: "incremental" as const, reconfigure: true, reason },
+    changes: [],
+    used: new Map(),
+  };
+  const title = `[kernel] building Linux ${version.text} + config ${req.configs.join(", ")} from its base build`;
+  const { tree, steps } = await rebuildFromBase(work, base, srcDir, planned, p.fragments, version, title);
+  return finish(work, tree, p, version.text, { mode: "incremental", reason, baseKey: base.key, steps });
 }
 
 /**

@@ -77,7 +77,8 @@ export async function rebuildFromBase(
 
   // The progress total: the targets that use a changed file, and the steps beyond those that the
   // last build of this kind ran (linking, modpost, ...).
-  const label = `${version.major}.${version.minor} ${plan.mode}`;
+  // a configuration over the base's (no source change) rebuilds what its symbols reach: its own figures
+  const label = `${version.major}.${version.minor} ${plan.mode}${changes.length === 0 ? " config" : ""}`;
   const rebuilt = new Set([...used.values()].flat()).size;
   const overhead = readStats()[label]?.steps;
   const saved = plan.mode === "modules" ? await saveModuleRecords(tree.buildDir) : undefined;

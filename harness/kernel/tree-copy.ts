@@ -39,11 +39,13 @@ export async function copyBuildTree(
     from.buildDir,
     to.buildDir,
   ]);
+  // a build of the same source tree (another configuration of it) keeps naming that tree
+  const sameSource = named.srcDir === to.srcDir;
   const renames: Array<[RegExp, string]> = [
     [pathRegExp(named.buildDir), to.buildDir],
-    [pathRegExp(named.srcDir), to.srcDir],
+    ...(sameSource ? [] : [[pathRegExp(named.srcDir), to.srcDir] as [RegExp, string]]),
   ];
-  const needles = [named.buildDir, named.srcDir];
+  const needles = sameSource ? [named.buildDir] : [named.buildDir, named.srcDir];
   for (const file of await textFilesNaming(to.buildDir, needles)) {
     const before = await stat(file);
     let text = await readFile(file, "utf8");

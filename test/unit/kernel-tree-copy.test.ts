@@ -136,3 +136,17 @@ t.test("a build tree from a copied cache: the names its records hold are the one
   );
   t.equal(readlinkSync(join(newBuild, "source")), newSrc);
 });
+
+t.test("another configuration of the same source tree: the build dir renamed, the source kept", async (t) => {
+  const root = t.testdir({});
+  const src = join(root, "kernel-base", "k1", "src");
+  const oldBuild = join(root, "kernel", "k2", "build");
+  const newBuild = join(root, "kernel", "k3", "build");
+  await run("mkdir", "mkdir", ["-p", join(oldBuild, "init"), join(root, "kernel", "k3")]);
+  const cmd = `savedcmd_init/main.o := gcc -I${src}/include -o ${oldBuild}/init/main.o ${src}/init/main.c\n`;
+  writeFileSync(join(oldBuild, "init", ".main.o.cmd"), cmd);
+  symlinkSync(src, join(oldBuild, "source"));
+  await copyBuildTree({ srcDir: src, buildDir: oldBuild }, { srcDir: src, buildDir: newBuild });
+  t.equal(readFileSync(join(newBuild, "init", ".main.o.cmd"), "utf8"), cmd.replace(oldBuild, newBuild));
+  t.equal(readlinkSync(join(newBuild, "source")), src, "the source tree is the same one");
+});
