@@ -7,7 +7,7 @@ import { buildKverbsModule } from "../image/kverbs-module.ts";
 import { commandLine } from "../protocol/commands.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
-import type { ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
+import type { ExecutorOutcome, HangProbe, ScenarioExecutor } from "./executor.ts";
 import { type CommandGroup, type GroupsOptions, KverbsDriver } from "./kverbs-driver.ts";
 import { type CommandRunner, runStepwise, type StepwiseHooks, type StuckCommand } from "./stepwise.ts";
 
@@ -65,6 +65,10 @@ export function retryingShell(
 export class KernelExecutor implements ScenarioExecutor, CommandRunner {
   readonly kind = "kernel" as const;
   private stuckOnce = false;
+  readonly hangProbe: HangProbe = {
+    running: () => this.driver.running(),
+    cut: (id) => this.driver.cut(id),
+  };
 
   private constructor(
     private readonly driver: KverbsDriver,

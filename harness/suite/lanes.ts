@@ -143,7 +143,7 @@ async function runOne(
   }
   const hwFile = session.hwTraceFile;
   const hwFrom = hwFile ? (session.hwAt ?? (await settledSize(hwFile, { maxMs: 200 }))) : 0;
-  const outcome = await observeScenario(session, compiled);
+  const outcome = await observeScenario(session, compiled, { earlyHang: opts.driver === "erdma" });
   if (control && !outcome.harnessFault) {
     const cleared = await control
       .control({ op: "clear" })

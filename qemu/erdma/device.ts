@@ -175,6 +175,11 @@ export class ErdmaDevice {
     return this.cmdq !== undefined;
   }
 
+  /** deferred jobs queued or running */
+  get pendingJobs(): number {
+    return this.jobs.pending;
+  }
+
   /** Resolves when no deferred work is queued or running. */
   idle(): Promise<void> {
     return this.jobs.idle();
