@@ -149,6 +149,23 @@ export class KernelExecutor implements ScenarioExecutor, CommandRunner {
     progress.info(`[kverbs] sysrq-w: no blocked-task dump in the kernel log (${why})`);
   }
 
+  /**
+   * After a hang whose drain the device then let go (suite/recover.ts): waits up to timeoutMs for
+   * the stuck command, and what was queued behind it, to finish, destroys every object (reset) and
+   * takes the executor back into use. Why not, when the worker stays stuck or the reset fails.
+   */
+  async recover(timeoutMs: number): Promise<string | undefined> {
+    if (!this.stuckOnce) return undefined;
+    const r = await this.driver.runGroups([{ lines: [commandLine("reset")], timeoutMs }]);
+    if (r.stuck)
+      return `the worker is still in ${r.stuck.status.busy?.op ?? "a command"} after ${timeoutMs} ms (${r.stuck.state})`;
+    const reset = r.records.filter((x) => x.ev === "done" && x.op === "reset").at(-1);
+    if (reset?.ev !== "done" || reset.rc !== 0)
+      return `the reset after the hang ${reset?.ev === "done" ? `returned ${reset.rc}` : "did not run"}`;
+    this.stuckOnce = false;
+    return undefined;
+  }
+
   async barrier(id: number): Promise<void> {
     const r = await this.driver.run([commandLine("mark", { id })], { timeoutMs: 10_000, check: false });
     const done = r.done[0];

@@ -8,6 +8,7 @@
  *   {"op":"faults","device":"erdma0"}                                    -> {"ok":true,"faults":[...]}
  *   {"op":"snapshot","device":"erdma0"}                                  -> {"ok":true,"state":{...}}
  *   {"op":"idle"}                                   -> {"ok":true,"idle":{"quietMs":612,"owed":[]}}
+ *   {"op":"release","device":"erdma0"}                                   -> {"ok":true,"qps":[2,3]}
  *
  * `device` may be left out when the server holds one device; `idle` without one answers for every
  * device of the server together (idle.ts combinedIdle: a peer's device counts). A bad request gets {"ok":false,
@@ -23,6 +24,8 @@ export interface ControlledDevice {
   snapshot(): unknown;
   /** how long it has been quiet and what it still owes by itself (idle.ts) */
   idle?(): IdleReport;
+  /** after a judged hang: flushes what its QPs in ERROR hold (release.ts); the QPs released */
+  release?(): number[];
 }
 
 const Request = z.discriminatedUnion("op", [
@@ -31,6 +34,7 @@ const Request = z.discriminatedUnion("op", [
   z.object({ op: z.literal("faults"), device: z.string().optional() }),
   z.object({ op: z.literal("snapshot"), device: z.string().optional() }),
   z.object({ op: z.literal("idle"), device: z.string().optional() }),
+  z.object({ op: z.literal("release"), device: z.string().optional() }),
 ]);
 
 export type ControlReply = { ok: true; [k: string]: unknown } | { ok: false; error: string };
@@ -74,6 +78,10 @@ export function handleControl(devices: ReadonlyMap<string, ControlledDevice>, li
         return { ok: true, faults: device.faults.active };
       case "snapshot":
         return { ok: true, state: device.snapshot() ?? null };
+      case "release":
+        return device.release
+          ? { ok: true, qps: device.release() }
+          : { ok: false, error: "this device cannot release QPs" };
       case "idle":
         return device.idle
           ? { ok: true, idle: device.idle() }

@@ -89,6 +89,11 @@ export class ErdmaVfioDevice implements DeviceModel {
     return this.core?.state.snapshot();
   }
 
+  /** After a judged hang: flushes what the QPs in ERROR hold (release.ts); the QPs released. */
+  release(): number[] {
+    return this.core?.release() ?? [];
+  }
+
   /** How long the device has been quiet and what it still owes by itself (idle.ts). */
   idle(): IdleReport {
     return idleReport(this.activity, this.core?.pendingJobs ?? 0, this.faults.timers());
