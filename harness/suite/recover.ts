@@ -14,7 +14,7 @@ import { closeConsoleSlice, type ObservedOutcome } from "./observe.ts";
 import type { GuestSession } from "./session.ts";
 
 /** How long the released drain, and the commands queued behind it, may take to finish. */
-export const RECOVER_MS = 5000;
+export const RECOVER_MS = 2500;
 
 /** Why the guest cannot be kept after this outcome, before anything is tried; undefined: try. */
 export function keepable(
