@@ -84,6 +84,8 @@ export function watchForHang(
   /** when the quiet period began that the guest said it ran no drain in (a drain touches the device) */
   let noDrainIn: number | undefined;
   const loop = async (): Promise<HangDeclared | undefined> => {
+    // the executor's first round trip opens meanwhile: the guest is not asked while it does
+    await pause(settleMs);
     while (!stopped) {
       const asked = deps.now();
       const first = await deps.idle();
