@@ -53,10 +53,11 @@ export interface ScenarioExecutor {
   /** writes `hil-mark <id>` to the kernel log after everything the scenario did (the console barrier) */
   barrier?(id: number): Promise<void>;
   /**
-   * After a hang the device then let go: waits up to timeoutMs for the stuck command to return,
-   * destroys every object and takes the executor back into use; why not, when it cannot.
+   * After a hang: lets the device go (`release`, again while the stuck command waits), waits up to
+   * timeoutMs for it to return, destroys every object and takes the executor back into use; why
+   * not, when it cannot.
    */
-  recover?(timeoutMs: number): Promise<string | undefined>;
+  recover?(release: () => Promise<void>, timeoutMs: number): Promise<string | undefined>;
   /** present when the executor can be asked what it runs and told to stop waiting for it */
   readonly hangProbe?: HangProbe;
   /** destroys what is left and unloads; throws when something stays behind */

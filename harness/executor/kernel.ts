@@ -17,6 +17,9 @@ const RETRIES = 2;
 const SYSRQ_ATTEMPTS = 3;
 const SYSRQ_SEEN = "sysrq-w dumped";
 const SYSRQ_LISTED = "sysrq-w listed the worker";
+/** After a release: how long to wait for the stuck command before the device is asked again. */
+const RELEASE_WAIT_MS = 500;
+const TEARDOWN_WAIT_MS = 10_000;
 /**
  * sysrq-w, then proof in the kernel log that it ran (one more "Show Blocked State" than before) and
  * whether its dump lists the stuck worker. A drain on a CQ polled directly is not always blocked:
@@ -150,17 +153,29 @@ export class KernelExecutor implements ScenarioExecutor, CommandRunner {
   }
 
   /**
-   * After a hang whose drain the device then let go (suite/recover.ts): waits up to timeoutMs for
-   * the stuck command, and what was queued behind it, to finish, destroys every object (reset) and
-   * takes the executor back into use. Why not, when the worker stays stuck or the reset fails.
+   * After a hang (suite/recover.ts): lets the device go (`release`), waits for the stuck command to
+   * return, again while it waits for the device (ib_drain_qp drains the SQ, then the RQ: each
+   * marker may need the device again), up to timeoutMs in all; then destroys every object (reset)
+   * and takes the executor back into use. Why not, when the worker stays stuck or the reset fails.
    */
-  async recover(timeoutMs: number): Promise<string | undefined> {
+  async recover(release: () => Promise<void>, timeoutMs: number): Promise<string | undefined> {
     if (!this.stuckOnce) return undefined;
-    // a cut of the stuck command (suite/early-hang.ts) would end this wait at once
+    // a cut of the stuck command (suite/early-hang.ts) would end these waits at once
     await this.driver.cut(0);
-    const r = await this.driver.runGroups([{ lines: [commandLine("reset")], timeoutMs }]);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      await release();
+      const left = deadline - Date.now();
+      const r = await this.driver.runGroups([
+        { lines: [], timeoutMs: Math.max(100, Math.min(RELEASE_WAIT_MS, left)) },
+      ]);
+      if (!r.stuck) break;
+      if (Date.now() >= deadline)
+        return `the worker is still in ${r.stuck.status.busy?.op ?? "a command"} after ${timeoutMs} ms (${r.stuck.state})`;
+    }
+    const r = await this.driver.runGroups([{ lines: [commandLine("reset")], timeoutMs: TEARDOWN_WAIT_MS }]);
     if (r.stuck)
-      return `the worker is still in ${r.stuck.status.busy?.op ?? "a command"} after ${timeoutMs} ms (${r.stuck.state})`;
+      return `the reset after the hang did not finish in ${TEARDOWN_WAIT_MS} ms (${r.stuck.state})`;
     const reset = r.records.filter((x) => x.ev === "done" && x.op === "reset").at(-1);
     if (reset?.ev !== "done" || reset.rc !== 0)
       return `the reset after the hang ${reset?.ev === "done" ? `returned ${reset.rc}` : "did not run"}`;

@@ -2,7 +2,8 @@
  * A guest kept after a hang instead of rebooted. A drain's hang leaves the executor's worker
  * asleep in the drain; once its evidence is taken and judged, the device can let it go: it flushes
  * what its QPs in ERROR hold up to their doorbells (control op "release", qemu/erdma/release.ts),
- * the marker completes and the drain returns. The executor then destroys every object (reset) and
+ * the marker completes and the drain returns (ib_drain_qp's second marker, the RQ's, is let go
+ * the same way when it waits in turn). The executor then destroys every object (reset) and
  * the device must hold no QP. The recovery's console lines and hardware events belong to neither
  * scenario: the console is cut at a barrier after it and the next hardware-trace slice starts after
  * it. Whenever a part of this does not hold, the guest is rebooted as before.
@@ -13,8 +14,8 @@ import { settledSize } from "./hw-trace.ts";
 import { closeConsoleSlice, type ObservedOutcome } from "./observe.ts";
 import type { GuestSession } from "./session.ts";
 
-/** How long the released drain, and the commands queued behind it, may take to finish. */
-export const RECOVER_MS = 2500;
+/** How long the released drain (each of its markers let go in turn) may take to return. */
+export const RECOVER_MS = 3000;
 
 /** Why the guest cannot be kept after this outcome, before anything is tried; undefined: try. */
 export function keepable(
@@ -46,9 +47,11 @@ export async function recoverAfterHang(
 ): Promise<string | undefined> {
   const not = keepable(driver, session, outcome, control);
   if (not !== undefined || !control || !session.executor.recover) return not;
-  const released = await control.control({ op: "release" });
-  if (!released.ok) return `the device did not let its QPs go: ${released.error}`;
-  const why = await session.executor.recover(RECOVER_MS);
+  const release = async () => {
+    const released = await control.control({ op: "release" });
+    if (!released.ok) throw new Error(`the device did not let its QPs go: ${released.error}`);
+  };
+  const why = await session.executor.recover(release, RECOVER_MS);
   if (why !== undefined) return why;
   const snap = await control.control({ op: "snapshot" });
   const qps = snap.ok ? (snap.state as { qps?: unknown } | null)?.qps : undefined;
