@@ -54,10 +54,10 @@ export interface ScenarioExecutor {
   barrier?(id: number): Promise<void>;
   /**
    * After a hang: lets the device go (`release`, again while the stuck command waits), waits up to
-   * timeoutMs for it to return, destroys every object and takes the executor back into use; why
-   * not, when it cannot.
+   * timeoutMs for it to return, destroys every object, writes the console barrier `barrier` (as
+   * barrier() does) and takes the executor back into use; why not, when it cannot.
    */
-  recover?(release: () => Promise<void>, timeoutMs: number): Promise<string | undefined>;
+  recover?(release: () => Promise<void>, timeoutMs: number, barrier?: number): Promise<string | undefined>;
   /** present when the executor can be asked what it runs and told to stop waiting for it */
   readonly hangProbe?: HangProbe;
   /** destroys what is left and unloads; throws when something stays behind */

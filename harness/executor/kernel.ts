@@ -156,31 +156,44 @@ export class KernelExecutor implements ScenarioExecutor, CommandRunner {
    * After a hang (suite/recover.ts): lets the device go (`release`), waits for the stuck command to
    * return, again while it waits for the device (ib_drain_qp drains the SQ, then the RQ: each
    * marker may need the device again), up to timeoutMs in all; then destroys every object (reset)
-   * and takes the executor back into use. Why not, when the worker stays stuck or the reset fails.
+   * and writes the console barrier `barrier`, in the same round trip, and takes the executor back
+   * into use. Why not, when the worker stays stuck or the reset fails.
    */
-  async recover(release: () => Promise<void>, timeoutMs: number): Promise<string | undefined> {
+  async recover(
+    release: () => Promise<void>,
+    timeoutMs: number,
+    barrier?: number,
+  ): Promise<string | undefined> {
     if (!this.stuckOnce) return undefined;
-    // a cut of the stuck command (suite/early-hang.ts) would end these waits at once
-    await this.driver.cut(0);
     const deadline = Date.now() + timeoutMs;
+    const teardown = [
+      commandLine("reset"),
+      ...(barrier !== undefined ? [commandLine("mark", { id: barrier })] : []),
+    ];
+    // a cut of the stuck command (suite/early-hang.ts) would end these waits at once
+    await Promise.all([this.driver.cut(0), release()]);
     for (;;) {
-      await release();
-      const left = deadline - Date.now();
+      const wait = Math.max(100, Math.min(RELEASE_WAIT_MS, deadline - Date.now()));
       const r = await this.driver.runGroups([
-        { lines: [], timeoutMs: Math.max(100, Math.min(RELEASE_WAIT_MS, left)) },
+        { lines: [], timeoutMs: wait },
+        { lines: teardown, timeoutMs: TEARDOWN_WAIT_MS },
       ]);
-      if (!r.stuck) break;
+      if (r.stuck && r.statuses.length > 1)
+        return `the reset after the hang did not finish in ${TEARDOWN_WAIT_MS} ms (${r.stuck.state})`;
+      if (!r.stuck) {
+        const failed = r.records.filter(
+          (x) => x.ev === "done" && x.rc !== 0 && (x.op === "reset" || x.op === "mark"),
+        );
+        const ran = r.records.filter((x) => x.ev === "done" && (x.op === "reset" || x.op === "mark")).length;
+        if (failed.length > 0 || ran < teardown.length)
+          return `the reset after the hang did not run cleanly (${failed.map((x) => (x.ev === "done" ? `${x.op}: rc ${x.rc}` : "")).join(", ") || "not run"})`;
+        this.stuckOnce = false;
+        return undefined;
+      }
       if (Date.now() >= deadline)
         return `the worker is still in ${r.stuck.status.busy?.op ?? "a command"} after ${timeoutMs} ms (${r.stuck.state})`;
+      await release();
     }
-    const r = await this.driver.runGroups([{ lines: [commandLine("reset")], timeoutMs: TEARDOWN_WAIT_MS }]);
-    if (r.stuck)
-      return `the reset after the hang did not finish in ${TEARDOWN_WAIT_MS} ms (${r.stuck.state})`;
-    const reset = r.records.filter((x) => x.ev === "done" && x.op === "reset").at(-1);
-    if (reset?.ev !== "done" || reset.rc !== 0)
-      return `the reset after the hang ${reset?.ev === "done" ? `returned ${reset.rc}` : "did not run"}`;
-    this.stuckOnce = false;
-    return undefined;
   }
 
   async barrier(id: number): Promise<void> {

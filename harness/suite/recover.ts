@@ -15,7 +15,7 @@ import { closeConsoleSlice, type ObservedOutcome } from "./observe.ts";
 import type { GuestSession } from "./session.ts";
 
 /** How long the released drain (each of its markers let go in turn) may take to return. */
-export const RECOVER_MS = 3000;
+export const RECOVER_MS = 5000;
 
 /** Why the guest cannot be kept after this outcome, before anything is tried; undefined: try. */
 export function keepable(
@@ -51,14 +51,16 @@ export async function recoverAfterHang(
     const released = await control.control({ op: "release" });
     if (!released.ok) throw new Error(`the device did not let its QPs go: ${released.error}`);
   };
-  const why = await session.executor.recover(release, RECOVER_MS);
+  // the barrier the console slice after the recovery starts behind, written with the reset
+  const barrier = session.barriers + 1;
+  const why = await session.executor.recover(release, RECOVER_MS, barrier);
   if (why !== undefined) return why;
   const snap = await control.control({ op: "snapshot" });
   const qps = snap.ok ? (snap.state as { qps?: unknown } | null)?.qps : undefined;
   if (!Array.isArray(qps)) return "the device's state could not be read after the reset";
   if (qps.length > 0) return `the device still holds ${qps.length} QP(s) after the reset`;
   const cut: Observation[] = [];
-  await closeConsoleSlice(session, session.consoleAt, cut, false, false);
+  await closeConsoleSlice(session, session.consoleAt, cut, true, false);
   const notSeen = cut.find((o) => o.ev === "console-cut");
   if (notSeen) return `no console barrier after the recovery: ${notSeen.reason}`;
   if (session.hwTraceFile) session.hwAt = await settledSize(session.hwTraceFile);

@@ -43,11 +43,16 @@ function session(opts: { releasesNeeded?: number; recover?: false; wedged?: bool
     ...(opts.recover === false
       ? {}
       : {
-          async recover(release: () => Promise<void>) {
+          async recover(release: () => Promise<void>, _ms: number, barrier?: number) {
             for (let i = 1; i <= 5; i++) {
               await release();
               if (opts.releasesNeeded !== undefined && i >= opts.releasesNeeded) {
                 wedged = false;
+                // the barrier written with the reset
+                if (barrier !== undefined) {
+                  barriers.push(barrier);
+                  consoleText += `[ 2.0] hil-mark ${barrier}\n`;
+                }
                 return undefined;
               }
             }
@@ -105,7 +110,8 @@ t.test(
     const { s, barriers } = session({ releasesNeeded: 2 });
     t.equal(await recoverAfterHang("erdma", s, outcome(), c), undefined);
     t.same(asked, ["release", "release", "snapshot"], "the SQ's marker, then the RQ's, then the check");
-    t.same(barriers, [1], "a barrier after the recovery");
+    t.same(barriers, [1], "a barrier written with the recovery's reset");
+    t.equal(s.barriers, 1);
     t.equal(s.consoleAt, s.guest.consoleLog().length, "the next slice starts after it");
     t.equal(s.executor.wedged, false);
   },
