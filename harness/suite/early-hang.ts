@@ -2,7 +2,8 @@
  * A hung drain told before its watchdog runs out. A drain waits for its marker's completion, and
  * on the emulated erdma device only the device writes one. When the device has been quiet for the
  * settle time with nothing it will still do by itself (no job queued, no timer a fault set:
- * qemu/erdma/idle.ts) and the executor has been inside a drain at least as long, asleep, the
+ * qemu/erdma/idle.ts) while it holds work requests it does not work on (a QP in ERROR past its
+ * flush, a stalled queue), and the executor has been inside a drain at least as long, asleep, the
  * marker can only come if the guest touches the device again; the guest's only actor, the
  * executor's worker, is the one waiting. The device is asked once more after the guest answered:
  * it must have stayed quiet from before the question to after the answer (a REFLUSH the driver's
@@ -94,7 +95,8 @@ export function watchForHang(
       const first = await deps.idle();
       if (!first || stopped) return undefined;
       const quietSince = asked - first.quietMs;
-      if (!quietFor(first, settleMs) || sameMoment(quietSince, noDrainIn)) {
+      // nothing held: a drain, if one runs, waits for no work of the device's
+      if (!quietFor(first, settleMs) || first.held.length === 0 || sameMoment(quietSince, noDrainIn)) {
         await pause(first.owed.length > 0 ? POLL_MS : Math.max(POLL_MS, settleMs - first.quietMs));
         continue;
       }
@@ -112,7 +114,7 @@ export function watchForHang(
       if (!again || stopped) return undefined;
       // quiet since before the first question: nothing happened while the guest answered
       if (!quietFor(again, deps.now() - asked)) continue;
-      const why = `the device had been idle for ${Math.round(again.quietMs)} ms with nothing in flight (no doorbell or command to process, no timer set) while ${command.op} waited (harness/suite/early-hang.ts)`;
+      const why = `the device had been idle for ${Math.round(again.quietMs)} ms with nothing in flight (no doorbell or command to process, no timer set), holding ${first.held.join("; ")}, while ${command.op} waited (harness/suite/early-hang.ts)`;
       cutting = deps.probe.cut(command.id).then(() => ({ command, why }));
       return cutting;
     }
@@ -135,8 +137,8 @@ export function deviceHangDeps(control: DeviceControl, probe: HangProbe): EarlyH
       const r = await control.control({ op: "idle" });
       if (!r.ok) return undefined;
       const idle = r.idle as Partial<IdleReport> | undefined;
-      return typeof idle?.quietMs === "number" && Array.isArray(idle.owed)
-        ? { quietMs: idle.quietMs, owed: idle.owed.map(String) }
+      return typeof idle?.quietMs === "number" && Array.isArray(idle.owed) && Array.isArray(idle.held)
+        ? { quietMs: idle.quietMs, owed: idle.owed.map(String), held: idle.held.map(String) }
         : undefined;
     },
     probe,

@@ -15,7 +15,7 @@ import { ERDMA_BARS, ERDMA_PCI_IDENTITY, ErdmaDevice } from "./device.ts";
 import type { Fabric } from "./fabric.ts";
 import { FaultPlan } from "./faults.ts";
 import { DmaFault, type ErdmaHost, type GuestMemory } from "./host.ts";
-import { ActivityClock, type IdleReport, idleReport } from "./idle.ts";
+import { ActivityClock, heldWork, type IdleReport, idleReport } from "./idle.ts";
 import type { ErdmaProfile } from "./profile.ts";
 import { profileReflush } from "./profile.ts";
 import type { QueueEngine } from "./queue-engine.ts";
@@ -96,7 +96,10 @@ export class ErdmaVfioDevice implements DeviceModel {
 
   /** How long the device has been quiet and what it still owes by itself (idle.ts). */
   idle(): IdleReport {
-    return idleReport(this.activity, this.core?.pendingJobs ?? 0, this.faults.timers());
+    const held = this.core
+      ? heldWork(this.core.state.qps.values(), (qpn, queue) => this.faults.stalled(qpn, queue) !== undefined)
+      : [];
+    return idleReport(this.activity, this.core?.pendingJobs ?? 0, this.faults.timers(), held);
   }
 
   attach(ctx: DeviceContext): void {

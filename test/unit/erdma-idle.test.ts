@@ -9,12 +9,14 @@ import { FaultPlan } from "../../qemu/erdma/faults.ts";
 import {
   ActivityClock,
   combinedIdle,
+  heldWork,
   type IdleReport,
   idleReport,
   TIMER_GRACE_MS,
 } from "../../qemu/erdma/idle.ts";
 import { Tracer } from "../../qemu/erdma/trace.ts";
 import { buffer, pair } from "../doubles/erdma-dp-fixture.ts";
+import { QpState } from "../doubles/erdma-driver.ts";
 import type { SendWr } from "../doubles/erdma-sqe.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -27,30 +29,34 @@ t.test("the activity clock: quiet since the last touch", async (t) => {
   clock.touch();
   t.equal(clock.quietMs, 0);
   now = 1450;
-  t.same(idleReport(clock, 0, [], now), { quietMs: 50, owed: [] });
+  t.same(idleReport(clock, 0, [], [], now), { quietMs: 50, owed: [], held: [] });
 });
 
 t.test("owed: jobs queued or running, timers until their time and a grace after it", async (t) => {
   const clock = new ActivityClock(() => 0);
-  t.match(idleReport(clock, 2, [], 0).owed, [/2 deferred job/]);
+  t.match(idleReport(clock, 2, [], [], 0).owed, [/2 deferred job/]);
   const timers = [{ what: "delay-cqe (fault 1) fires", until: 500 }];
-  t.match(idleReport(clock, 0, timers, 100).owed, [/delay-cqe \(fault 1\) fires in 400 ms/]);
+  t.match(idleReport(clock, 0, timers, [], 100).owed, [/delay-cqe \(fault 1\) fires in 400 ms/]);
   t.equal(
-    idleReport(clock, 0, timers, 500 + TIMER_GRACE_MS - 1).owed.length,
+    idleReport(clock, 0, timers, [], 500 + TIMER_GRACE_MS - 1).owed.length,
     1,
     "just past its time: still owed",
   );
-  t.same(idleReport(clock, 0, timers, 500 + TIMER_GRACE_MS).owed, [], "its work has had time to show");
+  t.same(idleReport(clock, 0, timers, [], 500 + TIMER_GRACE_MS).owed, [], "its work has had time to show");
 });
 
 t.test("several devices: the least quiet, what any owes, named", async (t) => {
   const r = combinedIdle(
     new Map<string, IdleReport>([
-      ["erdma0", { quietMs: 900, owed: [] }],
-      ["erdma1", { quietMs: 30, owed: ["1 deferred job(s) queued or running"] }],
+      ["erdma0", { quietMs: 900, owed: [], held: ["QP 2 sq: 1 WQE block(s) in ERROR, not flushed"] }],
+      ["erdma1", { quietMs: 30, owed: ["1 deferred job(s) queued or running"], held: [] }],
     ]),
   );
-  t.same(r, { quietMs: 30, owed: ["erdma1: 1 deferred job(s) queued or running"] });
+  t.same(r, {
+    quietMs: 30,
+    owed: ["erdma1: 1 deferred job(s) queued or running"],
+    held: ["erdma0: QP 2 sq: 1 WQE block(s) in ERROR, not flushed"],
+  });
 });
 
 function plan(): FaultPlan {
@@ -109,7 +115,13 @@ async function writes() {
     rkey: dst.stag,
     sgl: [src.sge(0, 8)],
   });
-  const report = () => idleReport(new ActivityClock(), p.a.dev.pendingJobs, p.a.dev.faults.timers());
+  const report = () =>
+    idleReport(
+      new ActivityClock(),
+      p.a.dev.pendingJobs,
+      p.a.dev.faults.timers(),
+      heldWork(p.a.dev.state.qps.values(), (qpn, queue) => p.a.dev.faults.stalled(qpn, queue) !== undefined),
+    );
   return { p, w, report };
 }
 
@@ -117,6 +129,7 @@ t.test("the device model: a doorbell's work is owed until it ran, then nothing",
   const { p, w, report } = await writes();
   await p.settle();
   t.same(report().owed, [], "settled: nothing owed");
+  t.same(report().held, [], "nothing held");
   p.a.drv.postSend(p.a.qp, [w(1n)]);
   t.match(report().owed, [/deferred job/], "the doorbell's work is queued");
   await p.settle();
@@ -144,6 +157,7 @@ t.test("the device model: a stall with ms is owed, a stall without an end is not
   await timed.p.settle();
   t.same(timed.p.a.drv.pollWc(timed.p.a.scq), [], "stalled");
   t.match(timed.report().owed, [/the stall of \d+\/sq ends/], "its end is owed: not idle");
+  t.equal(timed.report().held.length, 1, "held meanwhile");
   await sleep(150 + TIMER_GRACE_MS + 20);
   await timed.p.settle();
   t.match(timed.p.a.drv.pollWc(timed.p.a.scq), [{ wrId: 1n }], "executed when the stall ended");
@@ -155,6 +169,7 @@ t.test("the device model: a stall with ms is owed, a stall without an end is not
   await sleep(50);
   t.same(endless.p.a.drv.pollWc(endless.p.a.scq), [], "stalled");
   t.same(endless.report().owed, [], "the WQE is outstanding, but the device will not touch it by itself");
+  t.match(endless.report().held, [/QP \d+ sq: \d+ WQE block\(s\) on a stalled queue/], "and holds it");
 });
 
 function controlled(report: IdleReport | undefined): ControlledDevice {
@@ -166,8 +181,8 @@ function controlled(report: IdleReport | undefined): ControlledDevice {
 }
 
 t.test('the control channel: "idle" of one device, of all, and of a device that cannot tell', async (t) => {
-  const a = { quietMs: 700, owed: [] };
-  const b = { quietMs: 20, owed: ["1 deferred job(s) queued or running"] };
+  const a = { quietMs: 700, owed: [], held: [] };
+  const b = { quietMs: 20, owed: ["1 deferred job(s) queued or running"], held: [] };
   const two = new Map([
     ["erdma0", controlled(a)],
     ["erdma1", controlled(b)],
@@ -186,4 +201,18 @@ t.test('the control channel: "idle" of one device, of all, and of a device that 
   t.match(handleControl(mute, '{"op":"idle"}'), { ok: false, error: /cannot tell whether it is idle/ });
   t.match(handleControl(mute, '{"op":"idle","device":"erdma0"}'), { ok: false, error: /cannot tell/ });
   t.match(handleControl(new Map(), '{"op":"idle"}'), { ok: false, error: /no device/ });
+});
+
+t.test("the device model: a WQE posted in ERROR after the last REFLUSH is held", async (t) => {
+  const { p, w, report } = await writes();
+  await p.a.drv.modifyQp(p.a.qp, QpState.ERROR);
+  await p.settle();
+  t.same(report().held, [], "everything the REFLUSH named was flushed");
+  p.a.drv.postSend(p.a.qp, [w(9n)]);
+  await p.settle();
+  t.match(report().held, [/QP \d+ sq: \d+ WQE block\(s\) in ERROR, not flushed/], "the marker-like WQE");
+  t.same(report().owed, [], "and nothing the device will do about it by itself");
+  await p.a.drv.flushWorker(p.a.qp);
+  await p.settle();
+  t.same(report().held, [], "a REFLUSH naming it flushes it");
 });

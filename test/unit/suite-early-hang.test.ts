@@ -30,6 +30,8 @@ function sim(opts: {
   /** the device does something while the guest answers the nth question asked during a command (1-based) */
   activityDuringAnswer?: number;
   cannotTell?: boolean;
+  /** the device holds no WQE it does not work on (the marker's CQE was written, or never reached it) */
+  nothingHeld?: boolean;
   /** give up after this much simulated time */
   endMs?: number;
 }) {
@@ -46,7 +48,8 @@ function sim(opts: {
       const last = Math.max(...activity.filter((a) => a <= now));
       const owed =
         opts.owedUntil !== undefined && now < opts.owedUntil ? ["the stall of 1/sq ends in some ms"] : [];
-      return { quietMs: now - last, owed };
+      const held = opts.nothingHeld ? [] : ["QP 2 sq: 1 WQE block(s) in ERROR, not flushed"];
+      return { quietMs: now - last, owed, held };
     },
     probe: {
       async running() {
@@ -153,7 +156,7 @@ t.test("must not declare: not a drain, a drain that runs, a drain just begun", a
     "just begun",
   );
   t.ok(waitsOnDevice({ id: 1, op: "drain", ms: SETTLE_MS, state: "S (sleeping)" }, SETTLE_MS));
-  t.notOk(quietFor({ quietMs: 10_000, owed: ["1 deferred job(s) queued or running"] }, SETTLE_MS));
+  t.notOk(quietFor({ quietMs: 10_000, owed: ["1 deferred job(s) queued or running"], held: [] }, SETTLE_MS));
 });
 
 t.test("a step that is not a drain is asked about once per quiet spell", async (t) => {
@@ -166,6 +169,15 @@ t.test("a step that is not a drain is asked about once per quiet spell", async (
   t.equal(s.questions(), 1, "a drain would touch the device first");
 });
 
+t.test(
+  "must not declare, nor ask the guest: the device holds nothing (a CQE dropped, a doorbell ignored)",
+  async (t) => {
+    const s = sim({ activity: [0, 1000], command: drainFrom(990), nothingHeld: true, endMs: 6000 });
+    t.equal(await s.watch.declared, undefined, "the watchdog decides");
+    t.equal(s.questions(), 0);
+  },
+);
+
 t.test("a device that cannot tell: the watch ends, the watchdog stays", async (t) => {
   const s = sim({ cannotTell: true, command: drainFrom(0) });
   t.equal(await s.watch.declared, undefined);
@@ -175,7 +187,7 @@ t.test("a device that cannot tell: the watch ends, the watchdog stays", async (t
 t.test("stopped: settles at once, even while it waits", async (t) => {
   const never = new Promise<void>(() => {});
   const deps: EarlyHangDeps = {
-    idle: async () => ({ quietMs: 0, owed: [] }),
+    idle: async () => ({ quietMs: 0, owed: [], held: [] }),
     probe: { running: async () => undefined, cut: async () => {} },
     sleep: () => never,
     now: () => 0,
@@ -188,7 +200,11 @@ t.test("stopped: settles at once, even while it waits", async (t) => {
 
 t.test("a guest that does not answer: the watch ends quietly", async (t) => {
   const deps: EarlyHangDeps = {
-    idle: async () => ({ quietMs: 10_000, owed: [] }),
+    idle: async () => ({
+      quietMs: 10_000,
+      owed: [],
+      held: ["QP 2 sq: 1 WQE block(s) in ERROR, not flushed"],
+    }),
     probe: {
       running: async () => {
         throw new Error("ssh: channel closed");
