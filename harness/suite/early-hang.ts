@@ -31,8 +31,8 @@ import type { DeviceControl } from "./faults.ts";
  * was 526 ms (a post_recv of two WRs, its two doorbells 526 ms apart). A second is twice that.
  */
 export const SETTLE_MS = 1000;
-/** How often the device is asked while it is busy. */
-export const POLL_MS = 100;
+/** How often the device is asked (a control request to the device server each time). */
+export const POLL_MS = 250;
 /** After the guest said it is in a drain: how long the device must stay quiet still. */
 export const CONFIRM_MS = 200;
 
