@@ -11,6 +11,8 @@
  *   status   (read)  one JSON object: worker pid, the running command, queue length, ...
  *   wait     (read)  like status, after waiting up to wait_ms for the queue to run empty
  *   wait_ms  (rw)    how long a read of wait waits (default 10000)
+ *   cut      (write) a command id: while that command runs, reads of wait return at once, as if
+ *            wait_ms had run out (the harness tells a hung drain early: harness/suite/early-hang.ts)
  *
  * Blocking verbs (connect, drain, a poll that waits) run on the worker thread "hil_kverbs", so
  * a hung drain leaves that thread stuck (see /proc/<pid>/stack) and nothing else: reads of wait
@@ -54,6 +56,8 @@ static struct {
 	u64 busy_since;
 	u64 next_id;
 	u64 last_done;
+	/* the command the waits were cut for (0: none) */
+	u64 cut_id;
 	wait_queue_head_t cmd_wq;
 	wait_queue_head_t done_wq;
 	struct task_struct *task;
@@ -194,14 +198,15 @@ static int kv_worker(void *unused)
 	return 0;
 }
 
-static bool kv_idle(void)
+/* a read of wait ends: the worker is idle, or the command running is the one the waits were cut for */
+static bool kv_wait_over(void)
 {
-	bool idle;
+	bool over;
 
 	spin_lock(&wk.lock);
-	idle = list_empty(&wk.queue) && !wk.busy;
+	over = (list_empty(&wk.queue) && !wk.busy) || (wk.busy && wk.busy->cmd.id == wk.cut_id);
 	spin_unlock(&wk.lock);
-	return idle;
+	return over;
 }
 
 static int kv_status_json(char *buf, size_t size)
@@ -285,6 +290,20 @@ static ssize_t ctl_write(struct file *file, const char __user *ubuf, size_t coun
 	return count;
 }
 
+static ssize_t cut_write(struct file *file, const char __user *ubuf, size_t count, loff_t *ppos)
+{
+	u64 id;
+	int rc = kstrtou64_from_user(ubuf, count, 10, &id);
+
+	if (rc)
+		return rc;
+	spin_lock(&wk.lock);
+	wk.cut_id = id;
+	spin_unlock(&wk.lock);
+	wake_up_all(&wk.done_wq);
+	return count;
+}
+
 static ssize_t trace_read(struct file *file, char __user *ubuf, size_t count, loff_t *ppos)
 {
 	return kv_trace_read(ubuf, count, ppos);
@@ -315,7 +334,7 @@ static ssize_t status_text_read(struct file *file, char __user *ubuf, size_t cou
 		if (!text)
 			return -ENOMEM;
 		if (wait) {
-			long left = wait_event_interruptible_timeout(wk.done_wq, kv_idle(),
+			long left = wait_event_interruptible_timeout(wk.done_wq, kv_wait_over(),
 								     msecs_to_jiffies(READ_ONCE(wait_ms)));
 			if (left < 0) {
 				kfree(text);
@@ -342,6 +361,12 @@ static const struct file_operations ctl_fops = {
 	.owner = THIS_MODULE,
 	.open = nonseekable_open,
 	.write = ctl_write,
+};
+
+static const struct file_operations cut_fops = {
+	.owner = THIS_MODULE,
+	.open = nonseekable_open,
+	.write = cut_write,
 };
 
 static const struct file_operations trace_fops = {
@@ -404,6 +429,7 @@ static int __init kv_init(void)
 	debugfs_create_file("status", 0400, kv_dir, NULL, &status_fops);
 	debugfs_create_file("wait", 0400, kv_dir, NULL, &wait_fops);
 	debugfs_create_u32("wait_ms", 0600, kv_dir, &wait_ms);
+	debugfs_create_file("cut", 0200, kv_dir, NULL, &cut_fops);
 	return 0;
 
 err_client:

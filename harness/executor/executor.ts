@@ -23,6 +23,27 @@ export interface ExecutorOutcome {
   barrier?: boolean;
 }
 
+/** The command an executor is running now, as the guest tells it. */
+export interface RunningCommand {
+  /** its id, for HangProbe.cut */
+  id: number;
+  op: string;
+  /** how long it has been running */
+  ms: number;
+  /** the scheduler state of the task running it, e.g. "D (disk sleep)" */
+  state: string;
+}
+
+/**
+ * What an executor offers to tell a hang before its watchdog runs out (harness/suite/early-hang.ts):
+ * what it runs now, and a way to end its wait for that command as if the watchdog had run out (the
+ * stuck evidence is then collected as always).
+ */
+export interface HangProbe {
+  running(): Promise<RunningCommand | undefined>;
+  cut(id: number): Promise<void>;
+}
+
 export interface ScenarioExecutor {
   readonly kind: ExecutorKind;
   /** true once something got stuck: nothing more can run in this guest */
@@ -31,6 +52,14 @@ export interface ScenarioExecutor {
   runScenario(compiled: CompiledScenario, hooks?: StepwiseHooks): Promise<ExecutorOutcome>;
   /** writes `hil-mark <id>` to the kernel log after everything the scenario did (the console barrier) */
   barrier?(id: number): Promise<void>;
+  /**
+   * After a hang: lets the device go (`release`, again while the stuck command waits), waits up to
+   * timeoutMs for it to return, destroys every object, writes the console barrier `barrier` (as
+   * barrier() does) and takes the executor back into use; why not, when it cannot.
+   */
+  recover?(release: () => Promise<void>, timeoutMs: number, barrier?: number): Promise<string | undefined>;
+  /** present when the executor can be asked what it runs and told to stop waiting for it */
+  readonly hangProbe?: HangProbe;
   /** destroys what is left and unloads; throws when something stays behind */
   close(): Promise<void>;
 }

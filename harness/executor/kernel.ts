@@ -7,7 +7,7 @@ import { buildKverbsModule } from "../image/kverbs-module.ts";
 import { commandLine } from "../protocol/commands.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
-import type { ExecutorOutcome, ScenarioExecutor } from "./executor.ts";
+import type { ExecutorOutcome, HangProbe, ScenarioExecutor } from "./executor.ts";
 import { type CommandGroup, type GroupsOptions, KverbsDriver } from "./kverbs-driver.ts";
 import { type CommandRunner, runStepwise, type StepwiseHooks, type StuckCommand } from "./stepwise.ts";
 
@@ -17,6 +17,9 @@ const RETRIES = 2;
 const SYSRQ_ATTEMPTS = 3;
 const SYSRQ_SEEN = "sysrq-w dumped";
 const SYSRQ_LISTED = "sysrq-w listed the worker";
+/** After a release: how long to wait for the stuck command before the device is asked again. */
+const RELEASE_WAIT_MS = 500;
+const TEARDOWN_WAIT_MS = 10_000;
 /**
  * sysrq-w, then proof in the kernel log that it ran (one more "Show Blocked State" than before) and
  * whether its dump lists the stuck worker. A drain on a CQ polled directly is not always blocked:
@@ -65,6 +68,10 @@ export function retryingShell(
 export class KernelExecutor implements ScenarioExecutor, CommandRunner {
   readonly kind = "kernel" as const;
   private stuckOnce = false;
+  readonly hangProbe: HangProbe = {
+    running: () => this.driver.running(),
+    cut: (id) => this.driver.cut(id),
+  };
 
   private constructor(
     private readonly driver: KverbsDriver,
@@ -143,6 +150,50 @@ export class KernelExecutor implements ScenarioExecutor, CommandRunner {
         : `exit ${r.exitCode}${r.stderr ? `, ${r.stderr.trim().slice(0, 200)}` : ""}`;
     }
     progress.info(`[kverbs] sysrq-w: no blocked-task dump in the kernel log (${why})`);
+  }
+
+  /**
+   * After a hang (suite/recover.ts): lets the device go (`release`), waits for the stuck command to
+   * return, again while it waits for the device (ib_drain_qp drains the SQ, then the RQ: each
+   * marker may need the device again), up to timeoutMs in all; then destroys every object (reset)
+   * and writes the console barrier `barrier`, in the same round trip, and takes the executor back
+   * into use. Why not, when the worker stays stuck or the reset fails.
+   */
+  async recover(
+    release: () => Promise<void>,
+    timeoutMs: number,
+    barrier?: number,
+  ): Promise<string | undefined> {
+    if (!this.stuckOnce) return undefined;
+    const deadline = Date.now() + timeoutMs;
+    const teardown = [
+      commandLine("reset"),
+      ...(barrier !== undefined ? [commandLine("mark", { id: barrier })] : []),
+    ];
+    // a cut of the stuck command (suite/early-hang.ts) would end these waits at once
+    await Promise.all([this.driver.cut(0), release()]);
+    for (;;) {
+      const wait = Math.max(100, Math.min(RELEASE_WAIT_MS, deadline - Date.now()));
+      const r = await this.driver.runGroups([
+        { lines: [], timeoutMs: wait },
+        { lines: teardown, timeoutMs: TEARDOWN_WAIT_MS },
+      ]);
+      if (r.stuck && r.statuses.length > 1)
+        return `the reset after the hang did not finish in ${TEARDOWN_WAIT_MS} ms (${r.stuck.state})`;
+      if (!r.stuck) {
+        const failed = r.records.filter(
+          (x) => x.ev === "done" && x.rc !== 0 && (x.op === "reset" || x.op === "mark"),
+        );
+        const ran = r.records.filter((x) => x.ev === "done" && (x.op === "reset" || x.op === "mark")).length;
+        if (failed.length > 0 || ran < teardown.length)
+          return `the reset after the hang did not run cleanly (${failed.map((x) => (x.ev === "done" ? `${x.op}: rc ${x.rc}` : "")).join(", ") || "not run"})`;
+        this.stuckOnce = false;
+        return undefined;
+      }
+      if (Date.now() >= deadline)
+        return `the worker is still in ${r.stuck.status.busy?.op ?? "a command"} after ${timeoutMs} ms (${r.stuck.state})`;
+      await release();
+    }
   }
 
   async barrier(id: number): Promise<void> {

@@ -161,6 +161,8 @@ function parseStatus(text: string, what: string): KverbsStatus {
 export class KverbsDriver {
   private offset = 0;
   private readonly seen: TraceRecord[] = [];
+  /** the worker thread's pid, from the last status read */
+  private workerPid: number | undefined;
 
   constructor(private readonly guest: ModuleShell) {}
 
@@ -191,7 +193,29 @@ export class KverbsDriver {
   }
 
   async status(): Promise<KverbsStatus> {
-    return parseStatus(await this.sh(`cat ${KVERBS_DEBUGFS}/status`), "status");
+    const status = parseStatus(await this.sh(`cat ${KVERBS_DEBUGFS}/status`), "status");
+    this.workerPid = status.pid;
+    return status;
+  }
+
+  /**
+   * The command the worker runs now and the worker's scheduler state, in one round trip;
+   * undefined when it runs none.
+   */
+  async running(): Promise<{ id: number; op: string; ms: number; state: string } | undefined> {
+    const out = await this.sh(
+      `cat ${KVERBS_DEBUGFS}/status && { grep '^State:' /proc/${this.workerPid ?? 0}/status 2>/dev/null || true; }`,
+      10_000,
+    );
+    const [json = "", stateLine = ""] = out.split("\n");
+    const busy = parseStatus(json, "status").busy;
+    if (!busy) return undefined;
+    return { ...busy, state: stateLine.replace(/^State:\s*/, "").trim() };
+  }
+
+  /** Ends the waits for command `id` while it runs: a read of wait returns its status at once. */
+  async cut(id: number): Promise<void> {
+    await this.sh(`echo ${Math.trunc(id)} > ${KVERBS_DEBUGFS}/cut`, 10_000);
   }
 
   /** The trace records written since the last read. */

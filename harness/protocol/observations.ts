@@ -23,6 +23,11 @@ export type StuckObservation = {
   stack: string;
   /** its scheduler state, e.g. "D (disk sleep)" */
   state: string;
+  /**
+   * told before its watchdog ran out (harness/suite/early-hang.ts): why the hang was certain then,
+   * e.g. "the device was idle for 520 ms with nothing in flight"
+   */
+  declared?: string;
 };
 
 export type ConsoleObservation = {

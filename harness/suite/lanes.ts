@@ -11,6 +11,7 @@ import { type ObservedOutcome, observeScenario } from "./observe.ts";
 import type { QueuedRun, SuiteOptions } from "./options.ts";
 import { hangsLast } from "./order.ts";
 import { recordRun } from "./record.ts";
+import { recoverAfterHang } from "./recover.ts";
 import { repetitionLabel } from "./repeat.ts";
 import { notRun, type SuiteReport } from "./results.ts";
 import { checkHwTrace, closeSession, type GuestSession, startSession } from "./session.ts";
@@ -111,7 +112,8 @@ class SuiteLanes {
             }
             session = started.session;
           }
-          if (await runOne(this.opts, session, item, this.report)) session = undefined;
+          const more = i < unit.length - 1 || this.units.length > 0;
+          if (await runOne(this.opts, session, item, this.report, more)) session = undefined;
         }
       }
     } catch (err) {
@@ -156,6 +158,8 @@ async function runOne(
   session: GuestSession,
   item: QueuedRun,
   report: SuiteReport,
+  /** another run is queued: a guest kept after a hang would be used again */
+  more = true,
 ): Promise<boolean> {
   const { r, compiled } = item;
   const control = controlOf(session.guest.device);
@@ -168,7 +172,7 @@ async function runOne(
   }
   const hwFile = session.hwTraceFile;
   const hwFrom = hwFile ? (session.hwAt ?? (await settledSize(hwFile, { maxMs: 200 }))) : 0;
-  const outcome = await observeScenario(session, compiled);
+  const outcome = await observeScenario(session, compiled, { earlyHang: opts.driver === "erdma" });
   let cleared = false;
   if (control && !outcome.harnessFault) {
     const reply = await control
@@ -190,7 +194,20 @@ async function runOne(
   }
   await recordRun(opts, item, outcome, hwText, report);
   if (session.executor.wedged || outcome.wedged || outcome.error !== undefined) {
-    progress.info(`[suite] ${r.name}: the guest is rebooted for the scenarios after it`);
+    const notKept = !more
+      ? "no run is left for it"
+      : session.executor.wedged
+        ? await recoverAfterHang(opts.driver, session, outcome, control).catch((err: Error) => err.message)
+        : "the run broke";
+    if (notKept === undefined) {
+      progress.info(
+        `[suite] ${r.name}: the hung drain was let go, the guest is kept for the scenarios after it`,
+      );
+      return false;
+    }
+    progress.info(
+      `[suite] ${r.name}: the guest is rebooted for the scenarios after it (not kept: ${notKept})`,
+    );
     await session.guest.dispose({ now: outcome.harnessFault !== undefined });
     return true;
   }

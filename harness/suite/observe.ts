@@ -3,6 +3,7 @@ import type { BootedGuest } from "../boot.ts";
 import type { ExecutorOutcome } from "../executor/executor.ts";
 import type { FaultObservation, Observation } from "../protocol/observations.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
+import { deviceHangDeps, watchForHang } from "./early-hang.ts";
 import { armFault, controlOf } from "./faults.ts";
 import { examineSilentGuest, freezeEvent } from "./freeze.ts";
 import { harnessDeath, watchHarness } from "./harness-watch.ts";
@@ -43,18 +44,24 @@ export interface ObservedOutcome extends ExecutorOutcome {
 export async function observeScenario(
   session: GuestSession,
   compiled: CompiledScenario,
+  opts: { earlyHang?: boolean } = {},
 ): Promise<ObservedOutcome> {
   const started = Date.now();
   const consoleFrom = session.consoleAt;
   const control = controlOf(session.guest.device);
   const faults: FaultObservation[] = [];
   const watch = watchHarness(session.guest);
+  const ulp = ulpWorkload(compiled);
+  const hangWatch =
+    opts.earlyHang && !ulp && control && session.executor.hangProbe
+      ? watchForHang(deviceHangDeps(control, session.executor.hangProbe))
+      : undefined;
   // the next console barrier, written by the executor in its last round trip when it can
   const barrier = session.barriers + 1;
   let outcome: ExecutorOutcome & { observations?: Observation[]; wedged?: boolean };
   let harnessFault: string | undefined;
   try {
-    const run = ulpWorkload(compiled)
+    const run = ulp
       ? runUlp(session.guest, compiled, barrier)
       : session.executor.runScenario(
           compiled,
@@ -90,7 +97,14 @@ export async function observeScenario(
     };
   } finally {
     watch.stop();
+    hangWatch?.stop();
   }
+  const declared = await hangWatch?.declared;
+  if (declared)
+    outcome = {
+      ...outcome,
+      stuck: outcome.stuck.map((s) => (s.op === declared.command.op ? { ...s, declared: declared.why } : s)),
+    };
   // the executor lost a guest whose QEMU still runs: frozen (an NMI takes its stack), or not
   const silent =
     !harnessFault && outcome.error !== undefined ? await examineSilentGuest(session.guest) : undefined;

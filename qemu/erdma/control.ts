@@ -7,17 +7,25 @@
  *   {"op":"clear","device":"erdma0"}                                     -> {"ok":true}
  *   {"op":"faults","device":"erdma0"}                                    -> {"ok":true,"faults":[...]}
  *   {"op":"snapshot","device":"erdma0"}                                  -> {"ok":true,"state":{...}}
+ *   {"op":"idle"}                                   -> {"ok":true,"idle":{"quietMs":612,"owed":[]}}
+ *   {"op":"release","device":"erdma0"}                                   -> {"ok":true,"qps":[2,3]}
  *
- * `device` may be left out when the server holds one device. A bad request gets {"ok":false,
+ * `device` may be left out when the server holds one device; `idle` without one answers for every
+ * device of the server together (idle.ts combinedIdle: a peer's device counts). A bad request gets {"ok":false,
  * "error":"..."} naming what was wrong.
  */
 import { z } from "zod";
 import type { FaultPlan } from "./faults.ts";
+import { combinedIdle, type IdleReport } from "./idle.ts";
 
 export interface ControlledDevice {
   faults: FaultPlan;
   /** the device state as JSON (undefined before a client attached) */
   snapshot(): unknown;
+  /** how long it has been quiet and what it still owes by itself (idle.ts) */
+  idle?(): IdleReport;
+  /** after a judged hang: flushes what its QPs in ERROR hold (release.ts); the QPs released */
+  release?(): number[];
 }
 
 const Request = z.discriminatedUnion("op", [
@@ -25,6 +33,8 @@ const Request = z.discriminatedUnion("op", [
   z.object({ op: z.literal("clear"), device: z.string().optional() }),
   z.object({ op: z.literal("faults"), device: z.string().optional() }),
   z.object({ op: z.literal("snapshot"), device: z.string().optional() }),
+  z.object({ op: z.literal("idle"), device: z.string().optional() }),
+  z.object({ op: z.literal("release"), device: z.string().optional() }),
 ]);
 
 export type ControlReply = { ok: true; [k: string]: unknown } | { ok: false; error: string };
@@ -49,6 +59,7 @@ export function handleControl(devices: ReadonlyMap<string, ControlledDevice>, li
   const parsed = Request.safeParse(json);
   if (!parsed.success) return { ok: false, error: describe(parsed.error) };
   const req = parsed.data;
+  if (req.op === "idle" && req.device === undefined) return idleOfAll(devices);
   let device: ControlledDevice | undefined;
   if (req.device === undefined) {
     if (devices.size !== 1) return { ok: false, error: `name a device: ${[...devices.keys()].join(", ")}` };
@@ -67,8 +78,27 @@ export function handleControl(devices: ReadonlyMap<string, ControlledDevice>, li
         return { ok: true, faults: device.faults.active };
       case "snapshot":
         return { ok: true, state: device.snapshot() ?? null };
+      case "release":
+        return device.release
+          ? { ok: true, qps: device.release() }
+          : { ok: false, error: "this device cannot release QPs" };
+      case "idle":
+        return device.idle
+          ? { ok: true, idle: device.idle() }
+          : { ok: false, error: "this device cannot tell whether it is idle" };
     }
   } catch (err) {
     return { ok: false, error: `fault: ${describe(err)}` };
   }
+}
+
+/** Every device's idle report as one; refused when a device cannot tell. */
+function idleOfAll(devices: ReadonlyMap<string, ControlledDevice>): ControlReply {
+  const reports = new Map<string, IdleReport>();
+  for (const [name, d] of devices) {
+    if (!d.idle) return { ok: false, error: `device "${name}" cannot tell whether it is idle` };
+    reports.set(name, d.idle());
+  }
+  if (reports.size === 0) return { ok: false, error: "no device to ask" };
+  return { ok: true, idle: combinedIdle(reports) };
 }

@@ -50,6 +50,7 @@ import {
   registerName,
   STATS_REGS,
 } from "./registers.ts";
+import { releaseErrorQps } from "./release.ts";
 import { DeviceState, type Plumbing } from "./state.ts";
 import { type DoorbellRing, Tracer } from "./trace.ts";
 
@@ -173,6 +174,16 @@ export class ErdmaDevice {
 
   get initialized(): boolean {
     return this.cmdq !== undefined;
+  }
+
+  /** Flushes what the QPs in ERROR hold unflushed, after a hang the harness judged (release.ts). */
+  release(): number[] {
+    return releaseErrorQps(this.st.qps.values(), this.dataPathCore, this.tracer);
+  }
+
+  /** deferred jobs queued or running */
+  get pendingJobs(): number {
+    return this.jobs.pending;
   }
 
   /** Resolves when no deferred work is queued or running. */

@@ -5,6 +5,7 @@
  * beside the faults that shaped it.
  */
 import { z } from "zod";
+import { TIMER_GRACE_MS, type TimedWork } from "./idle.ts";
 import type { Tracer } from "./trace.ts";
 
 const queue = z.enum(["sq", "rq"]);
@@ -107,6 +108,8 @@ export class FaultPlan {
   private nextId = 1;
   /** per stalled queue: until when (ms since the epoch; Infinity: until cleared or, `error`, until ERROR) */
   private stalls = new Map<string, { until: number; error: boolean }>();
+  /** the timers fired faults set (a delayed CQE, a held interrupt): work the device still does by itself */
+  private timed: TimedWork[] = [];
   private readonly clearListeners = new Set<() => void>();
 
   constructor(private readonly tracer: Tracer) {}
@@ -172,6 +175,9 @@ export class FaultPlan {
         const until = f.ms === undefined ? Number.POSITIVE_INFINITY : Date.now() + f.ms;
         this.stalls.set(stallKey(ctx), { until, error: f.until === "error" });
       }
+      // the caller sets a timer of f.ms for these (completion.ts, device.ts raise)
+      if (f.kind === "delay-cqe" || f.kind === "coalesce-irq")
+        this.timed.push({ what: `${f.kind} (fault ${a.id}) fires`, until: Date.now() + f.ms });
       return f as Extract<Fault, { kind: K }>;
     }
     return undefined;
@@ -186,6 +192,20 @@ export class FaultPlan {
       return undefined;
     }
     return stall.until;
+  }
+
+  /**
+   * The work the device's faults still make it do by itself, with when: the timers of delayed CQEs
+   * and held interrupts, and the stalls that end after their `ms` (the queue is then scheduled
+   * again). A stall without an end is not here: it ends only when the harness clears the faults
+   * or (`until: error`) when the driver moves the QP to ERROR.
+   */
+  timers(now: number = Date.now()): TimedWork[] {
+    this.timed = this.timed.filter((t) => t.until + TIMER_GRACE_MS > now);
+    const stalls = [...this.stalls]
+      .filter(([, s]) => Number.isFinite(s.until) && s.until + TIMER_GRACE_MS > now)
+      .map(([key, s]) => ({ what: `the stall of ${key} ends`, until: s.until }));
+    return [...this.timed, ...stalls];
   }
 
   /** The QP is in ERROR: its stalls that last until then end (traced). */

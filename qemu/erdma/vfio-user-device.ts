@@ -15,6 +15,7 @@ import { ERDMA_BARS, ERDMA_PCI_IDENTITY, ErdmaDevice } from "./device.ts";
 import type { Fabric } from "./fabric.ts";
 import { FaultPlan } from "./faults.ts";
 import { DmaFault, type ErdmaHost, type GuestMemory } from "./host.ts";
+import { ActivityClock, heldWork, type IdleReport, idleReport } from "./idle.ts";
 import type { ErdmaProfile } from "./profile.ts";
 import { profileReflush } from "./profile.ts";
 import type { QueueEngine } from "./queue-engine.ts";
@@ -43,13 +44,17 @@ export class ErdmaVfioDevice implements DeviceModel {
   readonly faults: FaultPlan;
   private core: ErdmaDevice | undefined;
   private ctx: DeviceContext | undefined;
+  /** every hardware-trace event (the core's and the faults') is activity */
+  private readonly activity = new ActivityClock();
+  private readonly sink = (e: ErdmaTraceEvent): void => {
+    this.activity.touch();
+    this.opts.trace?.(e);
+  };
 
   constructor(private readonly opts: ErdmaVfioOptions) {
     const profile = opts.profile ?? profileReflush;
     const name = opts.name ?? "erdma";
-    this.faults = new FaultPlan(
-      new Tracer((e) => opts.trace?.(e), opts.now ?? (() => performance.now()), name),
-    );
+    this.faults = new FaultPlan(new Tracer(this.sink, opts.now ?? (() => performance.now()), name));
     this.definition = {
       name: opts.name ?? "erdma",
       identity: { ...ERDMA_PCI_IDENTITY },
@@ -84,13 +89,26 @@ export class ErdmaVfioDevice implements DeviceModel {
     return this.core?.state.snapshot();
   }
 
+  /** After a judged hang: flushes what the QPs in ERROR hold (release.ts); the QPs released. */
+  release(): number[] {
+    return this.core?.release() ?? [];
+  }
+
+  /** How long the device has been quiet and what it still owes by itself (idle.ts). */
+  idle(): IdleReport {
+    const held = this.core
+      ? heldWork(this.core.state.qps.values(), (qpn, queue) => this.faults.stalled(qpn, queue) !== undefined)
+      : [];
+    return idleReport(this.activity, this.core?.pendingJobs ?? 0, this.faults.timers(), held);
+  }
+
   attach(ctx: DeviceContext): void {
     this.ctx = ctx;
     const clock = this.opts.now ?? (() => performance.now());
     const host: ErdmaHost = {
       dma: guestMemoryOf(ctx),
       raiseMsix: (vector) => ctx.raiseIrq(vector),
-      trace: (event) => this.opts.trace?.(event),
+      trace: this.sink,
       now: clock,
       defer: (job) => setImmediate(job),
     };

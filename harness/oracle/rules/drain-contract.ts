@@ -37,6 +37,7 @@ function hangProblem(model: TraceModel, d: Drain, observations: readonly Observa
     evidence: [
       quote(model.records, d.at),
       ...(pending ? [quote(model.records, pending.at)] : []),
+      ...(stuck?.declared ? [`declared hung at ${stuck.ms} ms: ${stuck.declared}`] : []),
       ...(stuck ? stuck.stack.split("\n").map((l) => `stack: ${l}`) : []),
     ],
     ...(pending ? { wrs: [ref(pending)] } : {}),

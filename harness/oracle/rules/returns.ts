@@ -13,7 +13,10 @@ export const returnsRule: Rule = {
     return fail(
       stuck.map((s) => ({
         reason: `${s.op} (step ${s.step + 1}) did not return within ${s.ms} ms; the worker is ${s.state}`,
-        evidence: s.stack.split("\n").map((l) => `stack: ${l}`),
+        evidence: [
+          ...s.stack.split("\n").map((l) => `stack: ${l}`),
+          ...(s.declared ? [`declared hung before its watchdog ran out: ${s.declared}`] : []),
+        ],
       })),
       watched,
     );
