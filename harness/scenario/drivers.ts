@@ -65,3 +65,10 @@ export function profilesOnDriver(profiles: readonly OracleProfile[], driver: Dri
   const allowed = DRIVER_FACTS[driver].profiles;
   return profiles.filter((p) => allowed.includes(p));
 }
+
+/** `configs` with the fragment `driver` needs first, unless they name it already (by name or path). */
+export function withDriverFragment(configs: readonly string[], driver: DriverName): string[] {
+  const needed = DRIVER_FACTS[driver].config;
+  const named = configs.some((c) => c === needed || c.split("/").pop() === `${needed}.config`);
+  return needed === undefined || named ? [...configs] : [needed, ...configs];
+}

@@ -28,7 +28,7 @@ import { runSmokeChecks } from "../../probe/checks.ts";
 import { writeClaimedRun } from "../../rundir/claim.ts";
 import type { RunRecord } from "../../rundir/schema.ts";
 import { runDirFull } from "../../rundir/write.ts";
-import { DRIVER_FACTS } from "../../scenario/drivers.ts";
+import { withDriverFragment } from "../../scenario/drivers.ts";
 import type { DriverName, ExecutorKind, OracleProfile, Scenario } from "../../scenario/schema.ts";
 import { selectScenarios } from "../../scenario/select.ts";
 import { defaultGuests } from "../../suite/guests.ts";
@@ -277,13 +277,13 @@ function namesFragment(configs: readonly string[], name: string): boolean {
  * do not name it already.
  */
 export function withDriverConfig(spec: JobSpec): JobSpec {
-  const needed = DRIVER_FACTS[spec.driver].config;
   const configs = spec.configs ?? [];
-  if (needed === undefined || namesFragment(configs, needed)) return spec;
+  const withFragment = withDriverFragment(configs, spec.driver);
+  if (withFragment.length === configs.length) return spec;
   progress.info(
-    `[run] --driver ${spec.driver}: the kernel gets --config ${needed} (guest/kconfig/${needed}.config)`,
+    `[run] --driver ${spec.driver}: the kernel gets --config ${withFragment[0]} (guest/kconfig/${withFragment[0]}.config)`,
   );
-  return { ...spec, configs: [needed, ...configs] };
+  return { ...spec, configs: withFragment };
 }
 
 /** The shipped config fragment a ULP workload's kernel needs (guest/kconfig/ulp.config). */
