@@ -7,6 +7,7 @@ import { externalErdma } from "../../qemu/device-server/attach.ts";
 import { HilError } from "../../util/errors.ts";
 import { DEFAULT_GUEST_MAC } from "../boot.ts";
 import type { DeviceBackend } from "./backend.ts";
+import { softwareDriverWithDevice } from "./no-device.ts";
 
 /** An external vfio-user device server, already listening (see --device-socket). */
 export interface ExternalDevice {
@@ -54,8 +55,8 @@ export const externalSocket: DeviceBackend<ExternalDevice, ExternalRun> = {
       throw new HilError(
         "--trace keeps the emulated device's hardware trace; hil cannot record an external device's (drop --trace or --device-socket)",
       );
-    if (extra.driver === "siw")
-      throw new HilError("--driver siw runs soft-iWARP without a device; --device-socket attaches one");
+    const withSoftware = softwareDriverWithDevice(extra.driver, "--device-socket");
+    if (withSoftware) throw withSoftware;
     const mac = values.mac ?? DEFAULT_GUEST_MAC;
     return { kind: "external", socketPath: externalErdma(socket).socketPath, mac };
   },

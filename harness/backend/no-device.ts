@@ -1,25 +1,34 @@
 /**
- * No device: a software driver (siw) on the guest's NIC, or the guest alone (--no-device, the
+ * No device: a software driver (siw, rxe: scenario/drivers.ts) on the guest's NIC, or the guest alone (--no-device, the
  * smoke checks). Nothing to attach, no faults, no hardware trace; two guests are joined by their
  * fabric NICs.
  */
 import { HilError } from "../../util/errors.ts";
+import { DRIVER_FACTS, isSoftwareDriver, SOFTWARE_DRIVERS } from "../scenario/drivers.ts";
 import type { DeviceBackend } from "./backend.ts";
 
-/** --device-profile with --driver siw (hil run, hil validate). */
-export const DEVICE_PROFILE_WITHOUT_DEVICE =
-  "--device-profile sets the emulated erdma device's behaviour; --driver siw attaches none";
+/** --device-profile with a software driver (hil run, hil validate). */
+export function deviceProfileWithoutDevice(driver: string): string {
+  return `--device-profile sets the emulated erdma device's behaviour; --driver ${driver} attaches none`;
+}
+
+/** The error of a device option (`option`) given with a software driver, which runs without one. */
+export function softwareDriverWithDevice(driver: string | undefined, option: string): HilError | undefined {
+  if (driver === undefined || !isSoftwareDriver(driver)) return undefined;
+  const title = DRIVER_FACTS[driver as keyof typeof DRIVER_FACTS].title;
+  return new HilError(`--driver ${driver} runs ${title} without a device; ${option} attaches one`);
+}
 
 export const noDevice: DeviceBackend<undefined> = {
   kind: "none",
-  title: "none (`--driver siw`; `--no-device`)",
-  drivers: ["siw"],
-  impliedBy: ["siw"],
+  title: "none (`--driver siw`, `--driver rxe`; `--no-device`)",
+  drivers: SOFTWARE_DRIVERS,
+  impliedBy: SOFTWARE_DRIVERS,
   boots: true,
-  asks: (values, extra) => extra.driver === "siw" || !values.device,
+  asks: (values, extra) => isSoftwareDriver(extra.driver) || !values.device,
   choose(values, extra) {
-    if (extra.driver === "siw") {
-      if (values.deviceProfile) throw new HilError(DEVICE_PROFILE_WITHOUT_DEVICE);
+    if (extra.driver !== undefined && isSoftwareDriver(extra.driver)) {
+      if (values.deviceProfile) throw new HilError(deviceProfileWithoutDevice(extra.driver));
     } else {
       if (values.deviceProfile) throw new HilError("--device-profile and --no-device contradict each other");
       if (extra.traceFile) throw new HilError("--trace needs the emulated device (drop --no-device)");
@@ -29,7 +38,7 @@ export const noDevice: DeviceBackend<undefined> = {
   profileOf: () => undefined,
   boot: () => false,
   smoke: () => undefined,
-  // the scenario plan says why, step by step: siw has no device model (suite/plan.ts planSteps)
+  // the scenario plan says why, step by step: a software driver has no device model (suite/plan.ts planSteps)
   canArmFaults: false,
   maxGuests: Number.POSITIVE_INFINITY,
   twoGuests: { joinedBy: (driver) => `${driver} on their fabric NICs` },

@@ -8,6 +8,7 @@ import { HilError } from "../../util/errors.ts";
 import { DEFAULT_GUEST_MAC } from "../boot.ts";
 import type { DeviceBackend } from "./backend.ts";
 import { ONE_DEVICE_NO_PAIR } from "./external-socket.ts";
+import { softwareDriverWithDevice } from "./no-device.ts";
 
 /** A host PCI function passed through with QEMU's vfio-pci (see --device-pci): a real device. */
 export interface PassthroughDevice {
@@ -60,8 +61,8 @@ export const pciPassthrough: DeviceBackend<PassthroughDevice, PassthroughRun> = 
       throw new HilError(
         "--trace keeps the emulated device's hardware trace; a real device passed through has none (drop --trace or --device-pci)",
       );
-    if (extra.driver === "siw")
-      throw new HilError("--driver siw runs soft-iWARP without a device; --device-pci attaches one");
+    const withSoftware = softwareDriverWithDevice(extra.driver, "--device-pci");
+    if (withSoftware) throw withSoftware;
     // the IOMMU group, its viability and the function's users, now: before anything is built
     checkPassthrough(extra.host ?? realHostPci(), bdf);
     return { kind: "pci", bdf, mac: values.mac ?? DEFAULT_GUEST_MAC };

@@ -12,6 +12,7 @@ import { HilError } from "../../util/errors.ts";
 import { DEFAULT_GUEST_MAC } from "../boot.ts";
 import type { DeviceBackend } from "./backend.ts";
 import { modelServerParts } from "./emulated.ts";
+import { softwareDriverWithDevice } from "./no-device.ts";
 
 /** The flush modes erdma_flush_limit.sv implements (STOP, REFLUSH, ALWAYS). */
 export const RTL_FLUSH_MODES: readonly ErrorFlushMode[] = ["stop", "reflush", "always"];
@@ -67,8 +68,8 @@ export const rtl: DeviceBackend<RtlDevice, RtlRun> = {
     ] as const)
       if (given !== undefined)
         throw new HilError(`--device-rtl and ${name} contradict each other: pick one device`);
-    if (extra.driver === "siw")
-      throw new HilError("--driver siw runs soft-iWARP without a device; --device-rtl attaches one");
+    const withSoftware = softwareDriverWithDevice(extra.driver, "--device-rtl");
+    if (withSoftware) throw withSoftware;
     const profileName = values.deviceProfile ?? DEFAULT_PROFILE;
     const profile = loadProfile(profileName);
     if (!RTL_FLUSH_MODES.includes(profile.errorFlush))

@@ -29,7 +29,9 @@ function bootCell(b: AnyBackend): string {
 
 function faultsCell(b: AnyBackend): string {
   if (b.canArmFaults) return "armed on the device server's control channel";
-  const why = b.faultSkip?.(b.example) ?? `${b.drivers.join(", ")} has no device model`;
+  const why =
+    b.faultSkip?.(b.example) ??
+    `${b.drivers.join(" and ")} ${b.drivers.length > 1 ? "have" : "has"} no device model`;
   return `SKIP: ${why}`;
 }
 

@@ -110,7 +110,12 @@ export function registerBisectCommand(program: Command): void {
     );
   addDeviceProfileOption(cmd)
     .addOption(new Option("--executor <kind>", "the in-guest executor (default: kernel)").choices(EXECUTORS))
-    .addOption(new Option("--driver <name>", "the RDMA driver under test (default: erdma)").choices(DRIVERS));
+    .addOption(
+      new Option(
+        "--driver <name>",
+        "the RDMA driver under test (default: erdma; rxe adds --config rxe)",
+      ).choices(DRIVERS),
+    );
   addRulesOption(cmd, "judge")
     .option(
       "--repeat <n>",

@@ -13,6 +13,7 @@ import {
 import { HilError } from "../../util/errors.ts";
 import { shortKey } from "../../util/hash.ts";
 import { progress } from "../../util/progress.ts";
+import { withDriverFragment } from "../scenario/drivers.ts";
 import { EXECUTORS, type ExecutorKind } from "../scenario/schema.ts";
 import { entriesNeededBy, type RunNeeds, selectEntries } from "../workflows/cache/selection.ts";
 import { kernelRequestOf } from "../workflows/job/job.ts";
@@ -59,7 +60,14 @@ async function selection(
   if (opts.plan) {
     const plan = await loadPlan(opts.plan);
     const jobs = shardJobs(plan.jobs, opts.shard ? parseShard(opts.shard) : undefined);
-    needs = jobs.map((j) => ({ kernel: kernelRequestOf(j.spec, plan.baseDir), executor: j.spec.executor }));
+    // a job's kernel as the job builds it: with its driver's fragment (rxe)
+    needs = jobs.map((j) => ({
+      kernel: kernelRequestOf(
+        { ...j.spec, configs: withDriverFragment(j.spec.configs ?? [], j.spec.driver) },
+        plan.baseDir,
+      ),
+      executor: j.spec.executor,
+    }));
     text = `--plan ${opts.plan}${opts.shard ? ` --shard ${opts.shard}` : ""}`;
   } else {
     needs = [{ kernel: kernelRequest(opts), executor: opts.executor }];

@@ -4,6 +4,7 @@ import { progress } from "../../util/progress.ts";
 import { judgeLavaLog } from "../lava/judge-log.ts";
 import { makeLavaJob } from "../lava/make-job.ts";
 import { renderScenarioTable } from "../report/scenario-table.ts";
+import { withDriverFragment } from "../scenario/drivers.ts";
 import { DRIVERS, type DriverName, type OracleProfile } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
 import { exitCodeFor } from "../verdict.ts";
@@ -36,9 +37,10 @@ function registerLavaJob(program: Command): void {
       "the scenarios (names from fixtures/scenarios or paths, comma-separated; default all)",
     )
     .addOption(
-      new Option("--driver <name>", "the RDMA driver on the device under test (default: erdma)").choices(
-        DRIVERS,
-      ),
+      new Option(
+        "--driver <name>",
+        "the RDMA driver on the device under test (default: erdma; rxe adds --config rxe)",
+      ).choices(DRIVERS),
     )
     .option(
       "--artifact-url <url>",
@@ -71,8 +73,10 @@ function registerLavaJob(program: Command): void {
   cmd.action(async (opts: LavaJobOptionValues) => {
     const driver = opts.driver ?? "erdma";
     const scenarios = await selectScenarios(opts.scenario ?? "*");
+    const kernel = resolvedKernelRequest(opts);
     const { outDir, plan } = await makeLavaJob({
-      kernel: resolvedKernelRequest(opts),
+      // a software driver's module where base.config lacks it (rxe: guest/kconfig/rxe.config)
+      kernel: { ...kernel, configs: withDriverFragment(kernel.configs, driver) },
       scenarios,
       driver,
       ...(opts.deviceProfile ? { deviceProfile: opts.deviceProfile } : {}),

@@ -101,7 +101,7 @@ export function register(program: Command): void {
     .addOption(
       new Option(
         "--driver <name>",
-        "the RDMA driver under test in the drain suite: erdma (the emulated device; default) or siw (soft-iWARP on the guest NIC, no device)",
+        "the RDMA driver under test in the drain suite: erdma (the emulated device; default), siw (soft-iWARP on the guest NIC, no device) or rxe (soft-RoCE on the guest NIC, no device; adds --config rxe)",
       ).choices(DRIVERS),
     )
     .option("--strict", "a known bug's rule that holds (XPASS: its record is stale) fails the run (exit 1)")
@@ -129,7 +129,9 @@ export function register(program: Command): void {
         "linux; --rules picks some): a verdict table with a column per rule set and a run directory with verdicts.json,",
         "traces/<scenario>.jsonl, traces/<scenario>.hw.jsonl (the device's hardware trace of that scenario),",
         "console.log and hw-trace.jsonl. --no-device (without --driver) runs the smoke checks alone; --driver siw runs",
-        "the suite on soft-iWARP without the device.",
+        "the suite on soft-iWARP without the device. --driver rxe runs it on soft-RoCE (rdma_rxe linked to the guest",
+        "NIC as rxe0), judged under the ib and linux rule sets only (RoCE is an IB transport: no iwarp-rdmac); its",
+        "kernel gets --config rxe (guest/kconfig/rxe.config: CONFIG_RDMA_RXE, not in base.config) added for it.",
         "",
         "--device-socket <path> runs it all on an external vfio-user device server you started (an RTL co-simulation,",
         "an FPGA bridge, another model) instead of the emulated device. It must present an erdma function",

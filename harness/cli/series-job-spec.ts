@@ -1,7 +1,7 @@
 /** The job spec validate and bisect run their kernels with, from the options they share. */
 
 import { HilError } from "../../util/errors.ts";
-import { DEVICE_PROFILE_WITHOUT_DEVICE } from "../backend/no-device.ts";
+import { deviceProfileWithoutDevice } from "../backend/no-device.ts";
 import { impliedProfile } from "../backend/registry.ts";
 import type { DriverName, ExecutorKind, OracleProfile } from "../scenario/schema.ts";
 import type { JobSpec } from "../workflows/job/job.ts";
@@ -19,7 +19,8 @@ export interface SeriesJobOptionValues {
 export function seriesJobSpec(opts: SeriesJobOptionValues, scenarios: string): JobSpec {
   const driver = opts.driver ?? "erdma";
   const deviceProfile = impliedProfile(driver, opts.deviceProfile);
-  if (deviceProfile === undefined && opts.deviceProfile) throw new HilError(DEVICE_PROFILE_WITHOUT_DEVICE);
+  if (deviceProfile === undefined && opts.deviceProfile)
+    throw new HilError(deviceProfileWithoutDevice(driver));
   return {
     kernel: opts.kernel,
     configs: opts.config,

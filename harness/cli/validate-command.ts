@@ -60,7 +60,12 @@ export function registerValidateCommand(program: Command): void {
       "scenario names or globs from fixtures/scenarios, or paths (comma-separated; default: every scenario meant for the target)",
     )
     .addOption(new Option("--executor <kind>", "the in-guest executor (default: kernel)").choices(EXECUTORS))
-    .addOption(new Option("--driver <name>", "the RDMA driver under test (default: erdma)").choices(DRIVERS))
+    .addOption(
+      new Option(
+        "--driver <name>",
+        "the RDMA driver under test (default: erdma; rxe adds --config rxe)",
+      ).choices(DRIVERS),
+    )
     .option(rtl.option?.flags ?? "--device-rtl [bugs]", rtl.option?.help ?? "");
   addRulesOption(cmd, "judge")
     .option(

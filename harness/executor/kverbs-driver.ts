@@ -11,6 +11,7 @@ import { loadGuestModule } from "../image/kmod.ts";
 import { KVERBS_DEPS, KVERBS_MODULE } from "../image/kverbs-module.ts";
 import { commandLine } from "../protocol/commands.ts";
 import { type DoneRecord, parseTrace, recordsOf, type TraceRecord } from "../protocol/trace.ts";
+import { addSoftLink } from "./soft-link.ts";
 
 export const KVERBS_DEBUGFS = "/sys/kernel/debug/hil_kverbs";
 
@@ -326,18 +327,7 @@ export class KverbsDriver {
   }
 }
 
-/**
- * soft-iWARP on a guest netdev: loads siw and adds the link; returns the device name once it is
- * registered.
- */
-export async function addSiwLink(guest: ModuleShell, netdev = "eth0", name = "siw0"): Promise<string> {
-  const r = await guest.exec(
-    `modprobe siw && rdma link add ${name} type siw netdev ${netdev} && for i in $(seq 50); do [ -e /sys/class/infiniband/${name} ] && exit 0; sleep 0.1; done; exit 1`,
-    { timeoutMs: 30_000 },
-  );
-  if (r.exitCode !== 0)
-    throw new HilError(`cannot add the siw link ${name} on ${netdev}`, {
-      detail: `${r.stdout}${r.stderr}`.trim(),
-    });
-  return name;
+/** soft-iWARP on a guest netdev: loads siw and adds the link; returns the device name once it is registered. */
+export function addSiwLink(guest: ModuleShell, netdev = "eth0", name = "siw0"): Promise<string> {
+  return addSoftLink(guest, { module: "siw", type: "siw", device: name }, netdev);
 }

@@ -17,6 +17,7 @@ import type { KernelArtifact } from "../kernel/types.ts";
 import { commandLine } from "../protocol/commands.ts";
 import { FIRST_PORT, GUEST_ADDR } from "../protocol/guest-net.ts";
 import { type CompiledScenario, compileScenario, withoutOptionalFaults } from "../scenario/compile.ts";
+import { profilesOnDriver } from "../scenario/drivers.ts";
 import type { DriverName, OracleProfile, Scenario } from "../scenario/schema.ts";
 import type { SentCommand } from "../scenario/sent-command.ts";
 import { hangsLast } from "../suite/order.ts";
@@ -155,7 +156,8 @@ export function buildLavaPlan(scenarios: readonly Scenario[], opts: LavaPlanOpti
   const notPlanned: NotPlanned[] = [];
   const runnable: { compiled: CompiledScenario; profiles: OracleProfile[] }[] = [];
   scenarios.forEach((s, i) => {
-    const profiles = opts.profiles ? s.profiles.filter((p) => opts.profiles?.includes(p)) : [...s.profiles];
+    const own = profilesOnDriver(s.profiles, opts.driver);
+    const profiles = opts.profiles ? own.filter((p) => opts.profiles?.includes(p)) : own;
     const skip = (verdict: Verdict, reason: string) =>
       notPlanned.push({ name: s.name, file: s.file, profiles, verdict, reason });
     const plan = planScenario(s, target);

@@ -18,6 +18,7 @@
  */
 import { groupsScript, KVERBS_DEBUGFS } from "../executor/kverbs-driver.ts";
 import { KVERBS_DEPS, KVERBS_MODULE } from "../image/kverbs-module.ts";
+import { type SoftLink, softLinkOf } from "../scenario/drivers.ts";
 import type { LavaPlan, PlannedGroup } from "./plan.ts";
 
 export const LAVA_TAG = "HIL-LAVA";
@@ -32,12 +33,19 @@ function batch(groups: readonly PlannedGroup[], clear: boolean): string {
   return `${groupsScript(plain, 0, { clear })}\n`;
 }
 
-/** soft-iWARP on the netdev the device under test reaches its address through (SIW_NETDEV, default eth0) */
-const SIW_LINK = `[ -e /sys/class/infiniband/siw0 ] || { modprobe siw && rdma link add siw0 type siw netdev "\${SIW_NETDEV:-eth0}"; } || say siw-link-failed
+/**
+ * A software driver's device (siw, rxe) on the netdev the device under test reaches its address
+ * through (SIW_NETDEV or RXE_NETDEV, default eth0)
+ */
+function softLinkLines(link: SoftLink): string {
+  const netdev = `${link.type.toUpperCase()}_NETDEV`;
+  return `[ -e /sys/class/infiniband/${link.device} ] || { modprobe ${link.module} && rdma link add ${link.device} type ${link.type} netdev "\${${netdev}:-eth0}"; } || say ${link.type}-link-failed
 `;
+}
 
 function runScript(plan: LavaPlan): string {
   const T = LAVA_TAG;
+  const softLink = softLinkOf(plan.driver);
   return `#!/bin/sh
 # erdma-hil LAVA runner, written by hil lava-job for plan ${plan.digest}.
 # Its output is judged by: hil judge <the job's log> --plan ${"<dir>"}/lava-plan.json
@@ -47,7 +55,7 @@ result() { command -v lava-test-case >/dev/null 2>&1 && lava-test-case "$1" --re
 tagged() { sed "s/^/${T} $1 /"; }
 say plan ${plan.digest} ${plan.scenarios.length}
 dmesg -n 1 2>/dev/null
-${plan.driver === "siw" ? SIW_LINK : ""}if [ ! -d ${KVERBS_DEBUGFS} ]; then
+${softLink ? softLinkLines(softLink) : ""}if [ ! -d ${KVERBS_DEBUGFS} ]; then
   for m in ${KVERBS_DEPS.join(" ")}; do modprobe "$m" 2>/dev/null; done
   mod="$dir/${KVERBS_MODULE}.ko"
   [ -f "$mod" ] || mod=/lib/modules/$(uname -r)/extra/${KVERBS_MODULE}.ko

@@ -359,7 +359,7 @@ const scenarioBase = z.strictObject({
   /** the rules (README, What is judged) this scenario is written to exercise (all rules are judged) */
   covers: z.array(ruleRef).min(1),
   profiles: z.array(z.enum(ORACLE_PROFILES)).min(1).default(["ib", "iwarp-rdmac", "linux"]),
-  drivers: z.array(z.enum(DRIVERS)).min(1).default(["siw", "erdma"]),
+  drivers: z.array(z.enum(DRIVERS)).min(1).default(["siw", "erdma", "rxe"]),
   /** erdma device profiles it is meant for (absent: any) */
   device_profiles: z.array(z.string()).min(1).optional(),
   executors: z.array(z.enum(EXECUTORS)).min(1).default(["kernel", "user"]),

@@ -4,7 +4,8 @@ import { type BootedGuest, type bootPrepared, DEFAULT_GUEST_MAC, type PreparedGu
 import type { ExecutorFactory } from "../executor/executor.ts";
 import type { BugTarget } from "../oracle/known-bugs.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
-import type { OracleProfile, Scenario } from "../scenario/schema.ts";
+import { profilesOnDriver } from "../scenario/drivers.ts";
+import type { DriverName, OracleProfile, Scenario } from "../scenario/schema.ts";
 import type { CheckResult } from "../verdict.ts";
 import type { SuiteTarget } from "./plan.ts";
 import type { Repetition } from "./repeat.ts";
@@ -43,8 +44,14 @@ export interface SuiteOptions extends SuiteTarget {
 /** One run of the queue: a scenario (or repetition) compiled, with the oracle profiles that judge it. */
 export type QueuedRun = { r: Repetition; profiles: OracleProfile[]; compiled: CompiledScenario };
 
-export function profilesFor(s: Scenario, only: readonly OracleProfile[] | undefined): OracleProfile[] {
-  return only ? s.profiles.filter((p) => only.includes(p)) : [...s.profiles];
+/** The rule sets that judge `s` on `driver` (its own, of those the driver's transport takes), of `only` if given. */
+export function profilesFor(
+  s: Scenario,
+  only: readonly OracleProfile[] | undefined,
+  driver: DriverName,
+): OracleProfile[] {
+  const own = profilesOnDriver(s.profiles, driver);
+  return only ? own.filter((p) => only.includes(p)) : own;
 }
 
 /** The kernel under test as known-bug records name it: its base and version. */

@@ -19,10 +19,12 @@ import {
   type WiredGuest,
   type WiredPair,
 } from "../boot.ts";
-import { addSiwLink } from "../executor/kverbs-driver.ts";
+import { addSoftLink } from "../executor/soft-link.ts";
 import { UlpRunner } from "../executor/ulp.ts";
 import type { FaultObservation, ObjectCounts, Observation } from "../protocol/observations.ts";
+import type { DriverName } from "../scenario/axes.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
+import { softLinkOf } from "../scenario/drivers.ts";
 import { armUlpFault, deviceObjectCounts } from "./faults.ts";
 import { harnessDeath, watchHarness } from "./harness-watch.ts";
 import { consoleObservations } from "./judge-run.ts";
@@ -30,8 +32,8 @@ import type { UlpRunOutcome } from "./ulp-run.ts";
 
 export interface PairRunOptions {
   prepared: PreparedGuest;
-  /** erdma: the emulated devices on one fabric; siw: siw on each guest's fabric NIC */
-  driver: "erdma" | "siw";
+  /** erdma: the emulated devices on one fabric; a software driver (siw, rxe): linked to each guest's fabric NIC */
+  driver: DriverName;
   deviceProfile?: string;
   /** each guest's console log, kept */
   consoles: readonly [string, string];
@@ -61,10 +63,11 @@ function sum(counts: readonly (ObjectCounts | undefined)[]): ObjectCounts | unde
 /** The pair of the run's driver, its RDMA devices up on the fabric NICs, which have their IPv6 too. */
 async function bootForDriver(opts: PairRunOptions): Promise<WiredPair & { server?: BootedPair["server"] }> {
   const keepConsoles = opts.consoles;
-  if (opts.driver === "siw") {
+  const link = softLinkOf(opts.driver);
+  if (link) {
     const pair = await (opts.bootWired ?? bootWiredPair)(opts.prepared, { keepConsoles });
     await prepareFabric(pair, async (g, netdev) => {
-      await addSiwLink(g, netdev, "siw0");
+      await addSoftLink(g, link, netdev);
     });
     return pair;
   }

@@ -1,5 +1,6 @@
 /** Whether a scenario runs in this suite, and if not, the verdict that says why. */
 import type { CompiledScenario } from "../scenario/compile.ts";
+import { isSoftwareDriver } from "../scenario/drivers.ts";
 import type { DriverName, ExecutorKind, Scenario } from "../scenario/schema.ts";
 import { erdmaFaultGap } from "./faults.ts";
 
@@ -50,10 +51,11 @@ export function planScenario(s: Scenario, target: SuiteTarget): Plan {
 
 /**
  * Step-level: a step the executor cannot carry out makes the scenario a MISS; a device fault on
- * siw (no device model to inject it into) makes it a SKIP, one the erdma model has no equivalent
+ * a software driver (siw, rxe: no device model to inject it into) makes it a SKIP, one the erdma model has no equivalent
  * for a MISS. Both executors stop for fault steps (the user executor streams its input).
  */
 export function planSteps(c: CompiledScenario, target: SuiteTarget): Plan {
+  const software = isSoftwareDriver(target.driver);
   for (const step of c.steps) {
     const where = `step ${step.index + 1} (line ${step.line})`;
     const userless = step.commands.find((line) => /\bop=(reg_mr|local_inv)\b/.test(line));
@@ -65,22 +67,22 @@ export function planSteps(c: CompiledScenario, target: SuiteTarget): Plan {
       };
     }
     if (step.unsupported) {
-      if (step.unsupported.needs === "device-model" && target.driver === "siw")
+      if (step.unsupported.needs === "device-model" && software)
         return {
           run: false,
           verdict: "SKIP",
-          reason: `${where}: ${step.unsupported.reason}; siw has no device model`,
+          reason: `${where}: ${step.unsupported.reason}; ${target.driver} has no device model`,
         };
       return { run: false, verdict: "MISS", reason: `${where}: ${step.unsupported.reason}` };
     }
     if (!step.fault) continue;
-    // a control for the device model: siw runs without it (withoutOptionalFaults)
-    if (step.fault.optional && target.driver === "siw") continue;
-    if (target.driver === "siw")
+    // a control for the device model: a software driver runs without it (withoutOptionalFaults)
+    if (step.fault.optional && software) continue;
+    if (software)
       return {
         run: false,
         verdict: "SKIP",
-        reason: `${where}: fault ${step.fault.kind} needs the device model's fault injection; siw has no device model`,
+        reason: `${where}: fault ${step.fault.kind} needs the device model's fault injection; ${target.driver} has no device model`,
       };
     const gap = erdmaFaultGap(step.fault);
     if (gap) return { run: false, verdict: "MISS", reason: `${where}: ${gap}` };

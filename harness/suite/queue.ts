@@ -27,7 +27,7 @@ export function queueRuns(
   const pairs: QueuedRun[] = [];
   for (const r of runs) {
     const s = r.scenario;
-    const profiles = profilesFor(s, opts.profiles);
+    const profiles = profilesFor(s, opts.profiles, opts.driver);
     const plan = planScenario(s, opts);
     const written = compileScenario(s, {
       addr: GUEST_ADDR,

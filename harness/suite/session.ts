@@ -5,7 +5,8 @@ import { progress } from "../../util/progress.ts";
 import { backendOf } from "../backend/registry.ts";
 import { type BootedGuest, bootPrepared, DEFAULT_GUEST_MAC } from "../boot.ts";
 import type { ExecutorFactory, ScenarioExecutor } from "../executor/executor.ts";
-import { addSiwLink } from "../executor/kverbs-driver.ts";
+import { addSoftLink } from "../executor/soft-link.ts";
+import { softLinkOf } from "../scenario/drivers.ts";
 import { type CheckResult, PASSING_VERDICTS } from "../verdict.ts";
 import { hwTraceFileFor } from "./hw-trace.ts";
 import type { SuiteOptions } from "./options.ts";
@@ -51,7 +52,8 @@ export async function startSession(
         return { probe };
       }
     }
-    if (opts.driver === "siw") await addSiwLink(guest);
+    const link = softLinkOf(opts.driver);
+    if (link) await addSoftLink(guest, link);
     else {
       const r = await guest.exec("modprobe erdma", { timeoutMs: 60_000 });
       if (r.exitCode !== 0) throw new Error(`modprobe erdma failed: ${r.stderr.trim()}`);

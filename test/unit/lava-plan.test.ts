@@ -104,7 +104,7 @@ t.test("the runner's scripts parse in a POSIX shell", async (t) => {
   }
 });
 
-t.test("a siw job adds the soft-iWARP link before the scenarios; an erdma job does not", async (t) => {
+t.test("a siw or rxe job adds its software link before the scenarios; an erdma job does not", async (t) => {
   const scenarios = await selectScenarios("drain-qp-idle");
   const siw = lavaRunnerFiles(buildLavaPlan(scenarios, { hil: "0", kernel: KERNEL, driver: "siw" })).get(
     "run.sh",
@@ -114,4 +114,18 @@ t.test("a siw job adds the soft-iWARP link before the scenarios; an erdma job do
     "run.sh",
   );
   t.notMatch(erdma, /rdma link add/);
+  const rxe = lavaRunnerFiles(buildLavaPlan(scenarios, { hil: "0", kernel: KERNEL, driver: "rxe" })).get(
+    "run.sh",
+  );
+  t.match(
+    rxe,
+    /modprobe rdma_rxe && rdma link add rxe0 type rxe netdev "\$\{RXE_NETDEV:-eth0\}"/,
+    "an rxe job links rxe0",
+  );
+  const plan = buildLavaPlan(scenarios, { hil: "0", kernel: KERNEL, driver: "rxe" });
+  t.same(
+    plan.scenarios.map((s) => s.profiles),
+    [["ib", "linux"]],
+    "judged under the rule sets of RoCE",
+  );
 });

@@ -200,12 +200,12 @@ t.test("a count per driver: compiled for the run's driver, every driver of the s
       "description: d",
       "covers: [4]",
       "steps:",
-      "  - post_send: { count: { siw: 15, erdma: 63 } }",
+      "  - post_send: { count: { siw: 15, erdma: 63, rxe: 30 } }",
       "  - post_send: { count: 2 }",
     ].join("\n"),
     "c.yaml",
   );
-  const on = (driver: "siw" | "erdma") =>
+  const on = (driver: "siw" | "erdma" | "rxe") =>
     compileScenario(s, { addr: "10.0.2.15", port: 7600, driver }).steps.map((x) => x.commands[0]);
   t.same(on("erdma"), [
     "post_send qp=qp wr_id=1000 op=send count=63 signal=all",
@@ -214,6 +214,10 @@ t.test("a count per driver: compiled for the run's driver, every driver of the s
   t.same(on("siw"), [
     "post_send qp=qp wr_id=1000 op=send count=15 signal=all",
     "post_send qp=qp wr_id=1015 op=send count=2 signal=all",
+  ]);
+  t.same(on("rxe"), [
+    "post_send qp=qp wr_id=1000 op=send count=30 signal=all",
+    "post_send qp=qp wr_id=1030 op=send count=2 signal=all",
   ]);
   t.throws(
     () =>

@@ -29,7 +29,7 @@ t.test("a scenario with its defaults", async (t) => {
   );
   t.equal(s.name, "recv-drain", "the name is the file's");
   t.same(s.profiles, ["ib", "iwarp-rdmac", "linux"]);
-  t.same(s.drivers, ["siw", "erdma"]);
+  t.same(s.drivers, ["siw", "erdma", "rxe"]);
   t.same(s.qp, {
     type: "rc",
     sq: 64,

@@ -38,14 +38,14 @@ t.test("the listing: a row a fixture scenario, its whole description below it", 
   t.match(lines[0], /^scenario\s+covers\s+drivers\s+executors\s+device profiles\s+xfail$/);
   t.match(
     text,
-    /\ndrain-qp-idle +9 +siw,erdma +kernel,user +any +-\n {4}ib_drain_qp on a connected QP with/,
+    /\ndrain-qp-idle +9 +siw,erdma,rxe +kernel,user +any +-\n {4}ib_drain_qp on a connected QP with/,
     "the shared records of fixtures/known-bugs.yaml apply to it, but are not named in it",
   );
-  t.match(text, /\nstorage-pattern-reg-mr +1,4,6 +siw,erdma +kernel +any/, "executors it is meant for");
+  t.match(text, /\nstorage-pattern-reg-mr +1,4,6 +siw,erdma,rxe +kernel +any/, "executors it is meant for");
   t.match(text, /\nfault-drop-flush-cqe +5,9 +erdma .*expect_fail 5,9/, "expected failures");
   t.match(
     text,
-    /\npartial-post-sq-overflow +3,4,5 +siw,erdma +kernel,user +any +1 known bug\n/,
+    /\npartial-post-sq-overflow +3,4,5 +siw,erdma,rxe +kernel,user +any +1 known bug\n/,
     "a bug named in the file",
   );
   const described = lines.filter((l) => l.startsWith("    ")).map((l) => l.length);
@@ -133,9 +133,11 @@ t.test("--check: notes where the suite would not run it, a name used twice is an
     /^on siw\/user: SKIP: written for the kernel's softirq CQ poll context/,
     /^on erdma\/kernel: MISS: step 1 \(line 7\): error-wqe status RETRY_EXC_ERR: erdma cannot report it on the rq/,
     /^on erdma\/user: SKIP: written for the kernel's softirq/,
+    /^on rxe\/kernel: SKIP: step 1 \(line 7\): fault error-wqe needs the device model's fault injection; rxe has no device model/,
+    /^on rxe\/user: SKIP: written for the kernel's softirq/,
     /^device_profiles: "my-profile" is not a device profile of fixtures\/profiles \(erdma-2022, erdma-reflush\)/,
   ]);
-  t.equal(notes.length, 5);
+  t.equal(notes.length, 7);
   t.match(renderCheck(entries, ["erdma-2022"]), /^ok {3}twin {2}.*a\.yaml\n {5}note: on siw\/kernel: SKIP/);
 });
 
@@ -164,12 +166,13 @@ t.test("--show: the command lines of each stage, the watchdogs, the wr_ids, wher
     "    rule 1: a send posted in ERROR/SQE returns 0 and completes with a flush error",
     "    rule 9: ib_drain_* moves the QP to ERR, its marker is accepted and completes last on its queue, and it returns without a warning",
     "  rule sets: ib, iwarp-rdmac, linux",
-    "  meant for: drivers siw, erdma; executors kernel; device profiles any",
+    "  meant for: drivers siw, erdma, rxe; executors kernel; device profiles any",
     "  premise (checked on every run; not met: MISS):",
     "    - every device fault the scenario arms fires (the device's hardware trace)",
     "  where it runs:",
     "    siw/kernel: SKIP: step 5 (line 10): fault drop-cqe needs the device model's fault injection; siw has no device model",
     "    erdma/kernel: runs",
+    "    rxe/kernel: SKIP: step 5 (line 10): fault drop-cqe needs the device model's fault injection; rxe has no device model",
     "  setup (watchdog 30000 ms):",
     "    device addr=10.0.2.15",
     "    pd name=pd rkey=global",
@@ -204,7 +207,7 @@ t.test("--show: the command lines of each stage, the watchdogs, the wr_ids, wher
   if (c)
     t.same(
       targetPlans(c).map((p) => `${p.driver}/${p.executor} ${p.plan.run}`),
-      ["siw/kernel false", "erdma/kernel true"],
+      ["siw/kernel false", "erdma/kernel true", "rxe/kernel false"],
     );
   const json = entriesJson(entries, "show")[0] as Record<string, unknown>;
   t.same((json.setup as { commands: string[] }).commands.length, 7);

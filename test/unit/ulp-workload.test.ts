@@ -324,7 +324,11 @@ t.test("two guests: a ULP workload, on erdma or siw; rnbd only on two", async (t
   const two = ULP.replace("workload: nvme-rdma\n", "workload: nvme-rdma\nguests: 2\ndrivers: [erdma]\n");
   t.equal((await loadScenarioFile(scenarioFile(t, two))).guests, 2);
   const both = ULP.replace("workload: nvme-rdma\n", "workload: nvme-rdma\nguests: 2\n");
-  t.same((await loadScenarioFile(scenarioFile(t, both))).drivers, ["siw", "erdma"], "siw pairs too");
+  t.same(
+    (await loadScenarioFile(scenarioFile(t, both))).drivers,
+    ["siw", "erdma", "rxe"],
+    "the software drivers pair too",
+  );
   await t.rejects(
     loadScenarioFile(scenarioFile(t, "description: d\nguests: 2\ncovers: [9]\nsteps:\n  - drain: {}\n")),
     { message: /guests: two guests are for a ULP workload/ },

@@ -14,6 +14,7 @@ import { progress } from "../../../util/progress.ts";
 import { describePatch, loadSeries, type Patch, type Series } from "../../kernel/series.ts";
 import { countsText, verdictCounts } from "../../rundir/verdict-list.ts";
 import { writeRunFile } from "../../rundir/write.ts";
+import { withDriverFragment } from "../../scenario/drivers.ts";
 import type { CheckResult } from "../../verdict.ts";
 import {
   checkJobSpec,
@@ -221,7 +222,8 @@ export async function runBisect(opts: BisectOptions): Promise<BisectResult> {
     `[bisect] ${total} patch(es): ${series.patches.map((p) => describePatch(p, total)).join("; ")}`,
   );
   // bad input before anything runs: a series that does not apply, a kernel that does not build
-  await preparedGuestFor(kernelRequestOf({ ...opts.spec, series: series.path }));
+  const configs = withDriverFragment(opts.spec.configs ?? [], opts.spec.driver);
+  await preparedGuestFor(kernelRequestOf({ ...opts.spec, configs, series: series.path }));
   const badEnd = await runStep(total, "the bad end");
   if (badEnd.word !== "bad")
     return finish(

@@ -28,6 +28,7 @@ import { runSmokeChecks } from "../../probe/checks.ts";
 import { writeClaimedRun } from "../../rundir/claim.ts";
 import type { RunRecord } from "../../rundir/schema.ts";
 import { runDirFull } from "../../rundir/write.ts";
+import { withDriverFragment } from "../../scenario/drivers.ts";
 import type { DriverName, ExecutorKind, OracleProfile, Scenario } from "../../scenario/schema.ts";
 import { selectScenarios } from "../../scenario/select.ts";
 import { defaultGuests } from "../../suite/guests.ts";
@@ -257,12 +258,32 @@ export async function runJob(spec: JobSpec, opts: RunJobOptions): Promise<JobRec
   const { scenarios, notices } = opts.probeOnly
     ? { scenarios: [], notices: [] }
     : await selectJobScenarios(spec, opts, baseDir, device);
-  const kernelSpec = withUlpConfig(spec, scenarios);
+  const kernelSpec = withUlpConfig(withDriverConfig(spec), scenarios);
   return writeClaimedRun(runDir, async () => {
     const record = await runClaimedJob(kernelSpec, opts, { baseDir, runDir, device, scenarios, notices });
     await opts.alsoWrite?.(record);
     return record;
   });
+}
+
+/** Whether the fragments name the shipped fragment `name` (guest/kconfig/<name>.config), by name or by path. */
+function namesFragment(configs: readonly string[], name: string): boolean {
+  return configs.some((c) => c === name || basename(c) === `${name}.config`);
+}
+
+/**
+ * The spec with the config fragment its driver's module needs (rxe: guest/kconfig/rxe.config, kept
+ * out of base.config so the default kernels keep their cache keys) added first when its fragments
+ * do not name it already.
+ */
+export function withDriverConfig(spec: JobSpec): JobSpec {
+  const configs = spec.configs ?? [];
+  const withFragment = withDriverFragment(configs, spec.driver);
+  if (withFragment.length === configs.length) return spec;
+  progress.info(
+    `[run] --driver ${spec.driver}: the kernel gets --config ${withFragment[0]} (guest/kconfig/${withFragment[0]}.config)`,
+  );
+  return { ...spec, configs: withFragment };
 }
 
 /** The shipped config fragment a ULP workload's kernel needs (guest/kconfig/ulp.config). */
@@ -274,7 +295,7 @@ export const ULP_CONFIG = "ulp";
  */
 export function withUlpConfig(spec: JobSpec, scenarios: readonly Scenario[]): JobSpec {
   const configs = spec.configs ?? [];
-  const named = configs.some((c) => c === ULP_CONFIG || basename(c) === `${ULP_CONFIG}.config`);
+  const named = namesFragment(configs, ULP_CONFIG);
   const ulp = scenarios.filter((s) => s.workload !== "verbs");
   if (ulp.length === 0 || named) return spec;
   progress.info(

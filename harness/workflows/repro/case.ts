@@ -14,6 +14,7 @@ import { HilError } from "../../../util/errors.ts";
 import { type YamlProblem, YamlSource } from "../../../util/yaml-source.ts";
 import { takesProfile } from "../../backend/registry.ts";
 import { DEBIAN_BASES } from "../../kernel/base-spec.ts";
+import { profilesOnDriver } from "../../scenario/drivers.ts";
 import { ULP_RULES } from "../../scenario/known-bug.ts";
 import { DRIVERS, EXECUTORS, ORACLE_PROFILES, type Scenario } from "../../scenario/schema.ts";
 import { selectScenarios } from "../../scenario/select.ts";
@@ -165,7 +166,8 @@ export async function parseCase(text: string | YamlSource, file: string): Promis
         );
         continue;
       }
-      const judged = spec.oracle ? s.profiles.filter((p) => spec.oracle?.includes(p)) : s.profiles;
+      const own = profilesOnDriver(s.profiles, spec.driver);
+      const judged = spec.oracle ? own.filter((p) => spec.oracle?.includes(p)) : own;
       for (const [k, p] of (e.profiles ?? []).entries())
         if (!judged.includes(p))
           problems.push(

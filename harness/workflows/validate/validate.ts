@@ -29,6 +29,7 @@ import {
   preparedGuestFor,
   runJob,
   scenarioPatterns,
+  withDriverConfig,
 } from "../job/job.ts";
 import { type BaseCacheOutcome, type BaseSide, planBaseSide } from "./base.ts";
 import { diffVerdicts, type ValidateDiff } from "./diff.ts";
@@ -116,9 +117,10 @@ export async function runValidate(opts: ValidateOptions): Promise<ValidateResult
   const started = Date.now();
   const series = inspectSeries(opts.series);
   const runDir = resolve(opts.runDir);
-  const baseSpec: JobSpec = { ...opts.spec };
-  const patchedSpec: JobSpec =
-    series.subjects.length > 0 ? { ...opts.spec, series: series.path } : { ...opts.spec };
+  // the driver's fragment (rxe) in both sides' kernels now, so the base key names the kernel that runs
+  const spec = withDriverConfig(opts.spec);
+  const baseSpec: JobSpec = { ...spec };
+  const patchedSpec: JobSpec = series.subjects.length > 0 ? { ...spec, series: series.path } : { ...spec };
   if (series.subjects.length === 0)
     progress.info(`[validate] ${basename(series.path)} holds no patch: base+series is the base kernel`);
   else
