@@ -15,7 +15,7 @@ import {
   settleAll,
   setupErdma,
 } from "./erdma-driver.ts";
-import type { Sge } from "./erdma-sqe.ts";
+import type { SendWr, Sge } from "./erdma-sqe.ts";
 import type { FakeHost } from "./fake-guest.ts";
 
 export { Acc };
@@ -163,4 +163,20 @@ export async function pair(opts: PairOptions = {}) {
     /** the model's QP behind a side */
     mqp: (s: Side) => s.dev.state.qps.get(s.qp.qpn),
   };
+}
+
+/** A connected loopback pair with 8-byte WRITEs from a's buffer to b's to post (signaled or not). */
+export async function writePair(signaled: boolean) {
+  const p = await pair();
+  const src = await buffer(p.a.drv, p.a.pd, 64);
+  const dst = await buffer(p.b.drv, p.b.pd, 64);
+  const w = (wrId: bigint): SendWr => ({
+    opcode: "WRITE",
+    wrId,
+    signaled,
+    remoteAddr: dst.va,
+    rkey: dst.stag,
+    sgl: [src.sge(0, 8)],
+  });
+  return { p, w };
 }

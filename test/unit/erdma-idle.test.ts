@@ -15,9 +15,8 @@ import {
   TIMER_GRACE_MS,
 } from "../../qemu/erdma/idle.ts";
 import { Tracer } from "../../qemu/erdma/trace.ts";
-import { buffer, pair } from "../doubles/erdma-dp-fixture.ts";
+import { writePair } from "../doubles/erdma-dp-fixture.ts";
 import { QpState } from "../doubles/erdma-driver.ts";
-import type { SendWr } from "../doubles/erdma-sqe.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -104,17 +103,7 @@ t.test("the fault plan's timers: fired faults with a time, not armed ones nor en
 
 /** A connected loopback pair on the real device model, with WRITEs to post. */
 async function writes() {
-  const p = await pair();
-  const src = await buffer(p.a.drv, p.a.pd, 64);
-  const dst = await buffer(p.b.drv, p.b.pd, 64);
-  const w = (wrId: bigint): SendWr => ({
-    opcode: "WRITE",
-    wrId,
-    signaled: true,
-    remoteAddr: dst.va,
-    rkey: dst.stag,
-    sgl: [src.sge(0, 8)],
-  });
+  const { p, w } = await writePair(true);
   const report = () =>
     idleReport(
       new ActivityClock(),

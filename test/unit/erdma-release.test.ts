@@ -6,23 +6,12 @@
 import t from "tap";
 import { handleControl } from "../../qemu/erdma/control.ts";
 import { RELEASE_MODE } from "../../qemu/erdma/release.ts";
-import { buffer, pair } from "../doubles/erdma-dp-fixture.ts";
+import { writePair } from "../doubles/erdma-dp-fixture.ts";
 import { QpState } from "../doubles/erdma-driver.ts";
-import { Syndrome as S, type SendWr } from "../doubles/erdma-sqe.ts";
+import { Syndrome as S } from "../doubles/erdma-sqe.ts";
 
 async function inError() {
-  const p = await pair();
-  const src = await buffer(p.a.drv, p.a.pd, 64);
-  const dst = await buffer(p.b.drv, p.b.pd, 64);
-  const w = (wrId: bigint): SendWr => ({
-    opcode: "WRITE",
-    wrId,
-    signaled: false,
-    remoteAddr: dst.va,
-    rkey: dst.stag,
-    sgl: [src.sge(0, 8)],
-  });
-  return { p, w };
+  return writePair(false);
 }
 
 t.test("a WQE posted in ERROR after the last REFLUSH stays until released", async (t) => {
