@@ -7,6 +7,7 @@ import { DRAIN_TARGETS, POLL_CONTEXTS, QP_STATES, SEND_OPS } from "../protocol/c
 import { DRIVERS, type DriverName, EXECUTORS, ORACLE_PROFILES } from "./axes.ts";
 import { cqCapacityProblems } from "./cq-capacity.ts";
 import { type KnownBug, knownBugEntry, ruleRef, ULP_RULES } from "./known-bug.ts";
+import { peerlessProblems } from "./peerless.ts";
 import { premiseSchema } from "./premise-schema.ts";
 import { scenarioSizeProblems } from "./size-limits.ts";
 
@@ -504,25 +505,6 @@ export const scenarioSchema = scenarioBase.superRefine((s, ctx) => {
 export type ScenarioSpec = z.infer<typeof scenarioSchema>;
 
 /** A ULP workload has ULP, fault and sleep steps and covers ULP rules; a verbs one has no ULP step. */
-/** A QP that is never connected (qp.connect: never or refused) has no peer to act on or to share its CQs. */
-function peerlessProblems(s: z.infer<typeof scenarioBase>): { path: (string | number)[]; message: string }[] {
-  if (s.qp.connect === "established") return [];
-  const why = `qp.connect: ${s.qp.connect} leaves the QP without a peer`;
-  const out: { path: (string | number)[]; message: string }[] = [];
-  if (s.workload !== "verbs")
-    out.push({ path: ["qp", "connect"], message: `${why}; a ULP workload makes its own` });
-  if (s.fanout) out.push({ path: ["fanout"], message: `${why}; fanout pairs are connected pairs` });
-  if (s.peer.cq === "qp") out.push({ path: ["peer", "cq"], message: `${why} to share its CQs` });
-  s.steps.forEach((step, i) => {
-    const kind = Object.keys(step).find((k) => k !== "timeout_ms" && k !== "expect") ?? "";
-    const body = (step as Record<string, unknown>)[kind];
-    const on = body !== null && typeof body === "object" ? (body as { on?: unknown }).on : undefined;
-    if (on === "peer" || on === "fanout")
-      out.push({ path: ["steps", i, kind, "on"], message: `${why}: a step on: ${on} has nothing to act on` });
-  });
-  return out;
-}
-
 function workloadProblems(s: z.infer<typeof scenarioBase>): { path: (string | number)[]; message: string }[] {
   const out: { path: (string | number)[]; message: string }[] = [];
   const ulp = s.workload !== "verbs";
