@@ -7,12 +7,13 @@
  * Register handlers change state at once (a doorbell's producer index, an arm bit, INIT_DONE) and
  * queue the slow work (fetching SQEs, writing CQEs/EQEs, interrupts); they never touch guest memory.
  */
-import { get64n, hex, U64_MASK } from "./bits.ts";
+import { hex, U64_MASK } from "./bits.ts";
 import { type CmdqConfig, CommandQueue } from "./cmdq.ts";
 import { commandTable } from "./commands/index.ts";
 import type { Command } from "./commands/types.ts";
 import { DataPath } from "./datapath.ts";
 import { Dma } from "./dma.ts";
+import { type DataPathHooks, doorbellSpace, ringDoorbell } from "./doorbells.ts";
 import { WorkQueue } from "./engine.ts";
 import { EventQueue } from "./eq.ts";
 import { Fabric } from "./fabric.ts";
@@ -20,7 +21,6 @@ import { FaultPlan } from "./faults.ts";
 import type { ErdmaHost } from "./host.ts";
 import {
   BAR0_SIZE,
-  CQDB_SPACE_OFFSET,
   CQE_SIZE,
   DB_SPACE_BASE,
   DEV_CTRL_INIT,
@@ -28,19 +28,16 @@ import {
   DEV_ST_INIT_DONE,
   DEV_ST_RESET_DONE,
   EQE_SIZE,
-  HW_PAGE_SHIFT,
   MSIX_BAR,
   MSIX_VECTOR_CMDQ,
   PCI_DEVICE_ERDMA,
   PCI_VENDOR_ALIBABA,
   Proto,
   Reg,
-  RQDB_SPACE_OFFSET,
   SQEBB_SIZE,
 } from "./hw.ts";
 import { parseMac } from "./mac.ts";
 import { checkProfile, type ErdmaProfile, profileReflush } from "./profile.ts";
-import type { QueuePair } from "./qp.ts";
 import { type QueueEngine, tsQueueEngine } from "./queue-engine.ts";
 import {
   CONFIG_REGS,
@@ -52,7 +49,7 @@ import {
 } from "./registers.ts";
 import { releaseErrorQps } from "./release.ts";
 import { DeviceState, type Plumbing } from "./state.ts";
-import { type DoorbellRing, Tracer } from "./trace.ts";
+import { Tracer } from "./trace.ts";
 
 /** PCI identity as the vfio-user library declares devices. Class 0x0200: Ethernet controller. */
 export const ERDMA_PCI_IDENTITY = {
@@ -69,12 +66,6 @@ export const ERDMA_BARS = {
   bar0: { index: 0, size: BAR0_SIZE, type: "mem64" },
   msix: { index: MSIX_BAR, size: 0x1000, type: "mem64", tableOffset: 0, pbaOffset: 0x800 },
 } as const;
-
-export interface DataPathHooks {
-  /** an SQ doorbell moved `qp.sq.pi` (called from the register write; defer any DMA) */
-  sqDoorbell?(qp: QueuePair): void;
-  rqDoorbell?(qp: QueuePair): void;
-}
 
 export interface ErdmaDeviceOptions {
   /** what decides CQEs and flushes (default: the TypeScript reference engine) */
@@ -322,7 +313,7 @@ export class ErdmaDevice {
 
   private write(offset: number, size: AccessSize, v: bigint): void {
     const base8 = offset & ~7;
-    const slot = doorbellAt(base8, (o) => this.doorbellSpace(o));
+    const slot = doorbellAt(base8, doorbellSpace);
     if (slot) {
       if (size === 8) this.ring(slot, v);
       else if (size === 4 && offset === base8) this.latch.set(base8, Number(v));
@@ -339,6 +330,11 @@ export class ErdmaDevice {
     } else {
       this.tracer.warn("sub-dword register write ignored", { offset, size, name: registerName(offset) });
     }
+  }
+
+  private ring(slot: DoorbellSlot, value: bigint): void {
+    const { cmdq, st, tracer, jobs, faults, dataPath } = this;
+    ringDoorbell({ cmdq, st, tracer, jobs, faults, dataPath }, slot, value);
   }
 
   private write32(offset: number, v: number): void {
@@ -437,102 +433,6 @@ export class ErdmaDevice {
     this.latch.clear();
     this.devSt = DEV_ST_RESET_DONE;
     this.tracer.emit({ kind: "state", object: "device", id: 0, from: "any", to: `reset (${reason})` });
-  }
-
-  // ---- doorbells ---------------------------------------------------------------------------
-
-  private doorbellSpace(offset: number): DoorbellSlot | undefined {
-    const page = offset >> HW_PAGE_SHIFT;
-    if (offset < RQDB_SPACE_OFFSET) return { kind: "sq", page };
-    if (offset < CQDB_SPACE_OFFSET) return { kind: "rq", page };
-    if (offset < BAR0_SIZE) return { kind: "cq", page };
-    return undefined;
-  }
-
-  private ring(slot: DoorbellSlot, value: bigint): void {
-    const cmdq = this.cmdq;
-    const st = this.st;
-    const trace = (id?: number, detail?: Record<string, unknown>, ring?: DoorbellRing) =>
-      this.tracer.emit({
-        kind: "doorbell",
-        db: slot.kind,
-        value: hex(value),
-        ...(id === undefined ? {} : { id }),
-        ...(detail === undefined ? {} : { detail }),
-        ...(ring === undefined ? {} : { ring }),
-      });
-    if (!cmdq) {
-      trace();
-      this.tracer.warn("doorbell before INIT_DONE ignored", { db: slot.kind });
-      return;
-    }
-    switch (slot.kind) {
-      case "cmdq-sq":
-        trace();
-        cmdq.sqDoorbell(value);
-        return;
-      case "cmdq-cq":
-        trace();
-        cmdq.cqDoorbell(value);
-        return;
-      case "aeq": {
-        trace();
-        const aeq = st.aeq;
-        if (aeq?.doorbell(value)) this.jobs.post("aeq-arm", async () => aeq.fireIfPending());
-        return;
-      }
-      case "ceq": {
-        trace(slot.eqn);
-        if (slot.eqn === 0) {
-          cmdq.eqDoorbell(value);
-          return;
-        }
-        const eq = st.ceqs.get(slot.eqn);
-        if (!eq) this.tracer.warn("doorbell for an EQ that does not exist", { eqn: slot.eqn });
-        else if (eq.doorbell(value)) this.jobs.post("ceq-arm", async () => eq.fireIfPending());
-        return;
-      }
-      case "cq": {
-        const cqn = get64n(value, [55, 32]);
-        const cq = st.cqs.get(cqn);
-        trace(cqn, { page: slot.page }, cq && { depth: cq.depth, pi: cq.pi });
-        if (!cq) this.tracer.warn("doorbell for a CQ that does not exist", { cqn });
-        else if (cq.doorbell(value)) this.jobs.post("cq-arm", () => cq.fireIfPending());
-        return;
-      }
-      case "sq": {
-        // kick_sq_db: QPN 51:32, producer index 15:0 (erdma_qp.c:490-497)
-        const qpn = get64n(value, [51, 32]);
-        const pi = get64n(value, [15, 0]);
-        const qp = st.qps.get(qpn);
-        trace(qpn, { pi, page: slot.page }, qp && { depth: qp.sq.depth, ci: qp.sq.ci });
-        if (!qp) {
-          this.tracer.warn("SQ doorbell for a QP that does not exist", { qpn });
-          return;
-        }
-        if (this.faults.fire("ignore-doorbell", { qpn, queue: "sq" }, { pi })) return;
-        qp.sq.pi = pi;
-        qp.sq.doorbells++;
-        this.dataPath.sqDoorbell?.(qp);
-        return;
-      }
-      case "rq": {
-        // the RQE's first 8 bytes: qe_idx (the new producer index) 15:0, QPN 63:32 (erdma_qp.c:547-561)
-        const qpn = get64n(value, [63, 32]);
-        const pi = get64n(value, [15, 0]);
-        const qp = st.qps.get(qpn);
-        trace(qpn, { pi, page: slot.page }, qp && { depth: qp.rq.depth, ci: qp.rq.ci });
-        if (!qp) {
-          this.tracer.warn("RQ doorbell for a QP that does not exist", { qpn });
-          return;
-        }
-        if (this.faults.fire("ignore-doorbell", { qpn, queue: "rq" }, { pi })) return;
-        qp.rq.pi = pi;
-        qp.rq.doorbells++;
-        this.dataPath.rqDoorbell?.(qp);
-        return;
-      }
-    }
   }
 
   // ---- plumbing ----------------------------------------------------------------------------

@@ -1,13 +1,13 @@
 /** The erdma device model core: what the vfio-user glue and the tests use. */
 export {
   type AccessSize,
-  type DataPathHooks,
   ERDMA_BARS,
   ERDMA_PCI_IDENTITY,
   ErdmaDevice,
   type ErdmaDeviceOptions,
   parseMac,
 } from "./device.ts";
+export type { DataPathHooks } from "./doorbells.ts";
 export { DmaFault, type ErdmaHost, type GuestMemory } from "./host.ts";
 export {
   builtinProfiles,
