@@ -9,6 +9,7 @@ import { join } from "node:path";
 import t from "tap";
 import { ULP_SCRIPT } from "../../harness/executor/ulp.ts";
 import { hil, hilWithRunDir, isolate, leftovers } from "../support/cli.ts";
+import { explainFailures } from "../support/verdicts.ts";
 
 t.setTimeout(12 * 60 * 1000);
 
@@ -276,8 +277,8 @@ t.test(
 );
 
 t.test("the same workload on siw passes", async (t) => {
-  const { iso, r } = await hilWithRunDir(["run", "--driver", "siw", "--scenario", "ulp-nvme-rdma-io"], t);
-  t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-3000));
+  const { iso, dir, r } = await hilWithRunDir(["run", "--driver", "siw", "--scenario", "ulp-nvme-rdma-io"], t);
+  t.equal(r.exitCode, 0, `${explainFailures(dir)}\n${r.stdout}${r.stderr}`.slice(0, 4000));
   t.match(
     r.stdout,
     /^ulp-nvme-rdma-io +PASS +ulp-data:1 ulp-steps:5 ulp-leak:1 hang:5/m,

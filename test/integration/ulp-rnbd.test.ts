@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { hilWithRunDir, leftovers } from "../support/cli.ts";
+import { explainFailures } from "../support/verdicts.ts";
 
 t.setTimeout(12 * 60 * 1000);
 
@@ -28,7 +29,7 @@ t.test("on siw: NVMe-oF across the pair passes; RNBD is the known rtrs-clt sourc
     ["run", "--driver", "siw", "--scenario", "ulp-*-two-guests"],
     t,
   );
-  t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-3000));
+  t.equal(r.exitCode, 0, `${explainFailures(dir)}\n${r.stdout}${r.stderr}`.slice(0, 4000));
   t.match(
     r.stderr,
     /\[suite\] ulp-nvme-rdma-two-guests on two guests joined by siw on their fabric NICs: done/,
@@ -61,7 +62,7 @@ t.test("on siw: NVMe-oF across the pair passes; RNBD is the known rtrs-clt sourc
 
 t.test("on erdma: RNBD is the known IPv4-only CM; rtrs-srv cannot listen", async (t) => {
   const { iso, dir, r } = await hilWithRunDir(["run", "--scenario", "ulp-rnbd-two-guests"], t);
-  t.equal(r.exitCode, 0, `${r.stdout}${r.stderr}`.slice(-3000));
+  t.equal(r.exitCode, 0, `${explainFailures(dir)}\n${r.stdout}${r.stderr}`.slice(0, 4000));
   const rnbd = scenario(dir, "ulp-rnbd-two-guests");
   const steps = rule(rnbd, "ulp-steps");
   t.match(steps, { verdict: "XFAIL", knownBug: { id: "erdma-cm-ipv4-only" } });

@@ -51,3 +51,27 @@ export const RUNNER_SCENARIOS = [
   "fault-drop-flush-cqe",
 ] as const;
 export const RUNNER_FAULTY = "fault-drop-flush-cqe";
+
+/**
+ * What a failing run's assertion should print first: every FAIL, ERROR or MISS rule of the run
+ * with its reason and the first lines of its evidence (a hang's kernel stack), one rule set per
+ * scenario; a CI log that keeps only a failed point's first lines still says why.
+ */
+export function explainFailures(dir: string, evidenceLines = 12): string {
+  let record: ReturnType<typeof loadVerdicts>;
+  try {
+    record = loadVerdicts(dir);
+  } catch (err) {
+    return `(no verdicts in ${dir}: ${(err as Error).message})`;
+  }
+  const out: string[] = [];
+  for (const s of record.scenarios) {
+    const j = s.judgements.find((x) => x.verdict !== "PASS" && x.verdict !== "XFAIL" && x.verdict !== "SKIP");
+    if (!j) continue;
+    for (const r of j.rules.filter((x) => ["FAIL", "ERROR", "MISS"].includes(x.verdict))) {
+      out.push(`${s.name} ${j.verdict}: rule ${r.rule}: ${r.reason}`);
+      out.push(...(r.evidence ?? []).slice(0, evidenceLines).map((l) => `  ${l}`));
+    }
+  }
+  return out.join("\n");
+}
