@@ -17,6 +17,7 @@ import { leftBehind } from "../protocol/observations.ts";
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
 import type { UlpAction } from "../scenario/schema.ts";
 import type { ExecutorGuest } from "./executor.ts";
+import { describeUnread, parseUnreadSockets, TCP_TABLE_COMMAND } from "./tcp-unread.ts";
 
 export const ULP_SCRIPT = fileURLToPath(new URL("../../guest/ulp/hil-ulp.sh", import.meta.url));
 const GUEST_SCRIPT = "/tmp/hil-ulp.sh";
@@ -241,6 +242,7 @@ export class UlpRunner {
         .catch((err: Error) => ({ exitCode: -1, stdout: "", stderr: err.message }));
       const tasks = parseTaskStacks(evidence.stdout);
       const task = stuckTask(tasks);
+      const unread = await this.unreadSockets();
       return {
         stuck: {
           ev: "stuck",
@@ -250,6 +252,7 @@ export class UlpRunner {
           stack:
             stuckStack(tasks) || `(no stack: ${evidence.stderr.trim() || "the step's task was not found"})`,
           state: task ? `${task.state} (${task.comm}, pid ${task.pid})` : "unknown",
+          ...(unread.length ? { unread } : {}),
         },
       };
     }
@@ -265,6 +268,19 @@ export class UlpRunner {
         expect: step.expect ?? 0,
       },
     };
+  }
+
+  /** Every guest's TCP connections with bytes nobody read (a guest that cannot tell is left out). */
+  private async unreadSockets(): Promise<string[]> {
+    const out: string[] = [];
+    for (const [i, g] of this.guests.entries()) {
+      const name = this.guests.length === 1 ? "the guest" : i === 0 ? "the host" : "the target";
+      const r = await g
+        .exec(TCP_TABLE_COMMAND, { timeoutMs: EVIDENCE_MS })
+        .catch(() => ({ exitCode: -1, stdout: "" }));
+      out.push(...parseUnreadSockets(r.stdout).map((u) => describeUnread(name, u)));
+    }
+    return out;
   }
 
   /**

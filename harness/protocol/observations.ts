@@ -28,6 +28,11 @@ export type StuckObservation = {
    * e.g. "the device was idle for 520 ms with nothing in flight"
    */
   declared?: string;
+  /**
+   * TCP connections of the guests holding bytes nobody read when the step was found stuck
+   * (harness/executor/tcp-unread.ts): on iWARP, a message the RDMA layer never took from its socket
+   */
+  unread?: string[];
 };
 
 export type ConsoleObservation = {

@@ -76,6 +76,11 @@ export const knownBugSchema = z.strictObject({
    * is stale is judged over the whole run)
    */
   implied: z.literal(true).optional(),
+  /**
+   * a race a run meets only now and then: a run that does not meet it says nothing of a fix, so
+   * the record is never an XPASS of its own (its case under fixtures/cases widens the window)
+   */
+  intermittent: z.literal(true).optional(),
   driver: z.enum(DRIVERS),
   /** kernel bases (debian:6.1) or versions (6.12, 6.12.95) the bug is in; absent: all */
   kernels: z

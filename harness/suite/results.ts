@@ -82,7 +82,8 @@ export function staleRecordResults(report: SuiteReport): CheckResult[] {
   const applied = new Map<string, number>();
   const described = new Set<string>();
   for (const s of report.scenarios) {
-    for (const b of s.knownBugs ?? []) if (b.implied && b.id) applied.set(b.id, (applied.get(b.id) ?? 0) + 1);
+    for (const b of s.knownBugs ?? [])
+      if (b.implied && b.id && !b.intermittent) applied.set(b.id, (applied.get(b.id) ?? 0) + 1);
     for (const j of s.judgements)
       for (const r of j.rules)
         if (r.knownBug?.id && (r.verdict === "XFAIL" || r.verdict === "SKIP")) described.add(r.knownBug.id);

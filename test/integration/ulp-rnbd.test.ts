@@ -34,16 +34,26 @@ t.test("on siw: NVMe-oF across the pair passes; RNBD is the known rtrs-clt sourc
     r.stderr,
     /\[suite\] ulp-nvme-rdma-two-guests on two guests joined by siw on their fabric NICs: done/,
   );
-  t.match(
-    r.stdout,
-    /^ulp-nvme-rdma-two-guests +PASS +ulp-data:1 ulp-steps:5 ulp-leak:1 hang:5 +every rule holds$/m,
-    "no device model: no hw-complete, one count",
-  );
   const nvme = scenario(dir, "ulp-nvme-rdma-two-guests");
-  const io = nvme?.observations?.find((o) => o.ev === "ulp-step" && o.action === "io 1024 KiB");
-  const data = io?.values as Record<string, string>;
-  t.equal(data?.bytes, "1048576");
-  t.equal(data?.["read-sha256"], data?.["written-sha256"], "the data read back as written");
+  if (rule(nvme, "hang")?.verdict === "XFAIL") {
+    // siw's accept race (fixtures/known-bugs.yaml), met now and then on a loaded host: named, with
+    // the target's socket holding the bytes nobody read (test/integration/siw-accept-fpdu-race.test.ts)
+    t.comment("this run met siw's accept race: the known-bug record named it");
+    t.match(rule(nvme, "hang"), {
+      knownBug: { id: "siw-accept-fpdu-before-socket-handoff" },
+      reason: /ulp connect .* holds \d+ unread byte/,
+    });
+  } else {
+    t.match(
+      r.stdout,
+      /^ulp-nvme-rdma-two-guests +PASS +ulp-data:1 ulp-steps:5 ulp-leak:1 hang:5 +every rule holds$/m,
+      "no device model: no hw-complete, one count",
+    );
+    const io = nvme?.observations?.find((o) => o.ev === "ulp-step" && o.action === "io 1024 KiB");
+    const data = io?.values as Record<string, string>;
+    t.equal(data?.bytes, "1048576");
+    t.equal(data?.["read-sha256"], data?.["written-sha256"], "the data read back as written");
+  }
 
   const rnbd = scenario(dir, "ulp-rnbd-two-guests");
   t.equal(rnbd?.judgements[0]?.verdict, "XFAIL", r.stdout);

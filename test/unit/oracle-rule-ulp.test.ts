@@ -11,6 +11,7 @@ import { ulpDataRule, ulpLeakRule, ulpReturnsRule, ulpStepsRule } from "../../ha
 import type { HwTraceEvent } from "../../harness/protocol/hw-trace.ts";
 import type {
   Observation,
+  StuckObservation,
   UlpObjectsObservation,
   UlpStepObservation,
 } from "../../harness/protocol/observations.ts";
@@ -233,7 +234,7 @@ t.test("hang: every step returned; a hung connect names a half-open connection",
     judged: 2,
     applies: true,
   });
-  const stuck = (op: string): Observation => ({
+  const stuck = (op: string): StuckObservation => ({
     ev: "stuck",
     step: 1,
     op,
@@ -262,6 +263,12 @@ t.test("hang: every step returned; a hung connect names a half-open connection",
     judge(ulpReturnsRule, [stuck("ulp connect")]).problems?.[0]?.evidence.length,
     2,
     "no hardware trace",
+  );
+  const unread = "the target's TCP connection 10.99.0.2:7600 from 10.99.0.1:40000 holds 72 unread byte(s)";
+  t.equal(
+    judge(ulpReturnsRule, [{ ...stuck("ulp connect"), unread: [unread] }]).problems?.[0]?.reason,
+    `ulp connect (step 2) did not return within 30000 ms; its task is D (disk sleep); ${unread}`,
+    "bytes left in a socket are said with the hang",
   );
   t.end();
 });

@@ -153,7 +153,7 @@ export const ulpReturnsRule: Rule = {
       stuck.map((s) => ({
         reason: `${s.op} (step ${s.step + 1}) did not return within ${s.ms} ms; its task is ${s.state}${halfSaid(
           s.op === "ulp connect" ? halfOpen : [],
-        )}`,
+        )}${s.unread?.length ? `; ${s.unread.join("; ")}` : ""}`,
         evidence: [
           ...s.stack.split("\n").map((l) => `stack: ${l}`),
           ...(s.op === "ulp connect" ? halfOpen : []),
