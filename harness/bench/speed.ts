@@ -136,10 +136,11 @@ try {
     kernel,
     ...(values.quick ? ["--no-scratch"] : []),
   ]);
-  await section("hil validate, first and with its cached base", "validate-base-cache.ts", [
-    "--kernel",
-    kernel,
-  ]);
+  await section(
+    "hil validate, first, with its cached base, and of a series that makes drains hang",
+    "validate-base-cache.ts",
+    ["--kernel", kernel, "--hanging", packagePath("fixtures", "mutants", "no-reflush-after-post.mbox")],
+  );
   // the --config ulp kernel is built by the first section's warm-up of it, not timed here
   await section("ULP scenarios (--scenario 'ulp-*' --config ulp), the kernel cached", "suite.ts", [
     "--",

@@ -7,6 +7,10 @@
  *
  *   node --import tsx harness/bench/validate-base-cache.ts [--kernel debian:6.12]
  *     [--series fixtures/series/erdma-fail-post-in-error.mbox] [--scenario <glob>]
+ *     [--hanging fixtures/mutants/no-reflush-after-post.mbox]
+ *
+ * With --hanging, a third validation (base reused) of a series that makes drains hang, beside the
+ * second: what the hangs cost a maintainer over a series that does not hang.
  *
  * The run directories go to a temporary directory, removed at the end.
  */
@@ -23,6 +27,7 @@ const { values } = parseArgs({
     kernel: { type: "string", default: "debian:6.12" },
     series: { type: "string", default: packagePath("fixtures", "series", "erdma-fail-post-in-error.mbox") },
     scenario: { type: "string" },
+    hanging: { type: "string" },
   },
 });
 const kernel = values.kernel ?? "debian:6.12";
@@ -38,12 +43,12 @@ async function hil(args: string[]): Promise<{ exitCode: number; stdout: string; 
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-const validate = (runDir: string, extra: string[]) => [
+const validate = (runDir: string, extra: string[], of = series) => [
   "validate",
   "--kernel",
   kernel,
   "--series",
-  series,
+  of,
   ...(values.scenario ? ["--scenario", values.scenario] : []),
   "--run-dir",
   runDir,
@@ -71,13 +76,37 @@ const rows = (runDir: string) =>
     .join("\n");
 const same = rows(join(scratch, "first")) === rows(join(scratch, "second"));
 
+const hanging = values.hanging ? await validateHanging(values.hanging) : [];
+
 process.stdout.write(
   [
     `hil validate --kernel ${kernel} --series ${series}${values.scenario ? ` --scenario ${values.scenario}` : ""}`,
     `  first  (--no-base-cache, both sides run): ${seconds(first.ms)}   ${line(first.stdout, "base: ")}`,
     `  second (base side reused):                ${seconds(second.ms)}   ${line(second.stdout, "base: ")}`,
     `  second / first: ${(second.ms / first.ms).toFixed(2)} (${(first.ms / second.ms).toFixed(2)}x faster); comparisons ${same ? "identical" : "DIFFER"}`,
+    ...hanging,
     "",
   ].join("\n"),
 );
+
+/** The hanging series' validation, base reused, and its ratio to the second one's. */
+async function validateHanging(mbox: string): Promise<string[]> {
+  const b = await hil(["kernel", "build", "--kernel", kernel, "--series", mbox]);
+  if (b.exitCode !== 0) throw new Error(`hil kernel build --series ${mbox} exited ${b.exitCode}`);
+  const r = await hil(validate(join(scratch, "hanging"), [], mbox));
+  if (r.exitCode !== 1)
+    throw new Error(`the hanging series' validation exited ${r.exitCode}, not 1 (new FAILs)`);
+  const { deltas } = JSON.parse(readFileSync(join(scratch, "hanging", "validate.json"), "utf8")) as {
+    deltas: VerdictDelta[];
+  };
+  const hung = new Set(
+    deltas
+      .filter((d) => d.rules.some((x) => x.rule === "hang" && x.patched === "FAIL"))
+      .map((d) => d.scenario ?? d.key),
+  ).size;
+  return [
+    `hil validate --series ${mbox} (drains hang; base reused): ${seconds(r.ms)}   ${line(r.stdout, "base: ")}`,
+    `  ${hung} scenario(s) whose drain hangs with the series; hanging / second: ${(r.ms / second.ms).toFixed(2)}`,
+  ];
+}
 if (!same) process.exitCode = 1;
