@@ -130,10 +130,13 @@ export function lavaRunOutcome(output: string): {
   errors: string[];
   /** LAVA's result of the whole job, when the log holds it */
   job?: string;
+  /** why LAVA failed the job ("Infrastructure error: Connection closed") */
+  jobError?: string;
 } {
   const errors: string[] = [];
   let validated = false;
   let job: string | undefined;
+  let jobError: string | undefined;
   for (const line of output.split("\n")) {
     let entry: LavaLogLine;
     try {
@@ -151,13 +154,20 @@ export function lavaRunOutcome(output: string): {
       const r = msg as { case?: string; result?: string; error_msg?: string; error_type?: string };
       if (r.case === "validate" && r.result === "pass") validated = true;
       if (r.case === "job" && typeof r.result === "string") job = r.result;
+      if (r.case === "job" && r.error_msg)
+        jobError = `${r.error_type ? `${r.error_type} error: ` : ""}${r.error_msg.trim()}`;
       if (r.result === "fail" && r.error_msg)
         errors.push(`${r.error_type ? `${r.error_type} error: ` : ""}${r.error_msg.trim()}`);
     } else if ((entry.lvl === "error" || entry.lvl === "exception") && typeof msg === "string") {
       errors.push(msg.trim());
     }
   }
-  return { validated, errors, ...(job !== undefined ? { job } : {}) };
+  return {
+    validated,
+    errors,
+    ...(job !== undefined ? { job } : {}),
+    ...(jobError !== undefined ? { jobError } : {}),
+  };
 }
 
 /**

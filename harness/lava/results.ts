@@ -49,12 +49,13 @@ interface LogEntry {
   msg?: unknown;
 }
 
-function entryLines(entry: unknown): string[] {
+function entryLines(entry: unknown, consoleOnly = false): string[] {
   if (!entry || typeof entry !== "object") return [];
   const { lvl, msg } = entry as LogEntry;
   if (typeof msg !== "string") return [];
-  const text = typeof lvl === "string" && CONSOLE_LEVELS.has(lvl) ? unescapeLavaConsole(msg) : msg;
-  return text.split("\n");
+  const console = typeof lvl === "string" && CONSOLE_LEVELS.has(lvl);
+  if (consoleOnly && !console) return [];
+  return (console ? unescapeLavaConsole(msg) : msg).split("\n");
 }
 
 /**
@@ -62,13 +63,13 @@ function entryLines(entry: unknown): string[] {
  * "msg": ...}, lava_common/log.py dump: double-quoted, so mostly JSON, but with YAML's escapes and
  * tags); a line that is not one is taken as it is.
  */
-export function flowLogLines(text: string): string[] {
+export function flowLogLines(text: string, opts: { consoleOnly?: boolean } = {}): string[] {
   return text.split("\n").flatMap((line) => {
-    if (!line.startsWith("{")) return [line];
+    if (!line.startsWith("{")) return opts.consoleOnly ? [] : [line];
     try {
-      return entryLines(parseYaml(line));
+      return entryLines(parseYaml(line), opts.consoleOnly);
     } catch {
-      return [line];
+      return opts.consoleOnly ? [] : [line];
     }
   });
 }
@@ -90,7 +91,7 @@ export function logLines(text: string, where: string): string[] {
       );
     }
     if (!Array.isArray(entries)) throw new HilError(`${where}: a LAVA log is a list of { dt, lvl, msg }`);
-    return entries.flatMap(entryLines);
+    return entries.flatMap((e) => entryLines(e));
   }
   return text.split("\n");
 }
