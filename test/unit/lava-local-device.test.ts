@@ -44,6 +44,12 @@ t.test(
     t.same(argv.slice(argv.indexOf("-accel"), argv.indexOf("-accel") + 2), ["-accel", "tcg"]);
     t.same(argv.slice(argv.indexOf("-L"), argv.indexOf("-L") + 2), ["-L", "/usr/share/seabios"]);
     t.ok(argv.includes("-no-reboot"), "a panic ends QEMU, and the job, at once");
+    t.ok(argv.includes("-nodefaults"), "no default devices to hold SeaBIOS for half a minute");
+    t.same(
+      argv.slice(argv.indexOf("-serial"), argv.indexOf("-serial") + 2),
+      ["-serial", "stdio"],
+      "the console LAVA reads",
+    );
     t.same(argv.slice(-2), [
       "-device",
       "{'driver':'vfio-user-pci','id':'erdma0','socket':{'type':'unix','path':'/tmp/hil-erdma-x/erdma.sock'}}",
