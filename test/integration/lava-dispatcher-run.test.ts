@@ -6,7 +6,7 @@
 // gives on the same kernel and scenarios (a fault scenario is a SKIP in a LAVA job). A job that
 // does not boot is one clear error; lava-run missing is one clear error; nothing is left behind.
 // Needs `hil setup --lava` (CI's .ci/run calls it); without lava-run this test fails, it never
-// skips. Wall time here (TCG, 2 cores, warm caches, a busy machine): about 80 s, hil lava-run 47 s
+// skips. Wall time here (TCG, 2 cores, warm caches, a busy machine): 76-98 s, hil lava-run 47-49 s
 // of it (LAVA's deploy 5 s, boot 9 s, test shell 24 s), hil run 15 s.
 import {
   cpSync,
