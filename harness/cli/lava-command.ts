@@ -2,6 +2,7 @@ import { resolve } from "node:path";
 import { type Command, Option } from "commander";
 import { progress } from "../../util/progress.ts";
 import { judgeLavaLog } from "../lava/judge-log.ts";
+import { runLavaJobLocally } from "../lava/local-run.ts";
 import { makeLavaJob } from "../lava/make-job.ts";
 import { renderScenarioTable } from "../report/scenario-table.ts";
 import { withDriverFragment } from "../scenario/drivers.ts";
@@ -122,7 +123,46 @@ function registerJudge(program: Command): void {
     });
 }
 
+function registerLavaRun(program: Command): void {
+  program
+    .command("lava-run")
+    .description(
+      "run a job from hil lava-job here with Debian's lava-run (LAVA's qemu device, hil's QEMU, the emulated erdma) and judge its log",
+    )
+    .argument("<job-dir>", "the directory hil lava-job wrote (its images as file:// URLs)")
+    .option("--run-dir <dir>", "where verdicts.json and the traces go (default: runs/lava-run-<timestamp>)")
+    .option("--json", "print the verdicts as JSON instead of a table")
+    .addHelpText(
+      "after",
+      [
+        "",
+        "The device is LAVA's qemu device type (Debian's lava-server templates) with no KVM, hil's QEMU first on",
+        "lava-run's PATH, and extra_options that attach the emulated erdma (its server started before lava-run with",
+        "the plan's device profile, stopped after it). lava-run deploys the images to tmpfs, adds LAVA's overlay",
+        "to the ramdisk, boots to the console shell and runs the job's test definition; its log is then judged as",
+        "hil judge judges a lab's log (lava-log.txt in the run directory). Needs hil setup --lava.",
+        "",
+        "Exit status: as hil judge's; 3 also when the job never reached the runner (it did not boot), with LAVA's",
+        "error.",
+        "",
+      ].join("\n"),
+    )
+    .action(async (jobDir: string, opts: { runDir?: string; json?: boolean }) => {
+      const runDir = resolve(
+        opts.runDir ?? `runs/lava-run-${new Date().toISOString().replace(/[:.]/g, "-")}`,
+      );
+      const record = await runLavaJobLocally({ jobDir, runDir });
+      if (opts.json) process.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
+      else process.stdout.write(renderScenarioTable(record.results));
+      progress.info(
+        `[lava] job ${record.lava.result}${record.lava.errors ? `: ${record.lava.errors.join("; ")}` : ""}; run directory: ${runDir}`,
+      );
+      process.exitCode = exitCodeFor(record.results);
+    });
+}
+
 export function register(program: Command): void {
   registerLavaJob(program);
   registerJudge(program);
+  registerLavaRun(program);
 }

@@ -29,6 +29,8 @@ export interface QemuDeviceOptions {
   noKvm?: boolean;
   /** the -net backend, default user */
   netdevice?: string;
+  /** the guest NIC's MAC (qemu.jinja2's mac_addr, default 52:54:00:12:34:58) */
+  macAddr?: string;
   /** the job's context: variables the template sees when the device dictionary does not set them */
   context?: Record<string, unknown>;
 }
@@ -38,6 +40,7 @@ export function qemuDeviceDictionary(o: Omit<QemuDeviceOptions, "templatesDir" |
   const vars: [string, unknown][] = [["arch", "amd64"]];
   if (o.memoryMb !== undefined) vars.push(["memory", o.memoryMb]);
   if (o.netdevice !== undefined) vars.push(["netdevice", o.netdevice]);
+  if (o.macAddr !== undefined) vars.push(["mac_addr", o.macAddr]);
   if (o.noKvm) vars.push(["no_kvm", true]);
   if (o.extraOptions?.length) vars.push(["extra_options", o.extraOptions]);
   // JSON's strings, numbers, lists and true are Jinja literals too
@@ -119,17 +122,30 @@ interface LavaLogLine {
 }
 
 /**
- * lava-run prints one JSON object a line; a failed validation is its "job" result's error_msg
+ * lava-run prints one log entry a line (a YAML flow mapping, lava_common/log.py dump); a failed validation is its "job" result's error_msg
  * (and the exception's name on an error line), a passed one a "validate" result "pass".
  */
-export function lavaRunOutcome(output: string): { validated: boolean; errors: string[] } {
+export function lavaRunOutcome(output: string): {
+  validated: boolean;
+  errors: string[];
+  /** LAVA's result of the whole job, when the log holds it */
+  job?: string;
+  /** why LAVA failed the job ("Infrastructure error: Connection closed") */
+  jobError?: string;
+} {
   const errors: string[] = [];
   let validated = false;
+  let job: string | undefined;
+  let jobError: string | undefined;
   for (const line of output.split("\n")) {
     let entry: LavaLogLine;
     try {
-      entry = JSON.parse(line) as LavaLogLine;
+      entry = parse(line) as LavaLogLine;
     } catch {
+      if (line.trim()) errors.push(line.trim());
+      continue;
+    }
+    if (!entry || typeof entry !== "object") {
       if (line.trim()) errors.push(line.trim());
       continue;
     }
@@ -137,13 +153,21 @@ export function lavaRunOutcome(output: string): { validated: boolean; errors: st
     if (entry.lvl === "results" && msg && typeof msg === "object") {
       const r = msg as { case?: string; result?: string; error_msg?: string; error_type?: string };
       if (r.case === "validate" && r.result === "pass") validated = true;
+      if (r.case === "job" && typeof r.result === "string") job = r.result;
+      if (r.case === "job" && r.error_msg)
+        jobError = `${r.error_type ? `${r.error_type} error: ` : ""}${r.error_msg.trim()}`;
       if (r.result === "fail" && r.error_msg)
         errors.push(`${r.error_type ? `${r.error_type} error: ` : ""}${r.error_msg.trim()}`);
     } else if ((entry.lvl === "error" || entry.lvl === "exception") && typeof msg === "string") {
       errors.push(msg.trim());
     }
   }
-  return { validated, errors };
+  return {
+    validated,
+    errors,
+    ...(job !== undefined ? { job } : {}),
+    ...(jobError !== undefined ? { jobError } : {}),
+  };
 }
 
 /**

@@ -11,7 +11,7 @@ export interface LavaJobOptions {
   jobName: string;
   /** http(s):// or file:// URL of the x86 bzImage */
   kernelUrl: string;
-  /** http(s):// or file:// URL of the gzip cpio initramfs */
+  /** http(s):// or file:// URL of the initramfs: one gzip-compressed newc archive (LAVA adds its overlay to it) */
   ramdiskUrl: string;
   /** the kernel command line, passed to QEMU's -append */
   kernelArgs: string;
@@ -115,7 +115,16 @@ export function lavaJobYaml(o: LavaJobOptions): string {
           timeout: { minutes: o.timeouts.bootMinutes },
           images: {
             kernel: { url: o.kernelUrl, image_arg: `-kernel {kernel}${append}` },
-            ramdisk: { url: o.ramdiskUrl, image_arg: "-initrd {ramdisk}" },
+            // LAVA's overlay (lava-test-shell and the test definition) goes into the ramdisk:
+            // gunzipped, unpacked, the overlay added, packed (AppendOverlays); without it the
+            // qemu device type builds a disk image with libguestfs, which needs a host kernel
+            ramdisk: {
+              url: o.ramdiskUrl,
+              image_arg: "-initrd {ramdisk}",
+              compression: "gz",
+              format: "cpio.newc",
+              overlays: { lava: true },
+            },
           },
         },
       },

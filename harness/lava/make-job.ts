@@ -5,10 +5,9 @@
  * not at all: it is assembled beside the target and renamed into place.
  */
 
-import { createReadStream, createWriteStream, existsSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { copyFile, mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
-import { pipeline } from "node:stream/promises";
 import { pathToFileURL } from "node:url";
 import { HilError } from "../../util/errors.ts";
 import { packageVersion } from "../../util/package.ts";
@@ -22,6 +21,7 @@ import type { KernelRequest } from "../kernel/types.ts";
 import type { DriverName, OracleProfile, Scenario } from "../scenario/schema.ts";
 import { lavaJobYaml } from "./job.ts";
 import { buildLavaPlan, LAVA_PLAN_FILE, type LavaPlan, planKernelOf, planWatchdogMs } from "./plan.ts";
+import { writeSingleArchiveRamdisk } from "./ramdisk.ts";
 import { LAVA_DIR, lavaRunnerFiles } from "./runner.ts";
 
 export const LAVA_JOB_FILE = "job.yaml";
@@ -75,12 +75,6 @@ async function runnerLayer(plan: LavaPlan, path: string): Promise<void> {
   await writeCpioGz(path, entries);
 }
 
-async function concatenate(out: string, parts: readonly string[]): Promise<void> {
-  const sink = createWriteStream(out);
-  for (const p of parts) await pipeline(createReadStream(p), sink, { end: false });
-  await new Promise<void>((done, fail) => sink.end((err?: Error | null) => (err ? fail(err) : done())));
-}
-
 export async function makeLavaJob(req: LavaJobRequest): Promise<{ outDir: string; plan: LavaPlan }> {
   const outDir = resolve(req.outDir);
   await checkOutDir(outDir);
@@ -104,7 +98,7 @@ export async function makeLavaJob(req: LavaJobRequest): Promise<{ outDir: string
   try {
     const runner = join(work, "runner.cpio.gz");
     await runnerLayer(plan, runner);
-    await concatenate(join(work, LAVA_RAMDISK_FILE), [image.path, runner]);
+    await writeSingleArchiveRamdisk(join(work, LAVA_RAMDISK_FILE), [image.path, runner]);
     await rm(runner);
     await copyFile(kernel.bzImage, join(work, LAVA_KERNEL_FILE));
     const base = (req.artifactUrl ?? pathToFileURL(outDir).href).replace(/\/+$/, "");

@@ -32,9 +32,55 @@ export interface LavaResults {
   done: boolean;
 }
 
-/** The console lines of a log: LAVA's log.yaml entries' messages, or the text's lines. */
+/** The levels of LAVA's log entries that carry the device's console output. */
+const CONSOLE_LEVELS = new Set(["target", "feedback"]);
+
+/**
+ * A console line as the device printed it, from LAVA's log of it: LAVA's ShellLogger
+ * (lava_dispatcher/shell.py, 2023.01) writes every `"` of the console as `\"` (and drops carriage
+ * returns and escape characters), so each backslash it put before a quote is taken out again.
+ */
+export function unescapeLavaConsole(msg: string): string {
+  return msg.replace(/\\"/g, '"');
+}
+
+interface LogEntry {
+  lvl?: unknown;
+  msg?: unknown;
+}
+
+function entryLines(entry: unknown, consoleOnly = false): string[] {
+  if (!entry || typeof entry !== "object") return [];
+  const { lvl, msg } = entry as LogEntry;
+  if (typeof msg !== "string") return [];
+  const console = typeof lvl === "string" && CONSOLE_LEVELS.has(lvl);
+  if (consoleOnly && !console) return [];
+  return (console ? unescapeLavaConsole(msg) : msg).split("\n");
+}
+
+/**
+ * lava-run's own output: one log entry a line, each a YAML flow mapping ({"dt": ..., "lvl": ...,
+ * "msg": ...}, lava_common/log.py dump: double-quoted, so mostly JSON, but with YAML's escapes and
+ * tags); a line that is not one is taken as it is.
+ */
+export function flowLogLines(text: string, opts: { consoleOnly?: boolean } = {}): string[] {
+  return text.split("\n").flatMap((line) => {
+    if (!line.startsWith("{")) return opts.consoleOnly ? [] : [line];
+    try {
+      return entryLines(parseYaml(line), opts.consoleOnly);
+    } catch {
+      return opts.consoleOnly ? [] : [line];
+    }
+  });
+}
+
+/**
+ * The console lines of a log: LAVA's log.yaml entries' messages, lava-run's output (a mapping a line),
+ * or the text's lines (the console as it came).
+ */
 export function logLines(text: string, where: string): string[] {
   const trimmed = text.trimStart();
+  if (trimmed.startsWith('{"dt":')) return flowLogLines(text);
   if (trimmed.startsWith("- {") || trimmed.startsWith("- dt:")) {
     let entries: unknown;
     try {
@@ -45,11 +91,7 @@ export function logLines(text: string, where: string): string[] {
       );
     }
     if (!Array.isArray(entries)) throw new HilError(`${where}: a LAVA log is a list of { dt, lvl, msg }`);
-    return entries.flatMap((e) =>
-      e && typeof e === "object" && typeof (e as { msg?: unknown }).msg === "string"
-        ? String((e as { msg: string }).msg).split("\n")
-        : [],
-    );
+    return entries.flatMap((e) => entryLines(e));
   }
   return text.split("\n");
 }

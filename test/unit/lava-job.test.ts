@@ -60,6 +60,12 @@ t.test("deploy: the kernel and the initramfs to tmpfs, handed to QEMU by image_a
   t.equal(images.ramdisk?.url, GOOD.ramdiskUrl);
   t.equal(images.kernel?.image_arg, `-kernel {kernel} -append "${GOOD.kernelArgs}"`);
   t.equal(images.ramdisk?.image_arg, "-initrd {ramdisk}");
+  const ramdisk = images.ramdisk as unknown as Record<string, unknown>;
+  t.same(
+    [ramdisk.compression, ramdisk.format, ramdisk.overlays],
+    ["gz", "cpio.newc", { lava: true }],
+    "LAVA adds its overlay to the ramdisk (AppendOverlays), not to a libguestfs disk",
+  );
   const bare = action(job({ kernelArgs: "  " }), "deploy").images as Record<string, { image_arg: string }>;
   t.equal(bare.kernel?.image_arg, "-kernel {kernel}", "no -append without kernel arguments");
 });
@@ -170,4 +176,10 @@ t.test("the qemu device dictionary extends qemu.jinja2 with Jinja literals", asy
   t.ok(lines.includes("{% set no_kvm = true %}"));
   t.ok(lines.includes(`{% set extra_options = ["-smp 2"] %}`));
   t.notOk(qemuDeviceDictionary({}).includes("no_kvm"), "KVM stays unless asked");
+  t.ok(
+    qemuDeviceDictionary({ macAddr: "52:54:00:12:34:56" }).includes(
+      `{% set mac_addr = "52:54:00:12:34:56" %}`,
+    ),
+    "the NIC's MAC, which the emulated erdma reports too",
+  );
 });

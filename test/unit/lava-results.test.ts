@@ -3,7 +3,7 @@
 import { createHash } from "node:crypto";
 import t from "tap";
 import { stringify } from "yaml";
-import { logLines, parseLavaResults } from "../../harness/lava/results.ts";
+import { flowLogLines, logLines, parseLavaResults, unescapeLavaConsole } from "../../harness/lava/results.ts";
 
 const md5 = (lines: string[]) =>
   createHash("md5")
@@ -53,6 +53,52 @@ t.test("LAVA's log.yaml: the target lines' messages", async (t) => {
   const r = parseLavaResults(text, "log.yaml");
   t.equal(r.scenarios.get("one")?.damaged, undefined);
   t.equal(r.done, true);
+});
+
+/** A console line as LAVA's ShellLogger logs it (lava_dispatcher/shell.py): quotes escaped, CR and ESC dropped. */
+const lavaEscaped = (line: string) => line.replaceAll("\r", "").replaceAll('"', '\\"').replaceAll("\x1b", "");
+
+t.test(
+  "a real LAVA log: the console's quotes escaped in target entries are read back as printed",
+  async (t) => {
+    const entries = [
+      { dt: "2026-12-03T10:00:00", lvl: "debug", msg: 'a "debug" entry keeps its \\" as written' },
+      ...runnerLines().map((msg) => ({ dt: "2026-12-03T10:00:01", lvl: "target", msg: lavaEscaped(msg) })),
+    ];
+    const text = stringify(entries, { flow: false });
+    const r = parseLavaResults(text, "log.yaml");
+    t.equal(r.scenarios.get("one")?.damaged, undefined, "the digests hold after unescaping");
+    t.equal(r.scenarios.get("one")?.a, `${A.join("\n")}\n`);
+    t.ok(
+      logLines(text, "log.yaml").includes('a "debug" entry keeps its \\" as written'),
+      "other levels as they are",
+    );
+    t.equal(
+      unescapeLavaConsole(lavaEscaped('say \\"x\\" "y"')),
+      'say \\"x\\" "y"',
+      "a backslash the guest printed stays",
+    );
+  },
+);
+
+t.test("lava-run's own output: a YAML flow mapping a line, tags and escapes included", async (t) => {
+  const flow = (lvl: string, msg: string) =>
+    `{"dt": "2026-12-06T12:16:42", "lvl": "${lvl}", "msg": ${JSON.stringify(msg)}}`;
+  const text = [
+    '{"dt": "2026-12-06T12:15:56", "lvl": "results", "msg": {"case": "file-download", "extra": {"size": ! "2360320"}, "result": "pass"}}',
+    flow("info", "start: 2 boot-image-retry"),
+    '{"dt": "2026-12-06T12:16:00", "lvl": "target", "msg": "\\e[6nhil# "}',
+    ...runnerLines().map((l) => flow("target", lavaEscaped(l))),
+    "Traceback (most recent call last):",
+  ].join("\n");
+  const r = parseLavaResults(text, "lava-run");
+  t.equal(r.done, true);
+  t.equal(r.scenarios.get("one")?.damaged, undefined);
+  t.same(flowLogLines(text, { consoleOnly: true }).slice(0, 2), ["\x1b[6nhil# ", "HIL-LAVA plan abc123 2"]);
+  t.ok(
+    flowLogLines(text).includes("Traceback (most recent call last):"),
+    "a line that is no entry is kept as it is",
+  );
 });
 
 t.test("a line changed on the way, or a batch cut: damaged, with why", async (t) => {
