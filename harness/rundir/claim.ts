@@ -24,6 +24,8 @@ const RUN_ENTRIES: readonly RegExp[] = [
   /^console(-\d+)?\.log$/,
   /^hw-trace(-\d+)?\.jsonl$/,
   /^repro\.json$/,
+  // hil judge's and hil lava-run's copy of the lab's log (harness/lava/judge-log.ts LAVA_LOG_COPY)
+  /^lava-log\.txt$/,
 ];
 
 /** What a matrix writes into its output directory (hil matrix --out). */

@@ -94,6 +94,7 @@ t.test("a directory that holds a run already, finished or interrupted, is refuse
     ["an interrupted run", { traces: { "s.jsonl": "" }, "console.log": "", "hw-trace.jsonl": "" }],
     ["a reboot's console", { "console-2.log": "" }],
     ["a matrix job's series", { series: {} }],
+    ["a judged lab's log", { "lava-log.txt": "" }],
   ] as const) {
     const dir = t.testdir(files);
     const err = await claimRunDir(dir).catch((e: unknown) => e);
