@@ -277,7 +277,10 @@ t.test(
 );
 
 t.test("the same workload on siw passes", async (t) => {
-  const { iso, dir, r } = await hilWithRunDir(["run", "--driver", "siw", "--scenario", "ulp-nvme-rdma-io"], t);
+  const { iso, dir, r } = await hilWithRunDir(
+    ["run", "--driver", "siw", "--scenario", "ulp-nvme-rdma-io"],
+    t,
+  );
   t.equal(r.exitCode, 0, `${explainFailures(dir)}\n${r.stdout}${r.stderr}`.slice(0, 4000));
   t.match(
     r.stdout,

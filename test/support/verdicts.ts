@@ -1,6 +1,7 @@
 /** A run directory's verdicts.json as the integration tests read it (the run record schema), and lookups into it. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { Test } from "tap";
 import {
   type RunRecord,
   type RunScenario,
@@ -74,4 +75,23 @@ export function explainFailures(dir: string, evidenceLines = 12): string {
     }
   }
   return out.join("\n");
+}
+
+/**
+ * A runner's verdicts (a LAVA job's, a --target's) against hil run's of the same scenarios: every
+ * cell as hil run judged it, the fault scenario a SKIP, the same cells, and something that passed.
+ */
+export function assertRunnerVerdictsEqual(t: Test, runnerDir: string, runDir: string): void {
+  const want = cellVerdicts(runDir);
+  const got = cellVerdicts(runnerDir);
+  for (const [cell, verdict] of want) {
+    if (cell.startsWith(RUNNER_FAULTY))
+      t.equal(got.get(cell), "SKIP", `${cell}: a fault scenario is a SKIP in a LAVA job`);
+    else t.equal(got.get(cell), verdict, `${cell}: as hil run judged it`);
+  }
+  t.equal(got.size, want.size, "the same cells");
+  t.ok(
+    [...want.values()].some((v) => v === "PASS"),
+    "hil run passed scenarios to compare with",
+  );
 }
