@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { copyFile, mkdir } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -236,8 +236,10 @@ async function buildPatched(work: string, req: KernelRequest, p: Plan): Promise<
  */
 async function buildConfigVariant(work: string, req: KernelRequest, p: Plan): Promise<KernelArtifact> {
   const srcDir = await ensureSourceTree(p);
-  const base = await buildKernel({ ...req, configs: [] });
-  const reason = `config ${req.configs.join(", ")} over the base configuration: Kbuild makes again what the changed symbols reach`;
+  const start = await cachedConfigSubset(req, p);
+  const base = start?.artifact ?? (await buildKernel({ ...req, configs: [] }));
+  const over = start ? `the cached config ${start.configs.join(", ")}` : "the base configuration";
+  const reason = `config ${req.configs.join(", ")} over ${over}: Kbuild makes again what the changed symbols reach`;
   progress.info(`[kernel] incremental build: ${reason}`);
   const version = kernelVersion(srcDir);
   const planned = {
@@ -245,9 +247,53 @@ async function buildConfigVariant(work: string, req: KernelRequest, p: Plan): Pr
     changes: [],
     used: new Map(),
   };
-  const title = `[kernel] building Linux ${version.text} + config ${req.configs.join(", ")} from its base build`;
-  const { tree, steps } = await rebuildFromBase(work, base, srcDir, planned, p.fragments, version, title);
+  const title = `[kernel] building Linux ${version.text} + config ${req.configs.join(", ")} from ${start ? `its + config ${start.configs.join(", ")} build` : "its base build"}`;
+  const kind = [req.configs.join("+"), ...(start ? [`from ${start.configs.join("+")}`] : [])].join(" ");
+  const { tree, steps } = await rebuildFromBase(
+    work,
+    base,
+    srcDir,
+    planned,
+    p.fragments,
+    version,
+    title,
+    kind,
+  );
   return finish(work, tree, p, version.text, { mode: "incremental", reason, baseKey: base.key, steps });
+}
+
+/**
+ * The cached build of the largest part of `req`'s fragments (in their order), if an earlier run
+ * left one: a variant of two fragments continues from either one's build rather than the base's,
+ * so what both share (ulp's block layer under rxe + ulp) is not made again. Builds nothing.
+ */
+async function cachedConfigSubset(
+  req: KernelRequest,
+  p: Plan,
+): Promise<{ configs: string[]; artifact: KernelArtifact } | undefined> {
+  const n = req.configs.length;
+  const subsets: string[][] = [];
+  for (let mask = 1; mask < (1 << n) - 1; mask++) subsets.push(req.configs.filter((_, i) => mask & (1 << i)));
+  subsets.sort((a, b) => b.length - a.length);
+  const identity: BaseIdentity = {
+    key: p.baseKey,
+    ...(p.debianVersion ? { debianVersion: p.debianVersion } : {}),
+    ...(p.git ? { git: p.git } : {}),
+  };
+  let best: { configs: string[]; artifact: KernelArtifact; enabled: number } | undefined;
+  for (const configs of subsets) {
+    if (best && configs.length < best.configs.length) break;
+    const artifact = await findCachedKernel({ ...req, configs }, identity);
+    // of two builds as close, the one with more options on has more of the variant built already
+    const enabled = artifact ? enabledOptions(artifact.config) : 0;
+    if (artifact && (!best || enabled > best.enabled)) best = { configs, artifact, enabled };
+  }
+  return best && { configs: best.configs, artifact: best.artifact };
+}
+
+function enabledOptions(configFile: string): number {
+  const text = existsSync(configFile) ? readFileSync(configFile, "utf8") : "";
+  return text.match(/^CONFIG_\w+=[ym]$/gm)?.length ?? 0;
 }
 
 /**

@@ -61,6 +61,8 @@ export async function rebuildFromBase(
   fragments: readonly Fragment[],
   version: { text: string; major: number; minor: number },
   title: string,
+  /** what this kind of rebuild is, for its own progress figures (e.g. the config variant's fragments) */
+  kind?: string,
 ): Promise<{ tree: KbuildTree; steps: number }> {
   const { plan, changes, used } = planned;
   if (plan.mode === "full") throw new Error("a full build does not start from the base build");
@@ -78,7 +80,7 @@ export async function rebuildFromBase(
   // The progress total: the targets that use a changed file, and the steps beyond those that the
   // last build of this kind ran (linking, modpost, ...).
   // a configuration over the base's (no source change) rebuilds what its symbols reach: its own figures
-  const label = `${version.major}.${version.minor} ${plan.mode}${changes.length === 0 ? " config" : ""}`;
+  const label = `${version.major}.${version.minor} ${plan.mode}${changes.length === 0 ? " config" : ""}${kind ? ` ${kind}` : ""}`;
   const rebuilt = new Set([...used.values()].flat()).size;
   const overhead = readStats()[label]?.steps;
   const saved = plan.mode === "modules" ? await saveModuleRecords(tree.buildDir) : undefined;
