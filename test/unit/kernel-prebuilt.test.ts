@@ -36,6 +36,7 @@ import {
   prebuiltKey,
 } from "../../harness/kernel/prebuilt-packages.ts";
 import { parsePrebuiltSpec } from "../../harness/kernel/prebuilt-spec.ts";
+import { dmesgProblems } from "../../harness/probe/expectations.ts";
 import { kernelRequestOf } from "../../harness/workflows/job/job.ts";
 import { HilError } from "../../util/errors.ts";
 
@@ -325,3 +326,19 @@ t.test("boot arguments stand in for what base.config sets", async (t) => {
     "--config smp keeps the CPUs",
   );
 });
+
+t.test(
+  "the probe does not take the Debian kernel's lines that name erdma for erdma's complaints",
+  async (t) => {
+    // a debian-image:6.12 guest's dmesg (hil boot --kernel debian-image:6.12 -- dmesg)
+    const dmesg = [
+      "[    0.000000] Command line: console=ttyS0,115200 panic=-1 no_timer_check hil.modules=virtio_net,ib_core,ib_uverbs,rdma_ucm,erdma",
+      "[    0.000000] Kernel command line: console=ttyS0,115200 panic=-1 no_timer_check hil.modules=virtio_net,ib_core,ib_uverbs,rdma_ucm,erdma",
+      "[    5.435037] erdma: loading out-of-tree module taints kernel.",
+      "[    5.435324] erdma: module verification failed: signature and/or required key missing - tainting kernel",
+    ].join("\n");
+    t.same(dmesgProblems(dmesg), []);
+    const complaint = "[    6.0] erdma 0000:00:03.0: wait init done failed.";
+    t.same(dmesgProblems(`${dmesg}\n${complaint}`), [complaint.trim()], "erdma's own complaint still counts");
+  },
+);
