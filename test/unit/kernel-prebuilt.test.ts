@@ -38,6 +38,7 @@ import {
 import { parsePrebuiltSpec } from "../../harness/kernel/prebuilt-spec.ts";
 import { dmesgProblems } from "../../harness/probe/expectations.ts";
 import { kernelRequestOf } from "../../harness/workflows/job/job.ts";
+import { parsePlan } from "../../harness/workflows/matrix/plan.ts";
 import { HilError } from "../../util/errors.ts";
 
 // Lines of Debian's /boot/config-6.12.95+deb12-amd64 (linux-image-6.12.95+deb12-amd64-unsigned
@@ -337,3 +338,21 @@ t.test(
     t.same(dmesgProblems(`${dmesg}\n${complaint}`), [complaint.trim()], "erdma's own complaint still counts");
   },
 );
+
+t.test("a matrix plan may name debian-image:6.12; an unknown image is its own error", async (t) => {
+  const plan = (kernel: string) =>
+    parsePlan(
+      [
+        `name: p`,
+        `kernels: [${kernel}]`,
+        "drivers: [erdma]",
+        "executors: [kernel]",
+        "scenarios: [drain-qp-idle]",
+      ].join("\n"),
+      "/plans/p.yaml",
+    );
+  const ok = await plan("debian-image:6.12");
+  t.equal(ok.jobs[0]?.spec.kernel, "debian-image:6.12");
+  t.match(ok.jobs[0]?.id, /^debian-image-6\.12\./, "the job id names the image, not a path's basename");
+  await t.rejects(plan("debian-image:5.10"), /unknown Debian kernel image debian-image:5\.10/);
+});
