@@ -101,6 +101,12 @@ export async function buildOutOfTree(
         for (const m of d.modules) {
           const path = join(copyDir(work, d.dir), `${m}.ko`);
           await run(`strip ${m}.ko`, "strip", ["--strip-debug", path]);
+          const magic = await vermagicRelease(path);
+          if (magic !== release)
+            throw new HilError(`${m}.ko was built for ${magic ?? "no release"}, not ${release}`, {
+              where: path,
+              detail: "the headers tree does not belong to the image it was unpacked with",
+            });
           built.push({ name: m, path, installPath: join("kernel", d.dir, `${m}.ko`) });
         }
       return built;
@@ -109,7 +115,7 @@ export async function buildOutOfTree(
   );
 }
 
-/** Whether a module file's vermagic names `release` (a module built against other headers does not load). */
+/** The release a module file's vermagic names (a module built against other headers does not load). */
 export async function vermagicRelease(path: string): Promise<string | undefined> {
   const text = (await readFile(path)).toString("latin1");
   return /vermagic=(\S+)/.exec(text)?.[1];

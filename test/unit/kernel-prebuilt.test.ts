@@ -2,6 +2,7 @@
 // drivers built out of tree, the guest's modules, config fragments checked against Debian's config,
 // and the boot arguments standing in for what base.config sets.
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import t from "tap";
 import {
   ACCEPTED_BASE_FORMS,
@@ -27,7 +28,7 @@ import {
   moduleNameOfFile,
   OUT_OF_TREE_DRIVERS,
 } from "../../harness/kernel/prebuilt-modules.ts";
-import { outOfTreeKbuild, outOfTreeMakeArgs } from "../../harness/kernel/prebuilt-oot.ts";
+import { outOfTreeKbuild, outOfTreeMakeArgs, vermagicRelease } from "../../harness/kernel/prebuilt-oot.ts";
 import {
   dependsField,
   dependsGroups,
@@ -355,4 +356,18 @@ t.test("a matrix plan may name debian-image:6.12; an unknown image is its own er
   t.equal(ok.jobs[0]?.spec.kernel, "debian-image:6.12");
   t.match(ok.jobs[0]?.id, /^debian-image-6\.12\./, "the job id names the image, not a path's basename");
   await t.rejects(plan("debian-image:5.10"), /unknown Debian kernel image debian-image:5\.10/);
+});
+
+t.test("a module's vermagic release is read from its .modinfo", async (t) => {
+  const dir = t.testdir({
+    "m.ko": Buffer.concat([
+      Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0]),
+      Buffer.from(
+        "license=GPL\0vermagic=6.12.95+deb12-amd64 SMP preempt mod_unload modversions \0name=erdma\0",
+      ),
+    ]),
+    "none.ko": "no modinfo here",
+  });
+  t.equal(await vermagicRelease(join(dir, "m.ko")), "6.12.95+deb12-amd64");
+  t.equal(await vermagicRelease(join(dir, "none.ko")), undefined);
 });
