@@ -45,14 +45,14 @@ export function checkFragmentsMet(
 ): void {
   const unmet = unmetRequests(fragments, imageConfig, drivers);
   if (unmet.length === 0) return;
-  const shown = (v: string | undefined) => (v === undefined || v === "n" ? "not set" : v);
+  const shown = (v: string | undefined) => (v === undefined || v === "n" ? "not set" : `=${v}`);
   throw new HilError(
     `${image} cannot give ${unmet.length} option(s) the config fragments ask for: ${unmet.map((r) => `CONFIG_${r.name}`).join(", ")}`,
     {
       detail: [
         ...unmet.map(
           (r) =>
-            `CONFIG_${r.name}=${r.value} (${r.file}:${r.line}): Debian's ${configName} has ${shown(imageConfig.get(r.name))}`,
+            `CONFIG_${r.name}=${r.value} (${r.file}:${r.line}): ${shown(imageConfig.get(r.name))} in Debian's ${configName}`,
         ),
         `a prebuilt kernel's config is Debian's; compile one with these options: --kernel ${compiledBase}`,
       ].join("\n"),

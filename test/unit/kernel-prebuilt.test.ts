@@ -41,6 +41,7 @@ import { dmesgProblems } from "../../harness/probe/expectations.ts";
 import { kernelRequestOf } from "../../harness/workflows/job/job.ts";
 import { parsePlan } from "../../harness/workflows/matrix/plan.ts";
 import { HilError } from "../../util/errors.ts";
+import { hilErrorOf } from "../support/hil-error.ts";
 
 // Lines of Debian's /boot/config-6.12.95+deb12-amd64 (linux-image-6.12.95+deb12-amd64-unsigned
 // 6.12.95-1~bpo12+1, bookworm-backports): the options the suite's fragments name.
@@ -301,7 +302,7 @@ t.test("config fragments are checked against Debian's config", async (t) => {
     t.ok(err instanceof HilError);
     const e = err as HilError;
     t.match(e.message, /debian-image:6\.12 cannot give 6 option\(s\).*CONFIG_KASAN/);
-    t.match(e.detail, /CONFIG_KASAN=y \(debug:\d+\): Debian's config-6\.12\.95\+deb12-amd64 has not set/);
+    t.match(e.detail, /CONFIG_KASAN=y \(debug:\d+\): not set in Debian's config-6\.12\.95\+deb12-amd64/);
     t.match(e.detail, "--kernel debian:6.12");
   }
 });
@@ -371,3 +372,36 @@ t.test("a module's vermagic release is read from its .modinfo", async (t) => {
   t.equal(await vermagicRelease(join(dir, "m.ko")), "6.12.95+deb12-amd64");
   t.equal(await vermagicRelease(join(dir, "none.ko")), undefined);
 });
+
+t.test(
+  "a value option is met by the same value (NR_CPUS by at least as many), and told with Debian's",
+  async (t) => {
+    const frag = (name: string, value: string) => ({
+      ...fragment("smp"),
+      label: "mine.config",
+      requests: [{ name, value, file: "mine.config", line: 1 }],
+    });
+    const drivers = driversToBuild(DEBIAN_6_12_CONFIG);
+    const check = (name: string, value: string) => () =>
+      Promise.resolve(
+        checkFragmentsMet(
+          "debian-image:6.12",
+          "config-x",
+          [frag(name, value)],
+          DEBIAN_6_12_CONFIG,
+          drivers,
+          "debian:6.12",
+        ),
+      );
+    t.same(unmetRequests([frag("NR_CPUS", "8192")], DEBIAN_6_12_CONFIG, drivers), []);
+    t.same(unmetRequests([frag("DEFAULT_HUNG_TASK_TIMEOUT", "120")], DEBIAN_6_12_CONFIG, drivers), []);
+    const cpus = await hilErrorOf(check("NR_CPUS", "9999"), "NR_CPUS=9999 accepted");
+    t.match(cpus.detail, /CONFIG_NR_CPUS=9999 \(mine\.config:1\): =8192 in Debian's config-x/);
+    const hung = await hilErrorOf(check("DEFAULT_HUNG_TASK_TIMEOUT", "10"), "a 10 s default accepted");
+    t.match(
+      hung.detail,
+      /=120 in Debian's config-x/,
+      "base.config's 10 s is set at boot, not met by a fragment",
+    );
+  },
+);
