@@ -162,6 +162,7 @@ export async function bootPrepared(prepared: PreparedGuest, opts: BootOptions = 
       kernel: prepared.kernel.bzImage,
       initrd: prepared.initrd,
       ...slowKernelLimits(prepared.kernel, guestOpts),
+      ...withKernelArgs(prepared.kernel, guestOpts.kernelArgs),
       extraQemuArgs: [
         ...(device?.qemuArgs ?? external?.qemuArgs ?? passthrough?.qemuArgs ?? []),
         ...(guestOpts.extraQemuArgs ?? []),
@@ -198,6 +199,15 @@ function slowKernelLimits(
     bootTimeoutMs: opts.bootTimeoutMs ?? limits.bootTimeoutMs,
     stallMs: opts.stallMs ?? limits.stallMs,
   };
+}
+
+/** The kernel's own boot arguments (a prebuilt kernel's, harness/kernel/prebuilt-config.ts) before the caller's. */
+function withKernelArgs(
+  kernel: KernelArtifact,
+  args: readonly string[] | undefined,
+): Pick<StartGuestOptions, "kernelArgs"> {
+  const all = [...(kernel.bootArgs ?? []), ...(args ?? [])];
+  return all.length > 0 ? { kernelArgs: all } : {};
 }
 
 function withDevice(
@@ -417,7 +427,7 @@ async function bootWire<E extends object>(
         initrd: prepared.initrd,
         fabric: { mac: nic.mac, ipCidr: `${fabricIp}/${FABRIC_PREFIX}`, link: net.links[i] },
         ...slowKernelLimits(prepared.kernel, guestOpts),
-        kernelArgs: [`hil.hostname=hil-guest${i}`, ...(guestOpts.kernelArgs ?? [])],
+        ...withKernelArgs(prepared.kernel, [`hil.hostname=hil-guest${i}`, ...(guestOpts.kernelArgs ?? [])]),
         keepConsole: keepConsoles?.[i],
         onQemuStarted: onQemuStarted ? (info) => onQemuStarted(i, info) : undefined,
         extraQemuArgs: [...nic.qemuArgs, ...(guestOpts.extraQemuArgs ?? [])],

@@ -12,6 +12,24 @@ export const DEBIAN_BASES = {
 
 export type DebianBaseName = keyof typeof DEBIAN_BASES;
 
+/**
+ * The kernels Debian built that a user can name instead of a base (harness/kernel/prebuilt.ts), each
+ * with the base whose linux-source package gives its version and the drivers built out of tree.
+ */
+export const DEBIAN_IMAGES = {
+  "debian-image:6.12": { sourceBase: "debian:6.12", flavour: "amd64" },
+} as const satisfies Record<string, { sourceBase: DebianBaseName; flavour: string }>;
+
+/** Whether `base` is in the prebuilt kernels' namespace (a name, never a path). */
+export function isPrebuiltBase(base: string): boolean {
+  return base.startsWith("debian-image:");
+}
+
+/** Whether `base` names a kernel rather than a path: a Debian base or a prebuilt image. */
+export function isNamedKernel(base: string): boolean {
+  return base.startsWith("debian:") || isPrebuiltBase(base);
+}
+
 export type BaseSpec =
   | { kind: "debian"; name: DebianBaseName; package: string; suite: AptContextName }
   | { kind: "git"; path: string }
@@ -24,6 +42,7 @@ const TARBALL_SUFFIXES = [".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tb
 
 export const ACCEPTED_BASE_FORMS = [
   ...Object.keys(DEBIAN_BASES),
+  ...Object.keys(DEBIAN_IMAGES).map((name) => `${name} (Debian's built kernel, booted as it is)`),
   "a kernel source directory (a git work tree or a plain directory)",
   "<git repository>@<ref>: the kernel of a branch, tag or commit (the work tree is not used)",
   `a kernel source tarball (${TARBALL_SUFFIXES.join(", ")})`,
@@ -80,6 +99,10 @@ export function parseBaseSpec(base: string, cwd = process.cwd()): BaseSpec {
     const name = base as DebianBaseName;
     return { kind: "debian", name, ...DEBIAN_BASES[name] };
   }
+  if (isPrebuiltBase(base))
+    throw new HilError(`${base} is a kernel Debian built: it has no source tree to build from`, {
+      detail: `this command needs a base it can build; the same version's source is ${DEBIAN_IMAGES[base as keyof typeof DEBIAN_IMAGES]?.sourceBase ?? Object.keys(DEBIAN_BASES).join(", ")}`,
+    });
   const path = resolve(cwd, base);
   const stat = existsSync(path) ? statSync(path) : undefined;
   const atRef = stat ? undefined : gitRefSpec(base, cwd);

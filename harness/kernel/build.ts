@@ -11,10 +11,11 @@ import { progress } from "../../util/progress.ts";
 import { ensurePatchedTree } from "./apply.ts";
 import { readArtifactRecord, writeArtifactRecord } from "./artifact-record.ts";
 import { type BaseIdentity, baseIdentity, ensureBaseTree, kernelVersion } from "./base-source.ts";
-import { type BaseSpec, describeBase, parseBaseSpec } from "./base-spec.ts";
+import { type BaseSpec, describeBase, isPrebuiltBase, parseBaseSpec } from "./base-spec.ts";
 import { bzImageProblem } from "./bzimage.ts";
 import { compileKernel, configureKernel, installModules, type KbuildTree, kernelRelease } from "./kbuild.ts";
 import { type Fragment, readFragment, resolveFragmentPath } from "./kconfig.ts";
+import { checkPrebuiltRequest, ensurePrebuiltKernel } from "./prebuilt.ts";
 import { planFromBase, rebuildFromBase } from "./rebuild.ts";
 import { loadSeries, type Series } from "./series.ts";
 import type { KernelArtifact, KernelRequest, RebuildRecord } from "./types.ts";
@@ -172,10 +173,12 @@ async function ensureSourceTree(p: Plan): Promise<string> {
 /** Builds (or finds in the cache) the kernel `req` describes. */
 /** Throws the error buildKernel would give for a base, series or config fragment that does not exist, without building. */
 export async function checkKernelRequest(req: KernelRequest): Promise<void> {
-  await plan(req);
+  if (isPrebuiltBase(req.base)) checkPrebuiltRequest(req);
+  else await plan(req);
 }
 
 export async function buildKernel(req: KernelRequest): Promise<KernelArtifact> {
+  if (isPrebuiltBase(req.base)) return ensurePrebuiltKernel(req, BASE_CONFIG_PATH);
   const p = await plan(req);
   const entry = kernelEntryOptions(`kernel ${p.describe}`);
   const { dir, built } = await ensureEntry(KERNEL_CACHE_KIND, p.key, entry, async (work) => {

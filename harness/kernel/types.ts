@@ -2,7 +2,7 @@ import type { GitCheckout } from "./base-source.ts";
 
 /** What the user asks for: a base tree, an optional patch series, and config fragments. */
 export interface KernelRequest {
-  /** debian:6.1 | debian:6.12 | debian:7.2 | a kernel source directory (git or plain) | <repo>@<ref> | a tarball */
+  /** debian:6.1 | debian:6.12 | debian:7.2 | debian-image:6.12 (prebuilt) | a kernel source directory (git or plain) | <repo>@<ref> | a tarball */
   base: string;
   /** an mbox (git format-patch --stdout, b4) or a directory of .patch files */
   series?: string;
@@ -41,6 +41,8 @@ export interface KernelArtifact {
   patches?: string[];
   /** for base + series: how the build went from the base's build (absent in entries built before) */
   rebuild?: RebuildRecord;
+  /** kernel parameters the kernel needs to boot as the harness expects (a prebuilt kernel: prebuilt-config.ts) */
+  bootArgs?: string[];
 }
 
 /** How a patched kernel was built (harness/kernel/rebuild-plan.ts). */

@@ -10,6 +10,7 @@
 import { existsSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { readDevice, runViews } from "../backend/registry.ts";
+import { isNamedKernel } from "../kernel/base-spec.ts";
 import { deviceOf, hasSeries, kernelBase, type RunDir, repetitionOf } from "../rundir/read.ts";
 import type { RunScenario } from "../rundir/schema.ts";
 
@@ -97,7 +98,7 @@ export function rerunScenario(run: RunDir, s: RunScenario): Rerun {
     } else
       argv.push(
         "--kernel",
-        spec.kernel.startsWith("debian:") ? spec.kernel : absolute(spec.kernel, baseDir, notes, "kernel"),
+        isNamedKernel(spec.kernel) ? spec.kernel : absolute(spec.kernel, baseDir, notes, "kernel"),
       );
     if (spec.series) argv.push("--series", absolute(spec.series, baseDir, notes, "series"));
     for (const c of spec.configs ?? []) argv.push("--config", configArg(c, baseDir, notes));

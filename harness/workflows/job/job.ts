@@ -23,6 +23,7 @@ import {
   smokeDevice,
 } from "../../backend/registry.ts";
 import { DEFAULT_GUEST_MAC, type PreparedGuest, prepareGuest, withGuest } from "../../boot.ts";
+import { isNamedKernel } from "../../kernel/base-spec.ts";
 import type { KernelRequest } from "../../kernel/types.ts";
 import { runSmokeChecks } from "../../probe/checks.ts";
 import { writeClaimedRun } from "../../rundir/claim.ts";
@@ -97,7 +98,7 @@ export function kernelRequestOf(
   spec: Pick<JobSpec, "kernel" | "series" | "configs">,
   baseDir = process.cwd(),
 ): KernelRequest {
-  const isPath = (b: string) => !b.startsWith("debian:");
+  const isPath = (b: string) => !isNamedKernel(b);
   return {
     base: isPath(spec.kernel) ? resolve(baseDir, spec.kernel) : spec.kernel,
     ...(spec.series ? { series: resolve(baseDir, spec.series) } : {}),

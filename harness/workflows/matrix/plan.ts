@@ -13,7 +13,7 @@ import { hashParts } from "../../../util/hash.ts";
 import { progress } from "../../../util/progress.ts";
 import { type YamlProblem, YamlSource } from "../../../util/yaml-source.ts";
 import { impliedProfile, takesProfile } from "../../backend/registry.ts";
-import { DEBIAN_BASES } from "../../kernel/base-spec.ts";
+import { DEBIAN_BASES, DEBIAN_IMAGES, isNamedKernel, isPrebuiltBase } from "../../kernel/base-spec.ts";
 import { shippedFragments } from "../../kernel/kconfig.ts";
 import { DRIVERS, EXECUTORS, ORACLE_PROFILES } from "../../scenario/schema.ts";
 import { selectScenarios } from "../../scenario/select.ts";
@@ -95,7 +95,7 @@ export function slug(text: string): string {
 }
 
 function kernelLabel(spec: Pick<JobSpec, "kernel" | "series" | "configs">): string {
-  const base = spec.kernel.startsWith("debian:") ? spec.kernel.replace(":", "-") : basename(spec.kernel);
+  const base = isNamedKernel(spec.kernel) ? spec.kernel.replace(":", "-") : basename(spec.kernel);
   const series = spec.series ? `+${basename(spec.series, extname(spec.series))}` : "";
   const configs = (spec.configs ?? []).map((c) => `+${basename(c, extname(c))}`).join("");
   return `${base}${series}${configs}`;
@@ -250,7 +250,14 @@ export async function parsePlan(text: string | YamlSource, file: string): Promis
       problems.push(
         src.problem(at, `unknown Debian base ${spec.kernel} (${Object.keys(DEBIAN_BASES).join(", ")})`),
       );
-    else if (!spec.kernel.startsWith("debian:") && !existsSync(resolve(baseDir, spec.kernel)))
+    else if (isPrebuiltBase(spec.kernel) && !(spec.kernel in DEBIAN_IMAGES))
+      problems.push(
+        src.problem(
+          at,
+          `unknown Debian kernel image ${spec.kernel} (${Object.keys(DEBIAN_IMAGES).join(", ")})`,
+        ),
+      );
+    else if (!isNamedKernel(spec.kernel) && !existsSync(resolve(baseDir, spec.kernel)))
       problems.push(src.problem(at, `no such kernel source ${resolve(baseDir, spec.kernel)}`));
     if (spec.series && !existsSync(resolve(baseDir, spec.series)))
       problems.push(src.problem(["kernels", i, "series"], `no such series ${resolve(baseDir, spec.series)}`));
