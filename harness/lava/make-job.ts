@@ -107,7 +107,8 @@ export async function makeLavaJob(req: LavaJobRequest): Promise<{ outDir: string
       jobName: `erdma-hil ${plan.kernel.describe} ${plan.driver} ${plan.scenarios.length} scenario(s)`,
       kernelUrl: `${base}/${LAVA_KERNEL_FILE}`,
       ramdiskUrl: `${base}/${LAVA_RAMDISK_FILE}`,
-      kernelArgs: LAVA_KERNEL_ARGS,
+      // a kernel's own arguments (Debian's built kernel: its module list, the hung-task timeout) first
+      kernelArgs: [...(kernel.bootArgs ?? []), LAVA_KERNEL_ARGS].join(" "),
       testCommand: `sh ${LAVA_DIR}/run.sh`,
       prompt: LAVA_PROMPT,
       timeouts: { bootMinutes: 10, testMinutes: minutes, jobMinutes: minutes + 15 },
