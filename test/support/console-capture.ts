@@ -139,7 +139,17 @@ export function fixtureHeader(c: Pick<CapturedConsole, "kind" | "base" | "releas
 export function excerpt(log: string, from: RegExp, until?: RegExp, before = 0): string {
   const lines = log.split(/\r?\n/);
   const start = lines.findIndex((l) => from.test(l));
-  if (start < 0) throw new HilError(`the console has no line matching ${from}`);
+  if (start < 0) {
+    // what the kernel reported instead says why (a report earlier in the boot turns lockdep off)
+    const reports = lines.filter((l) =>
+      /\b(BUG|WARNING|INFO|KASAN|Oops|debug_locks|lockdep|Tainted)\b/.test(l),
+    );
+    throw new HilError(`the console has no line matching ${from}`, {
+      detail: reports.length
+        ? `its report lines:\n${reports.slice(0, 20).join("\n")}`
+        : `no report line in its ${lines.length} lines; the last:\n${lines.slice(-15).join("\n")}`,
+    });
+  }
   let end = lines.length - 1;
   if (until) {
     for (let i = lines.length - 1; i >= start; i--) {
