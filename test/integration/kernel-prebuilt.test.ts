@@ -8,27 +8,11 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { hil, isolate, leftovers, REPO_ROOT } from "../support/cli.ts";
-import { loadVerdicts } from "../support/verdicts.ts";
+import { type RuleCell, ruleCells } from "../support/verdicts.ts";
 
 t.setTimeout(30 * 60 * 1000);
 
 const IMAGE = "debian-image:6.12";
-
-interface Cell {
-  verdict: string;
-  rules: Record<string, string>;
-}
-
-function cellsOf(dir: string): Record<string, Cell> {
-  const cells: Record<string, Cell> = {};
-  for (const s of loadVerdicts(dir).scenarios)
-    for (const j of s.judgements)
-      cells[`${s.name}[${j.profile}]`] = {
-        verdict: j.verdict,
-        rules: Object.fromEntries(j.rules.map((x) => [String(x.rule), x.verdict])),
-      };
-  return cells;
-}
 
 t.test("hil boot: Debian's kernel, one CPU, the 10 s hung-task timeout, erdma and siw loaded", async (t) => {
   const iso = isolate();
@@ -61,13 +45,13 @@ t.test("hil run: erdma scenarios judged as the golden record (the compiled kerne
   t.equal(r.exitCode, 0, `${r.stdout.slice(-3000)}${r.stderr.slice(-3000)}`);
   const golden = (
     JSON.parse(readFileSync(join(REPO_ROOT, "test/fixtures/verdicts/default-suite.json"), "utf8")) as {
-      cells: Record<string, Cell>;
+      cells: Record<string, RuleCell>;
     }
   ).cells;
   const want = Object.fromEntries(
     Object.entries(golden).filter(([k]) => scenarios.includes(k.split("[")[0] ?? "")),
   );
-  const got = cellsOf(dir);
+  const got = ruleCells(dir);
   t.same(Object.keys(got).sort(), Object.keys(want).sort(), "the same scenarios and rule sets");
   for (const [cell, w] of Object.entries(want)) t.same(got[cell], w, cell);
   const verdicts = new Set(Object.values(want).map((c) => c.verdict));
@@ -86,7 +70,7 @@ t.test("hil run: erdma scenarios judged as the golden record (the compiled kerne
 
 t.test("hil run --driver siw: the siw built out of tree judges as the compiled kernel's", async (t) => {
   const scenarios = "drain-qp-busy-mixed,post-send-in-error,drain-rq-outstanding";
-  const runs: Record<string, Record<string, Cell>> = {};
+  const runs: Record<string, Record<string, RuleCell>> = {};
   for (const kernel of ["debian:6.12", IMAGE]) {
     const iso = isolate();
     const dir = t.testdir({ [kernel.replace(":", "-")]: {} });
@@ -95,7 +79,7 @@ t.test("hil run --driver siw: the siw built out of tree judges as the compiled k
       iso.env,
     );
     t.equal(r.exitCode, 0, `${kernel}: ${r.stdout.slice(-2000)}${r.stderr.slice(-2000)}`);
-    runs[kernel] = cellsOf(dir);
+    runs[kernel] = ruleCells(dir);
     t.same(leftovers(iso), { processes: [], entries: [] }, `${kernel}: nothing left behind`);
   }
   t.ok(Object.keys(runs[IMAGE] ?? {}).length >= 3, "cells were judged");

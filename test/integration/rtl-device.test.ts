@@ -9,22 +9,9 @@
 import { readFileSync } from "node:fs";
 import t from "tap";
 import { hil, isolate, leftovers } from "../support/cli.ts";
-import { loadVerdicts } from "../support/verdicts.ts";
+import { loadVerdicts, ruleCells } from "../support/verdicts.ts";
 
 t.setTimeout(40 * 60 * 1000);
-
-type Cells = Record<string, { verdict: string; rules: Record<string, string> }>;
-
-function cellsOf(dir: string): Cells {
-  const cells: Cells = {};
-  for (const s of loadVerdicts(dir).scenarios)
-    for (const j of s.judgements)
-      cells[`${s.name}[${j.profile}]`] = {
-        verdict: j.verdict,
-        rules: Object.fromEntries(j.rules.map((x) => [String(x.rule), x.verdict])),
-      };
-  return cells;
-}
 
 function ruleOf(dir: string, scenario: string) {
   const s = loadVerdicts(dir).scenarios.find((x) => x.name === scenario);
@@ -54,8 +41,8 @@ t.test(
     t.comment(
       `wall time: TypeScript engine ${(tsMs / 1000).toFixed(1)} s, RTL engine ${(rtlMs / 1000).toFixed(1)} s (ratio ${(rtlMs / tsMs).toFixed(2)})`,
     );
-    const a = cellsOf(`${root}/ts`);
-    const b = cellsOf(`${root}/rtl`);
+    const a = ruleCells(`${root}/ts`);
+    const b = ruleCells(`${root}/rtl`);
     t.ok(Object.keys(a).length > 100, `${Object.keys(a).length} cells judged`);
     t.same(Object.keys(b).sort(), Object.keys(a).sort(), "the same scenarios and rule sets");
     for (const [cell, want] of Object.entries(a)) t.same(b[cell], want, cell);
@@ -163,7 +150,7 @@ t.test(
     );
     const okMs = Date.now() - designedStarted;
     t.equal(ok.exitCode, 0, `as designed: exit 0\n${ok.stdout.slice(-2000)}${ok.stderr.slice(-2000)}`);
-    const cells = cellsOf(`${root}/rtl`);
+    const cells = ruleCells(`${root}/rtl`);
     t.ok(Object.keys(cells).length >= 3, "judged under every rule set");
     for (const [cell, c] of Object.entries(cells)) {
       t.equal(c.verdict, "PASS", `${cell}: PASS`);

@@ -95,3 +95,21 @@ export function assertRunnerVerdictsEqual(t: Test, runnerDir: string, runDir: st
     "hil run passed scenarios to compare with",
   );
 }
+
+/** A cell's verdict and each of its rules' verdicts. */
+export interface RuleCell {
+  verdict: string;
+  rules: Record<string, string>;
+}
+
+/** Every cell of a run, "<scenario>[<profile>]" → its verdict and its rules' verdicts. */
+export function ruleCells(dir: string): Record<string, RuleCell> {
+  const cells: Record<string, RuleCell> = {};
+  for (const s of loadVerdicts(dir).scenarios)
+    for (const j of s.judgements)
+      cells[`${s.name}[${j.profile}]`] = {
+        verdict: j.verdict,
+        rules: Object.fromEntries(j.rules.map((x) => [String(x.rule), x.verdict])),
+      };
+  return cells;
+}
