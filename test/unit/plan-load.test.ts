@@ -35,9 +35,10 @@ const errorOf = (lines: readonly string[]) =>
 
 t.test("the shipped plans load", async (t) => {
   const nightly = await loadPlan(join(PLANS, "nightly.yaml"));
-  // 5 kernels (6.12 three times: + smp, + debug) x (erdma: 3 profiles + siw) x 2 executors x 3
-  // selections, minus siw/user/faults (5)
-  t.equal(nightly.jobs.length, 5 * 4 * 2 * 3 - 5);
+  // 5 kernels (6.12 three times: + smp, + debug) x (erdma: 3 profiles + siw + rxe) x 2 executors x 3
+  // selections, minus siw/user/faults and rxe/user/faults (5 each)
+  t.equal(nightly.jobs.length, 5 * 5 * 2 * 3 - 10);
+  t.equal(nightly.jobs.filter((j) => j.spec.driver === "rxe").length, 5 * 2 * 3 - 5, "rxe on every kernel");
   t.ok(
     nightly.jobs.some((j) => j.id.startsWith("debian-6.12+smp.") && j.spec.configs?.[0] === "smp"),
     "a job on the smp kernel, its fragment named as shipped",
