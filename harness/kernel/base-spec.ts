@@ -15,8 +15,12 @@ export type DebianBaseName = keyof typeof DEBIAN_BASES;
 /**
  * The kernels Debian built that a user can name instead of a base (harness/kernel/prebuilt.ts), each
  * with the base whose linux-source package gives its version and the drivers built out of tree.
+ * Not 7.2: sid builds it with gcc-16 (its headers' .kernelvariables) and its config turns on
+ * flags the gcc of a bookworm host refuses (-fmin-function-alignment), so its drivers cannot be
+ * built here; its image is also split (linux-binary-, linux-modules-<abi>).
  */
 export const DEBIAN_IMAGES = {
+  "debian-image:6.1": { sourceBase: "debian:6.1", flavour: "amd64" },
   "debian-image:6.12": { sourceBase: "debian:6.12", flavour: "amd64" },
 } as const satisfies Record<string, { sourceBase: DebianBaseName; flavour: string }>;
 

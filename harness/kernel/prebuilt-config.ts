@@ -78,7 +78,7 @@ export function baseConfigValue(baseConfigPath: string, name: string): string | 
  *   (the sysctl. prefix sets a sysctl from the command line, fs/proc/proc_sysctl.c, Linux >= 5.8);
  * - iomem=relaxed: base.config has no STRICT_DEVMEM, Debian's IO_STRICT_DEVMEM keeps /dev/mem off
  *   the BARs a driver claimed (drivers/char/mem.c, kernel/resource.c iomem_is_exclusive);
- * - hil.modules: the init's modules with virtio_net first, which Debian builds as a module.
+ * - hil.modules: the init's modules with virtio_pci and virtio_net first, which Debian builds as modules.
  */
 export function prebuiltBootArgs(opts: { smp: boolean; hungTaskTimeoutSecs: string | undefined }): string[] {
   return [

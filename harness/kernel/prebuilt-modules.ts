@@ -43,6 +43,8 @@ export const OUT_OF_TREE_DRIVERS: readonly OutOfTreeDriver[] = [
  * configures the first NIC before anything else).
  */
 export const GUEST_MODULES: readonly string[] = [
+  // the virtio transport: built in on 6.12 (Debian's config), a module on 6.1 and 7.2
+  "virtio_pci",
   "virtio_net",
   "ib_core",
   "ib_cm",
@@ -66,10 +68,17 @@ export const GUEST_MODULES: readonly string[] = [
 ];
 
 /**
- * The modules the guest's init loads (its default set, guest/initramfs/init), with virtio_net
- * first: given as hil.modules, which replaces that set.
+ * The modules the guest's init loads (its default set, guest/initramfs/init), with the virtio
+ * transport and virtio_net first: given as hil.modules, which replaces that set.
  */
-export const INIT_MODULES = ["virtio_net", "ib_core", "ib_uverbs", "rdma_ucm", "erdma"] as const;
+export const INIT_MODULES = [
+  "virtio_pci",
+  "virtio_net",
+  "ib_core",
+  "ib_uverbs",
+  "rdma_ucm",
+  "erdma",
+] as const;
 
 /** A module's name as the kernel compares them: '-' and '_' are the same. */
 export function moduleName(name: string): string {

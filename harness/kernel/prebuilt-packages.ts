@@ -21,7 +21,7 @@ export interface PrebuiltPackages {
   debianVersion: string;
   /** linux-source-X.Y: the drivers built out of tree come from it */
   source: PackageUri;
-  /** linux-image-<abi>-<flavour>-unsigned: /boot/vmlinuz-<release>, /boot/config-<release>, /lib/modules/<release> */
+  /** linux-image-<abi>-<flavour>[-unsigned]: /boot/vmlinuz-<release>, /boot/config-<release>, /lib/modules/<release> */
   image: PackageUri;
   /** linux-headers-<abi>-<flavour>: the O= tree (.config, Module.symvers, generated headers) */
   headers: PackageUri;
@@ -71,6 +71,29 @@ export function namesFromHeadersDepends(
   };
 }
 
+/**
+ * The image packages of an ABI headers package, in the order to try: linux-image-<abi>-<flavour>-unsigned,
+ * then linux-image-<abi>-<flavour>. For the headers packages that do not depend on their image:
+ * bookworm's 6.1 does not, bookworm-backports' 6.12 does.
+ */
+export function imagesOfHeaders(headersName: string): [string, string] {
+  const image = headersName.replace(/^linux-headers-/, "linux-image-");
+  return [`${image}-unsigned`, image];
+}
+
+/** The first of the image packages the suite offers; the last one's error when it offers none. */
+async function offeredImage(ctx: AptContext, candidates: readonly string[]): Promise<string> {
+  for (const [i, name] of candidates.entries()) {
+    try {
+      await packageUris(ctx, [name]);
+      return name;
+    } catch (err) {
+      if (i === candidates.length - 1) throw err;
+    }
+  }
+  throw new HilError("no image package to look for");
+}
+
 async function depends(ctx: AptContext, pkg: string, version: string): Promise<string> {
   const r = await askAboutLists(ctx, "apt-cache", ["show", `${pkg}=${version}`]);
   if (r.exitCode !== 0)
@@ -96,14 +119,15 @@ export async function resolvePrebuiltPackages(
   );
   if (!headersName)
     throw new HilError(`${meta} ${version} names no headers package of flavour ${spec.flavour}`);
-  const names = namesFromHeadersDepends(await depends(ctx, headersName, version), spec.flavour);
-  if (!names.common || !names.kbuild || !names.image)
-    throw new HilError(
-      `${headersName} ${version} does not name its common headers, kbuild and unsigned image`,
-      {
-        detail: `found ${JSON.stringify(names)}`,
-      },
-    );
+  const depended = namesFromHeadersDepends(await depends(ctx, headersName, version), spec.flavour);
+  const names = {
+    ...depended,
+    image: depended.image ?? (await offeredImage(ctx, imagesOfHeaders(headersName))),
+  };
+  if (!names.common || !names.kbuild)
+    throw new HilError(`${headersName} ${version} does not name its common headers and kbuild`, {
+      detail: `found ${JSON.stringify(names)}`,
+    });
   const wanted = [names.image, headersName, names.common, names.kbuild];
   const uris = await packageUris(ctx, wanted);
   const get = (name: string): PackageUri => {

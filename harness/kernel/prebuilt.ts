@@ -35,7 +35,7 @@ import { inStep } from "./step.ts";
 import type { KernelArtifact, KernelRequest } from "./types.ts";
 
 /** Bump when the steps change in a way that changes the entry. */
-export const PREBUILT_RECIPE = "kernel-prebuilt-1";
+export const PREBUILT_RECIPE = "kernel-prebuilt-2";
 
 export const PREBUILT_CACHE_KIND = "kernel-image";
 

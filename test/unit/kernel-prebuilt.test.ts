@@ -32,6 +32,7 @@ import { outOfTreeKbuild, outOfTreeMakeArgs, vermagicRelease } from "../../harne
 import {
   dependsField,
   dependsGroups,
+  imagesOfHeaders,
   namesFromHeadersDepends,
   type PrebuiltPackages,
   prebuiltKey,
@@ -143,6 +144,14 @@ t.test("the packages are read from the headers package's Depends", async (t) => 
   t.equal(dependsField("Package: x\nVersion: 1\n"), "");
 });
 
+t.test("headers that do not name their image: the image of the same ABI", async (t) => {
+  // bookworm's linux-headers-6.1.0-57-amd64 (6.1.192-3) depends on no image
+  t.same(imagesOfHeaders("linux-headers-6.1.0-57-amd64"), [
+    "linux-image-6.1.0-57-amd64-unsigned",
+    "linux-image-6.1.0-57-amd64",
+  ]);
+});
+
 t.test("the key is every .deb's name and sha256", async (t) => {
   const uri = (name: string, sha: string) => ({
     url: `http://x/${name}`,
@@ -241,10 +250,11 @@ t.test("the guest's modules are the wanted ones and what they depend on", async 
     t.ok(GUEST_MODULES.includes(m), `the guest gets ${m}`);
 });
 
-t.test("the init's modules are given with virtio_net first", async (t) => {
+t.test("the init's modules are given with the virtio transport and virtio_net first", async (t) => {
   const init = readFileSync(new URL("../../guest/initramfs/init", import.meta.url), "utf8");
   const initDefault = /^modules="([^"]*)"$/m.exec(init)?.[1]?.split(" ");
   t.same(INIT_MODULES, [
+    "virtio_pci",
     "virtio_net",
     ...(initDefault ?? ["(no default set found in guest/initramfs/init)"]),
   ]);
@@ -317,7 +327,7 @@ t.test("boot arguments stand in for what base.config sets", async (t) => {
     "nosmp",
     "sysctl.kernel.hung_task_timeout_secs=10",
     "iomem=relaxed",
-    "hil.modules=virtio_net,ib_core,ib_uverbs,rdma_ucm,erdma",
+    "hil.modules=virtio_pci,virtio_net,ib_core,ib_uverbs,rdma_ucm,erdma",
   ]);
   t.notOk(
     prebuiltBootArgs({ smp: true, hungTaskTimeoutSecs: "10" }).includes("nosmp"),
