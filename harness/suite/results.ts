@@ -74,16 +74,32 @@ export function suiteResults(report: SuiteReport): CheckResult[] {
 }
 
 /**
+ * Whether a scenario run stopped before its last step: a call that never returned (the hang rule
+ * failed, known bug or not) or a run that could not be judged. What its later steps would have
+ * shown is unknown.
+ */
+function endedEarly(s: ScenarioReport): boolean {
+  return (
+    s.outcome !== undefined ||
+    s.judgements.some((j) =>
+      j.rules.some((r) => r.rule === "hang" && (r.verdict === "FAIL" || r.verdict === "XFAIL")),
+    )
+  );
+}
+
+/**
  * A shared record applied to scenarios by its pattern makes no XPASS in a scenario where its bug
  * does not show; over the run, one that applied somewhere and described no failure there (no
- * XFAIL, no rule it hid) is an XPASS of its own: the bug may be fixed and the record stale.
+ * XFAIL, no rule it hid) is an XPASS of its own: the bug may be fixed and the record stale. A run
+ * that ended early (a hang) is no application: the steps where the bug shows may never have run.
  */
 export function staleRecordResults(report: SuiteReport): CheckResult[] {
   const applied = new Map<string, number>();
   const described = new Set<string>();
   for (const s of report.scenarios) {
     for (const b of s.knownBugs ?? [])
-      if (b.implied && b.id && !b.intermittent) applied.set(b.id, (applied.get(b.id) ?? 0) + 1);
+      if (b.implied && b.id && !b.intermittent && !endedEarly(s))
+        applied.set(b.id, (applied.get(b.id) ?? 0) + 1);
     for (const j of s.judgements)
       for (const r of j.rules)
         if (r.knownBug?.id && (r.verdict === "XFAIL" || r.verdict === "SKIP")) described.add(r.knownBug.id);

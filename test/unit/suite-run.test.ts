@@ -457,6 +457,24 @@ t.test(
     const race = report(["PASS", "PASS"]);
     for (const s of race.scenarios) s.knownBugs = [{ ...bug, intermittent: true as const }];
     t.same(staleRecordResults(race), [], "a race not met in a run is no sign of a fix");
+    const hung = report(["PASS", "PASS"]);
+    for (const s of hung.scenarios)
+      s.judgements[0]?.rules.push({
+        rule: "hang",
+        title: "",
+        citation: "",
+        verdict: "FAIL",
+        reason: "drain (step 3) did not return within 1400 ms",
+        judged: 1,
+        applies: true,
+      });
+    t.same(staleRecordResults(hung), [], "scenarios that hung before the bug's steps are no sign of a fix");
+    hung.scenarios.push(scenario("s2", "PASS"));
+    t.match(
+      staleRecordResults(hung)[0]?.reason,
+      /applied to 1 scenario run\(s\)/,
+      "the run that reached its end counts",
+    );
     t.equal(exitCodeFor(suiteResults(report(["PASS", "PASS"])), { strict: true }), 1, "--strict fails on it");
     t.match(
       renderScenarioTable(suiteResults(report(["PASS", "PASS"]))),

@@ -232,7 +232,7 @@ t.test("known_bugs in a scenario file: validated with file:line errors", async (
   );
   t.same(
     shared.known_bugs?.filter((b) => b.implied).map((b) => b.id),
-    ["siw-user-qp-no-flush-in-error", "rxe-user-qp-recv-unflushed-in-error"],
+    ["siw-user-qp-no-flush-in-error", "rxe-user-qp-recv-unflushed-in-error", "siw-query-qp-no-state"],
     "the other shared records apply to every scenario by their pattern",
   );
   const badKernel = errorOf([
