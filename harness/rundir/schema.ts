@@ -215,6 +215,8 @@ export const runRecordSchema = z.looseObject({
   /** where the suite's time went: booting guests, running scenarios, judging them */
   timings: z.looseObject({ bootMs: z.number(), runMs: z.number(), judgeMs: z.number() }).optional(),
   wallMs: z.number().optional(),
+  /** the part of wallMs spent making the kernel, image and module ready (a build, or cache hits) */
+  prepareMs: z.number().optional(),
   startedAt: z.string().optional(),
   probe: z.array(check).optional(),
   scenarios: z.array(scenario).optional(),

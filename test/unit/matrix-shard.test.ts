@@ -8,6 +8,7 @@ import {
   type MatrixJob,
   type PlanSpec,
   parseShard,
+  planHash,
 } from "../../harness/workflows/matrix/plan.ts";
 import {
   dealShards,
@@ -207,4 +208,39 @@ t.test("deterministic: the same shards from a reordered plan", async (t) => {
         );
     t.same(dealShards(a, 3), dealShards(a, 3), "twice the same");
   }
+});
+
+t.test("a kernel's weight deals its jobs as that many jobs each", async (t) => {
+  // three kernels of 6 jobs each; the debug one's jobs take three times as long
+  const plan = (debugWeight?: number): MatrixJob[] =>
+    expandPlan({
+      kernels: [
+        "debian:6.1",
+        "debian:6.12",
+        { base: "debian:6.12", configs: ["debug"], ...(debugWeight ? { weight: debugWeight } : {}) },
+      ],
+      drivers: ["erdma"],
+      device_profiles: ["erdma-reflush"],
+      executors: ["kernel", "user"],
+      scenarios: ["drain-*", "post-*", "fault-*"],
+    }).jobs;
+  const kernelsOf = (shard: MatrixJob[]) => [...new Set(shard.map((j) => kernelKey(j.spec)))].length;
+  const debugShard = (jobs: MatrixJob[], n: number) =>
+    shardsOf(jobs, n).map((s) => s.filter((j) => j.spec.configs?.includes("debug")).length);
+
+  const counted = shardsOf(plan(), 2).map((s) => s.length);
+  t.same([...counted].sort(), [12, 6], "by count: two kernels on one shard");
+  t.same(debugShard(plan(), 2).sort(), [0, 6]);
+  const weighted = shardsOf(plan(3), 2);
+  const alone = weighted.find((s) => s.some((j) => j.spec.configs?.includes("debug")));
+  t.equal(alone?.length, 6, "weight 3: the debug kernel's 6 jobs (18 units) have a shard of their own");
+  t.equal(kernelsOf(alone ?? []), 1);
+  t.ok(
+    plan(3).every((j) => (j.spec.configs?.includes("debug") ? j.weight === 3 : j.weight === undefined)),
+    "each job carries its kernel's weight",
+  );
+  // 5 shards for 3 kernels: by count each kernel gets the spare alike; weighted, debug takes both
+  t.same(debugShard(plan(3), 5).filter((n) => n > 0).length, 3, "the heavy kernel gets the spare shards");
+  t.not(planHash(plan(3)), planHash(plan()), "a weight changes the plan's hash: its shards are not joined");
+  t.same(shareShards([6, 6], 4, [1, 3]), [1, 3]);
 });

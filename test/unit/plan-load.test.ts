@@ -252,3 +252,24 @@ t.test("--list: every axis of each job, the config fragments and the rules too",
   for (const [i, job] of plan.jobs.entries())
     for (const [axis, value] of jobAxes(job.spec)) t.equal(cell(rows[i], axis), value, `${job.id} ${axis}`);
 });
+
+t.test("a kernel entry's weight: a positive number, carried by its jobs", async (t) => {
+  const plan = (weight: string) =>
+    parsePlan(
+      [
+        `kernels: [debian:6.1, { base: debian:6.12, configs: [debug], weight: ${weight} }]`,
+        "scenarios: [drain-qp-idle]",
+      ].join("\n"),
+      FILE,
+    );
+  const jobs = (await plan("3")).jobs;
+  t.same(
+    jobs.map((j) => [j.spec.kernel, j.spec.configs ?? [], j.weight]),
+    [
+      ["debian:6.1", [], undefined],
+      ["debian:6.12", ["debug"], 3],
+    ],
+  );
+  const zero = await hilErrorOf(() => plan("0"), "weight 0 was taken");
+  t.match(zero.format(), /kernels\[1\]/, "the entry is named");
+});

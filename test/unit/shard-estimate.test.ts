@@ -3,7 +3,12 @@
 // largest preparation less the median), rxe jobs counted on the kernel with rxe's fragment.
 import t from "tap";
 import type { JobSpec } from "../../harness/workflows/job/job.ts";
-import { estimateShards, kernelCosts, type TimedJob } from "../../harness/workflows/matrix/shard-estimate.ts";
+import {
+  estimateShards,
+  kernelCosts,
+  suggestedWeights,
+  type TimedJob,
+} from "../../harness/workflows/matrix/shard-estimate.ts";
 
 const MIN = 60_000;
 
@@ -14,7 +19,12 @@ function job(
   wallMs: number,
   suiteMs: number,
 ): TimedJob {
-  return { id, spec: { kernel, driver, executor: "kernel", scenarios: id }, wallMs, suiteMs };
+  return {
+    id,
+    spec: { kernel, driver, executor: "kernel", scenarios: id },
+    wallMs,
+    prepareMs: wallMs - suiteMs,
+  };
 }
 
 // two kernels; 6.1's first job built it (10 min before its suite), the others took 0.5 min to start
@@ -75,4 +85,19 @@ t.test("rxe jobs boot a kernel of their own: built apart from erdma's on the sam
   ];
   t.equal(kernelCosts(jobs).size, 3);
   t.equal(estimateShards(jobs, 1).builds, 3);
+});
+
+t.test("weights from the job times: each kernel's median job against the median kernel's", async (t) => {
+  const jobs = [
+    job("a1", "debian:6.1", "erdma", 1 * MIN, 1 * MIN),
+    job("a2", "debian:6.1", "erdma", 1 * MIN, 1 * MIN),
+    job("b1", "debian:6.12", "erdma", 1.2 * MIN, 1.2 * MIN),
+    job("c1", "debian:7.2", "erdma", 3.1 * MIN, 3.1 * MIN),
+  ];
+  t.same([...suggestedWeights(jobs).values()], [1, 1, 2.5], "7.2's jobs take 2.5 times the median kernel's");
+  const weighted = jobs.map((j) => ({ ...j, weight: j.spec.kernel === "debian:7.2" ? 2.5 : 1 }));
+  t.ok(
+    estimateShards(weighted, 2).wallMs <= estimateShards(jobs, 2).wallMs,
+    "dealt by weight, the night is no longer than dealt by count",
+  );
 });

@@ -349,6 +349,7 @@ async function runClaimedJob(
       ...(made ? { invocation: made } : {}),
     };
   }
+  const prepareMs = Date.now() - started;
   const series = spec.series ? await recordSeries(spec.series, runDir, baseDir) : undefined;
   for (const notice of ctx.notices) progress.info(notice);
   const head = {
@@ -360,6 +361,7 @@ async function runClaimedJob(
     device: recordedDevice(device, HW_TRACE_FILE),
     ...(series ? { series } : {}),
     startedAt: new Date(started).toISOString(),
+    prepareMs,
     versions: runVersions(guestKernel, kernelRequest.base),
     ...(made ? { invocation: made } : {}),
   };

@@ -27,6 +27,11 @@ const kernelEntry = z.union([
     series: z.string().min(1).optional(),
     /** Kconfig fragments, relative to the plan file, or shipped ones by name (smp) */
     configs: z.array(z.string().min(1)).min(1).optional(),
+    /**
+     * how long a job on this kernel takes against one on a kernel without a weight (1): shards are
+     * dealt by these weights (a debug kernel's jobs take about three times as long)
+     */
+    weight: z.number().positive().max(100).optional(),
   }),
 ]);
 
@@ -68,6 +73,8 @@ export interface MatrixJob {
   /** stable, file-name safe: <kernel>.<driver>[.<profile>].<executor>.<scenarios> */
   id: string;
   spec: JobSpec;
+  /** its kernel entry's weight (absent: 1): what shards are dealt by */
+  weight?: number;
 }
 
 export interface MatrixPlan {
@@ -140,6 +147,7 @@ export function expandPlan(plan: PlanSpec): { jobs: MatrixJob[]; excludeHits: nu
   const excludeHits = (plan.exclude ?? []).map(() => 0);
   const rules = plan.rules ?? plan.oracle;
   const specs: JobSpec[] = [];
+  const weights: (number | undefined)[] = [];
   for (const k of plan.kernels)
     for (const driver of plan.drivers)
       for (const profile of takesProfile(driver) ? plan.device_profiles : [undefined])
@@ -155,20 +163,32 @@ export function expandPlan(plan: PlanSpec): { jobs: MatrixJob[]; excludeHits: nu
             };
             const hit = excluded(spec, plan.exclude);
             if (hit >= 0) excludeHits[hit] = (excludeHits[hit] ?? 0) + 1;
-            else specs.push(spec);
+            else {
+              specs.push(spec);
+              weights.push(typeof k === "string" ? undefined : k.weight);
+            }
           }
   const ids = specs.map(jobId);
-  const jobs = specs.map((spec, i) => {
+  const jobs = specs.map((spec, i): MatrixJob => {
     const id = ids[i] as string;
     const clash = ids.indexOf(id) !== ids.lastIndexOf(id);
-    return { id: clash ? `${id}.${hashParts([JSON.stringify(spec)]).slice(0, 8)}` : id, spec };
+    const weight = weights[i];
+    return {
+      id: clash ? `${id}.${hashParts([JSON.stringify(spec)]).slice(0, 8)}` : id,
+      spec,
+      ...(weight !== undefined && weight !== 1 ? { weight } : {}),
+    };
   });
   jobs.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return { jobs, excludeHits };
 }
 
 export function planHash(jobs: readonly MatrixJob[]): string {
-  return hashParts(["matrix-plan", ...jobs.map((j) => `${j.id}\n${JSON.stringify(j.spec)}`)]);
+  // a weight deals the shards differently: shards of plans that differ in it must not be joined
+  return hashParts([
+    "matrix-plan",
+    ...jobs.map((j) => `${j.id}\n${JSON.stringify(j.spec)}${j.weight ? `\n${j.weight}` : ""}`),
+  ]);
 }
 
 export interface Shard {

@@ -1,10 +1,10 @@
 /**
  * What a night of a plan takes on N machines, worked out from one run's per-job times: the jobs
  * dealt as `hil matrix --shard i/N` deals them (dealShards), each shard's time the sum of its jobs'
- * time plus one build of each kernel it boots. A job's time before its suite (wall minus boot, run
- * and judge) is its preparation; the first job of a kernel pays the kernel's build there, so a
- * kernel's build is its largest preparation less its usual one (the median). A kernel split over
- * several shards is built on each of them.
+ * time plus one build of each kernel it boots. A job's preparation (its record's prepareMs: the
+ * kernel, image and module made or found in the cache) is where the first job of a kernel pays the
+ * kernel's build, so a kernel's build is its largest preparation less its usual one (the median).
+ * A kernel split over several shards is built on each of them.
  */
 import { withDriverFragment } from "../../scenario/drivers.ts";
 import type { JobSpec } from "../job/job.ts";
@@ -13,8 +13,8 @@ import { dealShards, kernelKey } from "./shards.ts";
 
 export interface TimedJob extends MatrixJob {
   wallMs: number;
-  /** boot + run + judge of the job's suite; absent: the whole wall is the suite's */
-  suiteMs?: number;
+  /** the part of wallMs spent making the guest's kernel, image and module ready; absent: none known */
+  prepareMs?: number;
 }
 
 export interface ShardEstimate {
@@ -45,7 +45,7 @@ export function kernelCosts(jobs: readonly TimedJob[]): Map<string, { buildMs: n
   const preps = new Map<string, number[]>();
   for (const j of jobs) {
     const key = builtKernelKey(j.spec);
-    preps.set(key, [...(preps.get(key) ?? []), Math.max(0, j.wallMs - (j.suiteMs ?? j.wallMs))]);
+    preps.set(key, [...(preps.get(key) ?? []), Math.min(j.prepareMs ?? 0, j.wallMs)]);
   }
   const costs = new Map<string, { buildMs: number; prepMs: number }>();
   for (const [key, ms] of preps) {
@@ -65,7 +65,7 @@ export function estimateShards(jobs: readonly TimedJob[], count: number, warm = 
     const s = (owner.get(j.id) ?? 1) - 1;
     const key = builtKernelKey(j.spec);
     const cost = costs.get(key) ?? { buildMs: 0, prepMs: 0 };
-    shardMs[s] = (shardMs[s] ?? 0) + (j.suiteMs ?? j.wallMs) + cost.prepMs;
+    shardMs[s] = (shardMs[s] ?? 0) + j.wallMs - Math.min(j.prepareMs ?? 0, j.wallMs) + cost.prepMs;
     if (!warm && !built[s]?.has(key)) {
       built[s]?.add(key);
       shardMs[s] = (shardMs[s] ?? 0) + cost.buildMs;
@@ -78,4 +78,23 @@ export function estimateShards(jobs: readonly TimedJob[], count: number, warm = 
     machineMs: shardMs.reduce((a, b) => a + b, 0),
     builds: warm ? 0 : built.reduce((n, b) => n + b.size, 0),
   };
+}
+
+/**
+ * A weight for each kernel group (kernelKey) from the run's job times: the group's median job time
+ * over the median of the groups' medians, to the nearest half (at least a half): what a plan's
+ * kernel entry can give as `weight` so that shards are dealt by time rather than by count.
+ */
+export function suggestedWeights(jobs: readonly TimedJob[]): Map<string, number> {
+  const times = new Map<string, number[]>();
+  for (const j of jobs)
+    times.set(kernelKey(j.spec), [...(times.get(kernelKey(j.spec)) ?? []), j.wallMs - (j.prepareMs ?? 0)]);
+  const medians = new Map([...times].map(([key, ms]) => [key, median(ms)]));
+  const reference = median([...medians.values()]);
+  return new Map(
+    [...medians].map(([key, m]) => [
+      key,
+      reference > 0 ? Math.max(0.5, Math.round((2 * m) / reference) / 2) : 1,
+    ]),
+  );
 }

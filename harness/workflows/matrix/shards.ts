@@ -39,7 +39,9 @@ export function packGroups(sizes: readonly number[], count: number): number[] {
   }
   let bestMax = Math.max(...load);
   const total = sizes.reduce((a, b) => a + b, 0);
-  const floor = Math.max(Math.ceil(total / count), ...sizes);
+  // whole-number sizes (job counts) pack into a whole-number largest shard
+  const even = sizes.every(Number.isInteger) ? Math.ceil(total / count) : total / count;
+  const floor = Math.max(even, ...sizes);
   if (bestMax === floor) return best;
 
   load.fill(0);
@@ -72,11 +74,16 @@ export function packGroups(sizes: readonly number[], count: number): number[] {
 
 /**
  * How many shards each group gets when there are more shards than groups: one each, then each spare
- * shard to the group with the most jobs per shard (the first on a tie), never more shards than jobs.
+ * shard to the group with the most work per shard (jobs per shard times the group's job weight; the
+ * first on a tie), never more shards than jobs.
  */
-export function shareShards(sizes: readonly number[], count: number): number[] {
+export function shareShards(
+  sizes: readonly number[],
+  count: number,
+  jobWeights?: readonly number[],
+): number[] {
   const shares = sizes.map(() => 1);
-  const perShard = (k: number) => Math.ceil((sizes[k] ?? 0) / (shares[k] ?? 1));
+  const perShard = (k: number) => Math.ceil((sizes[k] ?? 0) / (shares[k] ?? 1)) * (jobWeights?.[k] ?? 1);
   for (let spare = count - sizes.length; spare > 0; spare--) {
     let pick = -1;
     sizes.forEach((size, k) => {
@@ -92,27 +99,33 @@ export function shareShards(sizes: readonly number[], count: number): number[] {
  * Deals the jobs to `count` shards; returns job id -> shard (1..count). A kernel's jobs are its
  * group, groups in kernel order and jobs in id order. With no more shards than kernels, whole
  * groups go to shards (packGroups): each kernel is built on one shard only, every shard gets one,
- * and the job counts are as even as whole groups allow. With more shards than kernels, each shard
- * builds one kernel: a group gets shards in proportion to its jobs (shareShards) and its jobs are
- * dealt round-robin among them.
+ * and the shards' work (jobs, each counted by its weight: 1 unless its kernel entry gives one) is
+ * as even as whole groups allow. With more shards than kernels, each shard builds one kernel: a
+ * group gets shards in proportion to its work (shareShards) and its jobs are dealt round-robin
+ * among them.
  */
 export function dealShards(jobs: readonly MatrixJob[], count: number): Map<string, number> {
-  const groups = new Map<string, string[]>();
+  const groups = new Map<string, MatrixJob[]>();
   for (const j of [...jobs].sort((a, b) => byText(a.id, b.id))) {
     const key = kernelKey(j.spec);
-    groups.set(key, [...(groups.get(key) ?? []), j.id]);
+    groups.set(key, [...(groups.get(key) ?? []), j]);
   }
-  const ordered = [...groups.entries()].sort(([a], [b]) => byText(a, b)).map(([, ids]) => ids);
-  const sizes = ordered.map((ids) => ids.length);
+  const groupJobs = [...groups.entries()].sort(([a], [b]) => byText(a, b)).map(([, group]) => group);
+  const ordered = groupJobs.map((group) => group.map((j) => j.id));
+  const work = groupJobs.map((group) => group.reduce((n, j) => n + (j.weight ?? 1), 0));
   const owner = new Map<string, number>();
   if (count <= ordered.length) {
-    const shardOf = packGroups(sizes, count);
+    const shardOf = packGroups(work, count);
     ordered.forEach((ids, k) => {
       for (const id of ids) owner.set(id, (shardOf[k] ?? 0) + 1);
     });
     return owner;
   }
-  const shares = shareShards(sizes, count);
+  const shares = shareShards(
+    ordered.map((ids) => ids.length),
+    count,
+    groupJobs.map((group) => Math.max(...group.map((j) => j.weight ?? 1))),
+  );
   let first = 1;
   ordered.forEach((ids, k) => {
     const n = shares[k] ?? 1;
