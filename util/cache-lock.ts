@@ -8,15 +8,7 @@
 import { linkSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { onProcessExit } from "./cleanup.ts";
-
-export function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
+import { pidAlive } from "./pid-alive.ts";
 
 /** An older hil opens the lock file and then writes its pid: an empty one this young is being made. */
 const EMPTY_LOCK_GRACE_MS = 5_000;

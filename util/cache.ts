@@ -8,7 +8,7 @@ import { readdir, rename, rm, statfs } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { diskFullError } from "./atomic-write.ts";
-import { pidAlive, withLock } from "./cache-lock.ts";
+import { withLock } from "./cache-lock.ts";
 import {
   COMPLETE_MARK,
   describeEntry,
@@ -24,6 +24,7 @@ import { onProcessExit } from "./cleanup.ts";
 import { ENVIRONMENT_EXIT, HilError } from "./errors.ts";
 import { shortKey } from "./hash.ts";
 import { makeDir } from "./make-dir.ts";
+import { pidAlive } from "./pid-alive.ts";
 import { progress } from "./progress.ts";
 
 export { withLock } from "./cache-lock.ts";

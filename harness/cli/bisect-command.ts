@@ -1,34 +1,21 @@
 import { resolve } from "node:path";
-import { type Command, Option } from "commander";
+import type { Command } from "commander";
 import { HilError } from "../../util/errors.ts";
 import { DEFAULT_KERNEL } from "../defaults.ts";
-import {
-  DRIVERS,
-  type DriverName,
-  EXECUTORS,
-  type ExecutorKind,
-  type OracleProfile,
-} from "../scenario/schema.ts";
 import { type BisectResult, type PatchInfo, runBisect } from "../workflows/bisect/bisect.ts";
 import { type GitRange, gitRange } from "../workflows/bisect/git.ts";
 import { addDeviceProfileOption } from "./device-options.ts";
 import { collect, KERNEL_HELP } from "./kernel-options.ts";
 import { stampedRunDir } from "./repro-command.ts";
 import { addRulesOption } from "./rules-option.ts";
-import { seriesJobSpec } from "./series-job-spec.ts";
+import { addExecutorDriverOptions, type SeriesJobOptionValues, seriesJobSpec } from "./series-job-spec.ts";
 
-interface BisectOptionValues {
-  kernel: string;
+interface BisectOptionValues extends SeriesJobOptionValues {
   series?: string;
   git?: string;
   good?: string;
   bad?: string;
-  config: string[];
   scenario: string;
-  deviceProfile?: string;
-  executor?: ExecutorKind;
-  driver?: DriverName;
-  rules?: OracleProfile[];
   repeat?: string;
   runDir?: string;
   json?: boolean;
@@ -108,14 +95,7 @@ export function registerBisectCommand(program: Command): void {
       "--scenario <glob>",
       "the scenarios that tell good from bad: names or globs from fixtures/scenarios, or paths (comma-separated)",
     );
-  addDeviceProfileOption(cmd)
-    .addOption(new Option("--executor <kind>", "the in-guest executor (default: kernel)").choices(EXECUTORS))
-    .addOption(
-      new Option(
-        "--driver <name>",
-        "the RDMA driver under test (default: erdma; rxe adds --config rxe)",
-      ).choices(DRIVERS),
-    );
+  addExecutorDriverOptions(addDeviceProfileOption(cmd));
   addRulesOption(cmd, "judge")
     .option(
       "--repeat <n>",

@@ -9,7 +9,6 @@ import {
   renderTraceDiffKtap,
   renderTraceDiffText,
   TRACE_DIFF_FILES,
-  TRACE_DIFF_FORMATS,
   traceDiffJson,
   traceDiffSummary,
 } from "../report/trace-diff-report.ts";
@@ -33,6 +32,16 @@ function outDirOf(opts: DiffOptionValues, compared: readonly string[]): string |
   return dir;
 }
 
+/** --out-dir: the diff in every format, each to its file. */
+async function writeEveryFormat(
+  dir: string,
+  files: Record<DiffFormat, string>,
+  render: (format: DiffFormat) => string | Promise<string>,
+): Promise<void> {
+  for (const f of DIFF_FORMATS) await writeReport(join(dir, files[f]), await render(f));
+  progress.info(`[diff] written to ${dir}: ${DIFF_FORMATS.map((f) => files[f]).join(", ")}`);
+}
+
 /** `hil diff --traces <reference> <candidate>...`: the completions of each scenario, run by run. */
 async function diffTracesAction(paths: readonly string[], opts: DiffOptionValues): Promise<void> {
   const runs = await loadTraceRuns(paths);
@@ -53,12 +62,7 @@ async function diffTracesAction(paths: readonly string[], opts: DiffOptionValues
   };
   const compared = runs.map((r) => r.run.dir);
   const dir = outDirOf(opts, compared);
-  if (dir !== undefined) {
-    for (const f of TRACE_DIFF_FORMATS) await writeReport(join(dir, TRACE_DIFF_FILES[f]), await render(f));
-    progress.info(
-      `[diff] written to ${dir}: ${TRACE_DIFF_FORMATS.map((f) => TRACE_DIFF_FILES[f]).join(", ")}`,
-    );
-  }
+  if (dir !== undefined) await writeEveryFormat(dir, TRACE_DIFF_FILES, render);
   process.stdout.write(await render(opts.format));
   if (opts.format !== "text") progress.info(traceDiffSummary(d));
   process.exitCode = d.exitCode;
@@ -136,10 +140,7 @@ export function registerDiffCommand(program: Command): void {
         );
       const d = diffSides(await loadDiffSide(oldDir), await loadDiffSide(newDir));
       const dir = outDirOf(opts, [d.old.dir, d.new.dir]);
-      if (dir !== undefined) {
-        for (const f of DIFF_FORMATS) await writeReport(join(dir, DIFF_FILES[f]), renderDiffAs(d, f));
-        progress.info(`[diff] written to ${dir}: ${DIFF_FORMATS.map((f) => DIFF_FILES[f]).join(", ")}`);
-      }
+      if (dir !== undefined) await writeEveryFormat(dir, DIFF_FILES, (f) => renderDiffAs(d, f));
       process.stdout.write(renderDiffAs(d, opts.format));
       if (opts.format !== "text") progress.info(diffSummary(d));
       process.exitCode = d.exitCode;

@@ -1,9 +1,16 @@
 /** The job spec validate and bisect run their kernels with, from the options they share. */
 
+import { type Command, Option } from "commander";
 import { HilError } from "../../util/errors.ts";
 import { deviceProfileWithoutDevice } from "../backend/no-device.ts";
 import { impliedProfile } from "../backend/registry.ts";
-import type { DriverName, ExecutorKind, OracleProfile } from "../scenario/schema.ts";
+import {
+  DRIVERS,
+  type DriverName,
+  EXECUTORS,
+  type ExecutorKind,
+  type OracleProfile,
+} from "../scenario/schema.ts";
 import type { JobSpec } from "../workflows/job/job.ts";
 
 export interface SeriesJobOptionValues {
@@ -30,4 +37,16 @@ export function seriesJobSpec(opts: SeriesJobOptionValues, scenarios: string): J
     scenarios,
     ...(opts.rules ? { oracle: opts.rules } : {}),
   };
+}
+
+/** --executor and --driver, as validate and bisect take them for every kernel they run. */
+export function addExecutorDriverOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option("--executor <kind>", "the in-guest executor (default: kernel)").choices(EXECUTORS))
+    .addOption(
+      new Option(
+        "--driver <name>",
+        "the RDMA driver under test (default: erdma; rxe adds --config rxe)",
+      ).choices(DRIVERS),
+    );
 }

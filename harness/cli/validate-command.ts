@@ -1,15 +1,8 @@
 import { resolve } from "node:path";
-import { type Command, Option } from "commander";
+import type { Command } from "commander";
 import { progress } from "../../util/progress.ts";
 import { rtl } from "../backend/rtl.ts";
 import { DEFAULT_KERNEL } from "../defaults.ts";
-import {
-  DRIVERS,
-  type DriverName,
-  EXECUTORS,
-  type ExecutorKind,
-  type OracleProfile,
-} from "../scenario/schema.ts";
 import { baseCacheLine } from "../workflows/validate/base.ts";
 import { diffSummary, renderDiff } from "../workflows/validate/diff.ts";
 import { runValidate, SIDES_AT_ONCE_CPUS } from "../workflows/validate/validate.ts";
@@ -18,17 +11,11 @@ import { collect, KERNEL_HELP } from "./kernel-options.ts";
 import { addOldSpelling } from "./old-spellings.ts";
 import { stampedRunDir } from "./repro-command.ts";
 import { addRulesOption } from "./rules-option.ts";
-import { seriesJobSpec } from "./series-job-spec.ts";
+import { addExecutorDriverOptions, type SeriesJobOptionValues, seriesJobSpec } from "./series-job-spec.ts";
 
-interface ValidateOptionValues {
-  kernel: string;
+interface ValidateOptionValues extends SeriesJobOptionValues {
   series: string;
-  config: string[];
-  deviceProfile?: string;
   scenario?: string;
-  executor?: ExecutorKind;
-  driver?: DriverName;
-  rules?: OracleProfile[];
   runDir?: string;
   json?: boolean;
   changedOnly?: boolean;
@@ -54,19 +41,11 @@ export function registerValidateCommand(program: Command): void {
     )
     .option("--config <fragment>", "a Kconfig fragment for both kernels (repeatable)", collect, []);
   addOldSpelling(cmd, "--base <base>");
-  addDeviceProfileOption(cmd)
-    .option(
-      "--scenario <glob>",
-      "scenario names or globs from fixtures/scenarios, or paths (comma-separated; default: every scenario meant for the target)",
-    )
-    .addOption(new Option("--executor <kind>", "the in-guest executor (default: kernel)").choices(EXECUTORS))
-    .addOption(
-      new Option(
-        "--driver <name>",
-        "the RDMA driver under test (default: erdma; rxe adds --config rxe)",
-      ).choices(DRIVERS),
-    )
-    .option(rtl.option?.flags ?? "--device-rtl [bugs]", rtl.option?.help ?? "");
+  addDeviceProfileOption(cmd).option(
+    "--scenario <glob>",
+    "scenario names or globs from fixtures/scenarios, or paths (comma-separated; default: every scenario meant for the target)",
+  );
+  addExecutorDriverOptions(cmd).option(rtl.option?.flags ?? "--device-rtl [bugs]", rtl.option?.help ?? "");
   addRulesOption(cmd, "judge")
     .option(
       "--run-dir <dir>",

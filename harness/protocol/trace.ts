@@ -157,19 +157,23 @@ const postRet = z.strictObject({
    */
   bad: int.nullable(),
 });
-const cqe = z.strictObject({
-  ...base,
-  ev: z.literal("cqe"),
-  cq: z.string(),
-  qp: z.string(),
-  queue,
-  wr_id: uint,
+/** Where a completion was polled: its CQ, and the QP and queue of its WR. */
+const completionOn = { cq: z.string(), qp: z.string(), queue };
+/** An ib_wc's fields, with the names of its status and opcode. */
+const workCompletion = {
   status: uint,
   status_name: z.string(),
   opcode: uint,
   opcode_name: z.string(),
   qp_num: uint,
   vendor_err: uint,
+};
+const cqe = z.strictObject({
+  ...base,
+  ev: z.literal("cqe"),
+  ...completionOn,
+  wr_id: uint,
+  ...workCompletion,
   byte_len: uint,
   /** the post call the WR came from */
   call: uint,
@@ -253,15 +257,8 @@ const drainMarkerCqe = z.strictObject({
   ...base,
   ev: z.literal("drain_marker_cqe"),
   call: uint,
-  cq: z.string(),
-  qp: z.string(),
-  queue,
-  status: uint,
-  status_name: z.string(),
-  opcode: uint,
-  opcode_name: z.string(),
-  qp_num: uint,
-  vendor_err: uint,
+  ...completionOn,
+  ...workCompletion,
 });
 /** hil-uverbs: a drain's marker did not complete within the drain timeout; the run ended there. */
 const hang = z.strictObject({

@@ -31,14 +31,18 @@ import { xmlAttr as attr, xmlText as esc } from "./xml.ts";
 export const DIFF_FORMATS = ["text", "json", "ktap", "junit", "html"] as const;
 export type DiffFormat = (typeof DIFF_FORMATS)[number];
 
-/** The file `--out-dir` writes each format to. */
-export const DIFF_FILES: Record<DiffFormat, string> = {
-  text: "diff.txt",
-  json: "diff.json",
-  ktap: "diff.ktap",
-  junit: "diff.junit.xml",
-  html: "diff.html",
-};
+/** The file `--out-dir` writes each format to, named after the diff (`hil diff`'s "diff", `--traces`' "trace-diff"). */
+export function diffFiles(stem: string): Record<DiffFormat, string> {
+  return {
+    text: `${stem}.txt`,
+    json: `${stem}.json`,
+    ktap: `${stem}.ktap`,
+    junit: `${stem}.junit.xml`,
+    html: `${stem}.html`,
+  };
+}
+
+export const DIFF_FILES = diffFiles("diff");
 
 /** Every cell, the moved ones first (in the order of CHANGES), as the table lists them. */
 function ordered(d: RunDiff): VerdictDelta[] {

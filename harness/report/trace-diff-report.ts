@@ -14,20 +14,12 @@ import type {
   ScenarioTraceDiff,
   TraceDiff,
 } from "../workflows/trace-diff/trace-diff.ts";
+import { diffFiles } from "./diff-report.ts";
 import { type JCase, type JSuite, renderJunitSuites } from "./junit.ts";
 import { type KtapCase, renderKtapCases } from "./ktap.ts";
 
-export const TRACE_DIFF_FORMATS = ["text", "json", "ktap", "junit", "html"] as const;
-export type TraceDiffFormat = (typeof TRACE_DIFF_FORMATS)[number];
-
-/** The file `--out-dir` writes each format to. */
-export const TRACE_DIFF_FILES: Record<TraceDiffFormat, string> = {
-  text: "trace-diff.txt",
-  json: "trace-diff.json",
-  ktap: "trace-diff.ktap",
-  junit: "trace-diff.junit.xml",
-  html: "trace-diff.html",
-};
+/** The file `--out-dir` writes each format (hil diff's: DIFF_FORMATS) to. */
+export const TRACE_DIFF_FILES = diffFiles("trace-diff");
 
 /** How many WRs of a CQ's order a line shows around the first place the runs disagree. */
 const ORDER_WINDOW = 8;

@@ -1,10 +1,12 @@
 /** Object tables: the device's QPC/CQC/EQC/MPT arrays, indexed by the number the driver chose. */
 
+import type { CmdObjectKind } from "./status.ts";
+
 export class ObjectTable<T> {
   private readonly items = new Map<number, T>();
 
   constructor(
-    readonly kind: string,
+    readonly kind: CmdObjectKind,
     /** valid ids are 0 .. limit-1 */
     readonly limit: number,
   ) {}

@@ -7,7 +7,7 @@ import { type AccessFailure, gather, resolveAccess, scatter } from "./access.ts"
 import { DEVICE_RESET } from "./dma.ts";
 import { DmaFault } from "./host.ts";
 import { MrRight, WcStatus, WqeOp } from "./hw.ts";
-import type { MemoryRegion } from "./mr.ts";
+import type { MemoryRegion, Segment } from "./mr.ts";
 import type { QueuePair } from "./qp.ts";
 import type { DeviceState } from "./state.ts";
 import type { RegMrSqe, Sqe } from "./wqe.ts";
@@ -132,32 +132,55 @@ export function localOp(
   }
 }
 
+/**
+ * The local buffer a READ or an atomic writes its result into, then the responder's memory it
+ * reads: a local failure completes the WR at once, a remote one as the responder reports it.
+ */
+async function localAndRemote(
+  st: DeviceState,
+  qp: QueuePair,
+  sink: { stag: number; addr: bigint; length: number },
+  peer: Responder,
+  source: { stag: number; addr: bigint; length: number; right: number },
+): Promise<Outcome | { local: Segment[]; remote: Segment[] }> {
+  const local = await resolveAccess(st, qp.pd, sink.stag, sink.addr, sink.length, MrRight.LOCAL_WRITE);
+  if (!local.ok) return { done: true, status: localStatus[local.failure], length: 0, reason: local.why };
+  const remote = await resolveAccess(
+    peer.st,
+    peer.qp.pd,
+    source.stag,
+    source.addr,
+    source.length,
+    source.right,
+  );
+  if (!remote.ok) return peer.failure(remote.failure, remote.why);
+  return { local: local.segments, remote: remote.segments };
+}
+
 export async function readOp(
   st: DeviceState,
   qp: QueuePair,
   sqe: Extract<Sqe, { kind: "read" }>,
   peer: Responder,
 ): Promise<Outcome> {
-  const local = await resolveAccess(st, qp.pd, sqe.sink.stag, sqe.sink.to, sqe.length, MrRight.LOCAL_WRITE);
-  if (!local.ok) return { done: true, status: localStatus[local.failure], length: 0, reason: local.why };
-  const pst = peer.st;
-  const remote = await resolveAccess(
-    pst,
-    peer.qp.pd,
-    sqe.source.key,
-    sqe.source.addr,
-    sqe.length,
-    MrRight.REMOTE_READ,
+  const access = await localAndRemote(
+    st,
+    qp,
+    { stag: sqe.sink.stag, addr: sqe.sink.to, length: sqe.length },
+    peer,
+    { stag: sqe.source.key, addr: sqe.source.addr, length: sqe.length, right: MrRight.REMOTE_READ },
   );
-  if (!remote.ok) return peer.failure(remote.failure, remote.why);
+  if ("done" in access) return access;
+  const { local, remote } = access;
+  const pst = peer.st;
   let data: Uint8Array;
   try {
-    data = await gather(pst, remote.segments, `QP ${peer.qp.qpn} READ source`);
+    data = await gather(pst, remote, `QP ${peer.qp.qpn} READ source`);
   } catch (err) {
     return peer.dmaFailure(err);
   }
   try {
-    await scatter(st, local.segments, data, `QP ${qp.qpn} READ sink`);
+    await scatter(st, local, data, `QP ${qp.qpn} READ sink`);
   } catch (err) {
     return dmaRefused(err, false);
   }
@@ -175,21 +198,19 @@ export async function atomicOp(
   sqe: Extract<Sqe, { kind: "atomic" }>,
   peer: Responder,
 ): Promise<Outcome> {
-  const local = await resolveAccess(st, qp.pd, sqe.local.key, sqe.local.addr, 8, MrRight.LOCAL_WRITE);
-  if (!local.ok) return { done: true, status: localStatus[local.failure], length: 0, reason: local.why };
-  const pst = peer.st;
-  const remote = await resolveAccess(
-    pst,
-    peer.qp.pd,
-    sqe.remote.key,
-    sqe.remote.addr,
-    8,
-    MrRight.REMOTE_ATOMIC,
+  const access = await localAndRemote(
+    st,
+    qp,
+    { stag: sqe.local.key, addr: sqe.local.addr, length: 8 },
+    peer,
+    { stag: sqe.remote.key, addr: sqe.remote.addr, length: 8, right: MrRight.REMOTE_ATOMIC },
   );
-  if (!remote.ok) return peer.failure(remote.failure, remote.why);
+  if ("done" in access) return access;
+  const { local, remote } = access;
+  const pst = peer.st;
   let old: Uint8Array;
   try {
-    old = await gather(pst, remote.segments, "atomic target");
+    old = await gather(pst, remote, "atomic target");
   } catch (err) {
     return peer.dmaFailure(err);
   }
@@ -204,12 +225,12 @@ export async function atomicOp(
   const out = new Uint8Array(8);
   new DataView(out.buffer).setBigUint64(0, next, true);
   try {
-    await scatter(pst, remote.segments, out, "atomic target");
+    await scatter(pst, remote, out, "atomic target");
   } catch (err) {
     return peer.dmaFailure(err);
   }
   try {
-    await scatter(st, local.segments, old, "atomic result");
+    await scatter(st, local, old, "atomic result");
   } catch (err) {
     return dmaRefused(err, false);
   }

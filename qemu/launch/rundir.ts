@@ -2,19 +2,11 @@ import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { mkdtemp, rename, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pidAlive } from "../../util/pid-alive.ts";
 
 const OWNER_FILE = "owner.pid";
 /** A run dir without an owner file is a half-made one; leave it alone this long before sweeping it. */
 const UNOWNED_GRACE_MS = 10 * 60 * 1000;
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 function readOwner(dir: string): string | undefined {
   try {
@@ -51,7 +43,7 @@ export function sweepStaleRunDirs(prefix: string, root = tmpdir()): string[] {
     const dir = join(root, name);
     try {
       const owner = Number.parseInt(readOwner(dir) ?? "", 10);
-      const stale = owner > 0 ? !alive(owner) : Date.now() - statSync(dir).mtimeMs > UNOWNED_GRACE_MS;
+      const stale = owner > 0 ? !pidAlive(owner) : Date.now() - statSync(dir).mtimeMs > UNOWNED_GRACE_MS;
       if (stale) {
         rmSync(dir, { recursive: true, force: true });
         removed.push(dir);

@@ -269,6 +269,37 @@ export function encodeVersion(major: number, minor: number, json?: string): Buff
   return out;
 }
 
+// ---------------------------------------------------------------- fixed-layout structs
+
+/**
+ * A struct's fixed part in wire order: each field a little-endian u32 (a number) or u64 (a
+ * bigint), packed one after the other from offset 0.
+ */
+type Layout<T> = readonly { [K in keyof T]: readonly [K, T[K] extends bigint ? "u64" : "u32"] }[keyof T][];
+
+function readFields<T>(dv: DataView, layout: Layout<T>): T {
+  const out: Record<string, number | bigint> = {};
+  let at = 0;
+  for (const [name, kind] of layout) {
+    out[name as string] = kind === "u64" ? dv.getBigUint64(at, true) : dv.getUint32(at, true);
+    at += kind === "u64" ? 8 : 4;
+  }
+  return out as T;
+}
+
+/** The fixed part written at the start of a buffer of `size` bytes (the rest, if any, zero). */
+function writeFields<T>(size: number, layout: Layout<T>, value: T): Buffer {
+  const out = Buffer.alloc(size);
+  let at = 0;
+  for (const [name, kind] of layout) {
+    const v = value[name];
+    if (kind === "u64") out.writeBigUInt64LE(v as bigint, at);
+    else out.writeUInt32LE(v as number, at);
+    at += kind === "u64" ? 8 : 4;
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------- DMA_MAP / DMA_UNMAP
 
 /** spec "VFIO_USER_DMA_MAP": argsz, flags, offset, address, size (32 bytes). */
@@ -281,26 +312,20 @@ export interface DmaMapRequest {
 }
 
 export const DMA_MAP_SIZE = 32;
+const DMA_MAP_LAYOUT: Layout<DmaMapRequest> = [
+  ["argsz", "u32"],
+  ["flags", "u32"],
+  ["offset", "u64"],
+  ["address", "u64"],
+  ["size", "u64"],
+];
 
 export function decodeDmaMap(payload: Uint8Array): DmaMapRequest {
-  const dv = need(payload, DMA_MAP_SIZE, "DMA_MAP");
-  return {
-    argsz: dv.getUint32(0, true),
-    flags: dv.getUint32(4, true),
-    offset: dv.getBigUint64(8, true),
-    address: dv.getBigUint64(16, true),
-    size: dv.getBigUint64(24, true),
-  };
+  return readFields(need(payload, DMA_MAP_SIZE, "DMA_MAP"), DMA_MAP_LAYOUT);
 }
 
 export function encodeDmaMap(r: Omit<DmaMapRequest, "argsz"> & { argsz?: number }): Buffer {
-  const out = Buffer.alloc(DMA_MAP_SIZE);
-  out.writeUInt32LE(r.argsz ?? DMA_MAP_SIZE, 0);
-  out.writeUInt32LE(r.flags, 4);
-  out.writeBigUInt64LE(r.offset, 8);
-  out.writeBigUInt64LE(r.address, 16);
-  out.writeBigUInt64LE(r.size, 24);
-  return out;
+  return writeFields(DMA_MAP_SIZE, DMA_MAP_LAYOUT, { ...r, argsz: r.argsz ?? DMA_MAP_SIZE });
 }
 
 /** spec "VFIO_USER_DMA_UNMAP": argsz, flags, address, size (24 bytes); the reply echoes it. */
@@ -312,24 +337,19 @@ export interface DmaUnmapRequest {
 }
 
 export const DMA_UNMAP_SIZE = 24;
+const DMA_UNMAP_LAYOUT: Layout<DmaUnmapRequest> = [
+  ["argsz", "u32"],
+  ["flags", "u32"],
+  ["address", "u64"],
+  ["size", "u64"],
+];
 
 export function decodeDmaUnmap(payload: Uint8Array): DmaUnmapRequest {
-  const dv = need(payload, DMA_UNMAP_SIZE, "DMA_UNMAP");
-  return {
-    argsz: dv.getUint32(0, true),
-    flags: dv.getUint32(4, true),
-    address: dv.getBigUint64(8, true),
-    size: dv.getBigUint64(16, true),
-  };
+  return readFields(need(payload, DMA_UNMAP_SIZE, "DMA_UNMAP"), DMA_UNMAP_LAYOUT);
 }
 
 export function encodeDmaUnmap(r: Omit<DmaUnmapRequest, "argsz"> & { argsz?: number }): Buffer {
-  const out = Buffer.alloc(DMA_UNMAP_SIZE);
-  out.writeUInt32LE(r.argsz ?? DMA_UNMAP_SIZE, 0);
-  out.writeUInt32LE(r.flags, 4);
-  out.writeBigUInt64LE(r.address, 8);
-  out.writeBigUInt64LE(r.size, 16);
-  return out;
+  return writeFields(DMA_UNMAP_SIZE, DMA_UNMAP_LAYOUT, { ...r, argsz: r.argsz ?? DMA_UNMAP_SIZE });
 }
 
 // ---------------------------------------------------------------- DEVICE_GET_INFO
@@ -343,24 +363,19 @@ export interface DeviceInfo {
 }
 
 export const DEVICE_INFO_SIZE = 16;
+const DEVICE_INFO_LAYOUT: Layout<DeviceInfo> = [
+  ["argsz", "u32"],
+  ["flags", "u32"],
+  ["numRegions", "u32"],
+  ["numIrqs", "u32"],
+];
 
 export function decodeDeviceInfo(payload: Uint8Array): DeviceInfo {
-  const dv = need(payload, DEVICE_INFO_SIZE, "DEVICE_GET_INFO");
-  return {
-    argsz: dv.getUint32(0, true),
-    flags: dv.getUint32(4, true),
-    numRegions: dv.getUint32(8, true),
-    numIrqs: dv.getUint32(12, true),
-  };
+  return readFields(need(payload, DEVICE_INFO_SIZE, "DEVICE_GET_INFO"), DEVICE_INFO_LAYOUT);
 }
 
 export function encodeDeviceInfo(i: DeviceInfo): Buffer {
-  const out = Buffer.alloc(DEVICE_INFO_SIZE);
-  out.writeUInt32LE(i.argsz, 0);
-  out.writeUInt32LE(i.flags, 4);
-  out.writeUInt32LE(i.numRegions, 8);
-  out.writeUInt32LE(i.numIrqs, 12);
-  return out;
+  return writeFields(DEVICE_INFO_SIZE, DEVICE_INFO_LAYOUT, i);
 }
 
 // ---------------------------------------------------------------- DEVICE_GET_REGION_INFO
@@ -376,28 +391,21 @@ export interface RegionInfo {
 }
 
 export const REGION_INFO_SIZE = 32;
+const REGION_INFO_LAYOUT: Layout<RegionInfo> = [
+  ["argsz", "u32"],
+  ["flags", "u32"],
+  ["index", "u32"],
+  ["capOffset", "u32"],
+  ["size", "u64"],
+  ["offset", "u64"],
+];
 
 export function decodeRegionInfo(payload: Uint8Array, exact = true): RegionInfo {
-  const dv = need(payload, REGION_INFO_SIZE, "DEVICE_GET_REGION_INFO", exact);
-  return {
-    argsz: dv.getUint32(0, true),
-    flags: dv.getUint32(4, true),
-    index: dv.getUint32(8, true),
-    capOffset: dv.getUint32(12, true),
-    size: dv.getBigUint64(16, true),
-    offset: dv.getBigUint64(24, true),
-  };
+  return readFields(need(payload, REGION_INFO_SIZE, "DEVICE_GET_REGION_INFO", exact), REGION_INFO_LAYOUT);
 }
 
 export function encodeRegionInfo(r: RegionInfo): Buffer {
-  const out = Buffer.alloc(REGION_INFO_SIZE);
-  out.writeUInt32LE(r.argsz, 0);
-  out.writeUInt32LE(r.flags, 4);
-  out.writeUInt32LE(r.index, 8);
-  out.writeUInt32LE(r.capOffset, 12);
-  out.writeBigUInt64LE(r.size, 16);
-  out.writeBigUInt64LE(r.offset, 24);
-  return out;
+  return writeFields(REGION_INFO_SIZE, REGION_INFO_LAYOUT, r);
 }
 
 // ---------------------------------------------------------------- DEVICE_GET_IRQ_INFO
@@ -411,24 +419,19 @@ export interface IrqInfo {
 }
 
 export const IRQ_INFO_SIZE = 16;
+const IRQ_INFO_LAYOUT: Layout<IrqInfo> = [
+  ["argsz", "u32"],
+  ["flags", "u32"],
+  ["index", "u32"],
+  ["count", "u32"],
+];
 
 export function decodeIrqInfo(payload: Uint8Array): IrqInfo {
-  const dv = need(payload, IRQ_INFO_SIZE, "DEVICE_GET_IRQ_INFO");
-  return {
-    argsz: dv.getUint32(0, true),
-    flags: dv.getUint32(4, true),
-    index: dv.getUint32(8, true),
-    count: dv.getUint32(12, true),
-  };
+  return readFields(need(payload, IRQ_INFO_SIZE, "DEVICE_GET_IRQ_INFO"), IRQ_INFO_LAYOUT);
 }
 
 export function encodeIrqInfo(i: IrqInfo): Buffer {
-  const out = Buffer.alloc(IRQ_INFO_SIZE);
-  out.writeUInt32LE(i.argsz, 0);
-  out.writeUInt32LE(i.flags, 4);
-  out.writeUInt32LE(i.index, 8);
-  out.writeUInt32LE(i.count, 12);
-  return out;
+  return writeFields(IRQ_INFO_SIZE, IRQ_INFO_LAYOUT, i);
 }
 
 // ---------------------------------------------------------------- DEVICE_SET_IRQS
@@ -444,29 +447,25 @@ export interface IrqSet {
 }
 
 export const IRQ_SET_SIZE = 20;
+const IRQ_SET_LAYOUT: Layout<Omit<IrqSet, "data">> = [
+  ["argsz", "u32"],
+  ["flags", "u32"],
+  ["index", "u32"],
+  ["start", "u32"],
+  ["count", "u32"],
+];
 
 export function decodeIrqSet(payload: Uint8Array): IrqSet {
-  const dv = need(payload, IRQ_SET_SIZE, "DEVICE_SET_IRQS", false);
-  return {
-    argsz: dv.getUint32(0, true),
-    flags: dv.getUint32(4, true),
-    index: dv.getUint32(8, true),
-    start: dv.getUint32(12, true),
-    count: dv.getUint32(16, true),
-    data: payload.subarray(IRQ_SET_SIZE),
-  };
+  const fixed = readFields(need(payload, IRQ_SET_SIZE, "DEVICE_SET_IRQS", false), IRQ_SET_LAYOUT);
+  return { ...fixed, data: payload.subarray(IRQ_SET_SIZE) };
 }
 
 export function encodeIrqSet(
   s: Omit<IrqSet, "argsz" | "data"> & { argsz?: number; data?: Uint8Array },
 ): Buffer {
   const data = s.data ?? EMPTY;
-  const out = Buffer.alloc(IRQ_SET_SIZE + data.length);
-  out.writeUInt32LE(s.argsz ?? out.length, 0);
-  out.writeUInt32LE(s.flags, 4);
-  out.writeUInt32LE(s.index, 8);
-  out.writeUInt32LE(s.start, 12);
-  out.writeUInt32LE(s.count, 16);
+  const size = IRQ_SET_SIZE + data.length;
+  const out = writeFields(size, IRQ_SET_LAYOUT, { ...s, argsz: s.argsz ?? size });
   out.set(data, IRQ_SET_SIZE);
   return out;
 }
@@ -482,15 +481,15 @@ export interface RegionAccess {
 }
 
 export const REGION_ACCESS_SIZE = 16;
+const REGION_ACCESS_LAYOUT: Layout<Omit<RegionAccess, "data">> = [
+  ["offset", "u64"],
+  ["region", "u32"],
+  ["count", "u32"],
+];
 
 export function decodeRegionAccess(payload: Uint8Array, what: string): RegionAccess {
-  const dv = need(payload, REGION_ACCESS_SIZE, what, false);
-  return {
-    offset: dv.getBigUint64(0, true),
-    region: dv.getUint32(8, true),
-    count: dv.getUint32(12, true),
-    data: payload.subarray(REGION_ACCESS_SIZE),
-  };
+  const fixed = readFields(need(payload, REGION_ACCESS_SIZE, what, false), REGION_ACCESS_LAYOUT);
+  return { ...fixed, data: payload.subarray(REGION_ACCESS_SIZE) };
 }
 
 export function encodeRegionAccess(a: {
@@ -500,10 +499,7 @@ export function encodeRegionAccess(a: {
   data?: Uint8Array;
 }): Buffer {
   const data = a.data ?? EMPTY;
-  const out = Buffer.alloc(REGION_ACCESS_SIZE + data.length);
-  out.writeBigUInt64LE(a.offset, 0);
-  out.writeUInt32LE(a.region, 8);
-  out.writeUInt32LE(a.count, 12);
+  const out = writeFields(REGION_ACCESS_SIZE + data.length, REGION_ACCESS_LAYOUT, a);
   out.set(data, REGION_ACCESS_SIZE);
   return out;
 }

@@ -165,18 +165,27 @@ export async function pair(opts: PairOptions = {}) {
   };
 }
 
-/** A connected loopback pair with 8-byte WRITEs from a's buffer to b's to post (signaled or not). */
-export async function writePair(signaled: boolean) {
-  const p = await pair();
+/** A connected loopback pair with a 64-byte buffer registered on each side: src on a, dst on b. */
+export async function pairWithBuffers(opts: PairOptions = {}) {
+  const p = await pair(opts);
   const src = await buffer(p.a.drv, p.a.pd, 64);
   const dst = await buffer(p.b.drv, p.b.pd, 64);
-  const w = (wrId: bigint): SendWr => ({
+  return { p, src, dst };
+}
+
+/**
+ * A connected loopback pair with 8-byte WRITEs from a's buffer to b's to post: signaled or not as
+ * asked, unless a WR says otherwise.
+ */
+export async function writePair(signaled: boolean, opts: PairOptions = {}) {
+  const { p, src, dst } = await pairWithBuffers(opts);
+  const w = (wrId: bigint, wrSignaled = signaled): SendWr => ({
     opcode: "WRITE",
     wrId,
-    signaled,
+    signaled: wrSignaled,
     remoteAddr: dst.va,
     rkey: dst.stag,
     sgl: [src.sge(0, 8)],
   });
-  return { p, w };
+  return { p, src, dst, w };
 }

@@ -15,18 +15,10 @@ import { readdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cacheRoot } from "../../util/cache.ts";
+import { pidAlive } from "../../util/pid-alive.ts";
 import { renderTable, rowsSince, TABLE_FILE } from "../faults/table.ts";
 
 const CLOCK_TICKS_PER_SECOND = 100;
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 function bootTimeMs(): number {
   const line = readFileSync("/proc/stat", "utf8")
@@ -77,7 +69,7 @@ function orphanedProcesses(since: number): string[] {
     const stat = procStat(pid);
     const cmd = cmdline(pid);
     if (!stat || stat.startMs < since || !PROJECT_PROCESS.some((re) => re.test(cmd))) continue;
-    if (stat.ppid === 1 || !alive(stat.ppid)) out.push(`process ${pid} (orphaned): ${cmd.slice(0, 160)}`);
+    if (stat.ppid === 1 || !pidAlive(stat.ppid)) out.push(`process ${pid} (orphaned): ${cmd.slice(0, 160)}`);
   }
   return out;
 }
@@ -92,7 +84,7 @@ function madeSince(path: string, since: number): boolean {
 
 function ownerAlive(dir: string): boolean {
   try {
-    return alive(Number.parseInt(readFileSync(join(dir, "owner.pid"), "utf8"), 10));
+    return pidAlive(Number.parseInt(readFileSync(join(dir, "owner.pid"), "utf8"), 10));
   } catch {
     return false;
   }
@@ -151,10 +143,10 @@ function cacheLeftovers(since: number): string[] {
       const path = join(parent, name);
       if (!madeSince(path, since)) continue;
       const tmp = /\.tmp-(\d+)$/.exec(name);
-      if (tmp && !alive(Number(tmp[1]))) out.push(`cache: half-built entry ${path}`);
+      if (tmp && !pidAlive(Number(tmp[1]))) out.push(`cache: half-built entry ${path}`);
       if (name.endsWith(".lock")) {
         const owner = Number.parseInt(readFileSync(path, "utf8") || "0", 10);
-        if (!owner || !alive(owner)) out.push(`cache: lock of a dead process ${path}`);
+        if (!owner || !pidAlive(owner)) out.push(`cache: lock of a dead process ${path}`);
       }
     }
   }

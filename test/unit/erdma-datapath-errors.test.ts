@@ -5,7 +5,7 @@
  * order, on their own CQs. Remote access errors take the responder's QP down too.
  */
 import t, { type Test } from "tap";
-import { buffer, pair, pattern, type Side } from "../doubles/erdma-dp-fixture.ts";
+import { buffer, pair, pairWithBuffers, pattern, type Side } from "../doubles/erdma-dp-fixture.ts";
 import { Acc } from "../doubles/erdma-driver.ts";
 import { ErdmaOp as Op, Qtype, Syndrome as S, type SendWr } from "../doubles/erdma-sqe.ts";
 import { traceSchemaProblems } from "../doubles/fake-guest.ts";
@@ -102,9 +102,7 @@ async function sqError(
 
 t.test("local access errors", async (t) => {
   await t.test("bad lkey", async (t) => {
-    const p = await pair();
-    const src = await buffer(p.a.drv, p.a.pd, 64);
-    const dst = await buffer(p.b.drv, p.b.pd, 64);
+    const { p, src, dst } = await pairWithBuffers();
     p.b.drv.postRecvWr(p.b.qp, { wrId: 9n, sge: dst.sge() });
     await sqError(
       t,
@@ -139,9 +137,7 @@ t.test("local access errors", async (t) => {
     t.same(ro.read(0, 64), new Uint8Array(64), "nothing written to the read-only MR");
   });
   await t.test("an SGE beyond its MR", async (t) => {
-    const p = await pair();
-    const src = await buffer(p.a.drv, p.a.pd, 64);
-    const dst = await buffer(p.b.drv, p.b.pd, 64);
+    const { p, src, dst } = await pairWithBuffers();
     await sqError(
       t,
       p,
@@ -175,9 +171,7 @@ t.test("local access errors", async (t) => {
 
 t.test("remote access errors", async (t) => {
   await t.test("a WRITE with a bad rkey", async (t) => {
-    const p = await pair();
-    const src = await buffer(p.a.drv, p.a.pd, 64);
-    const dst = await buffer(p.b.drv, p.b.pd, 64);
+    const { p, src, dst } = await pairWithBuffers();
     p.b.drv.postRecvWr(p.b.qp, { wrId: 0xb1n, sge: dst.sge() });
     await sqError(
       t,
@@ -230,9 +224,7 @@ t.test("remote access errors", async (t) => {
     );
   });
   await t.test("a WRITE beyond the remote MR", async (t) => {
-    const p = await pair();
-    const src = await buffer(p.a.drv, p.a.pd, 64);
-    const dst = await buffer(p.b.drv, p.b.pd, 64);
+    const { p, src, dst } = await pairWithBuffers();
     await sqError(
       t,
       p,
@@ -245,9 +237,7 @@ t.test("remote access errors", async (t) => {
 
 t.test("receive-side errors of a SEND", async (t) => {
   await t.test("an RQE too small for the message", async (t) => {
-    const p = await pair();
-    const src = await buffer(p.a.drv, p.a.pd, 64);
-    const dst = await buffer(p.b.drv, p.b.pd, 64);
+    const { p, src, dst } = await pairWithBuffers();
     p.b.drv.postRecvWr(p.b.qp, { wrId: 0xb1n, sge: dst.sge(0, 16) });
     p.b.drv.postRecvWr(p.b.qp, { wrId: 0xb2n, sge: dst.sge(16, 48) });
     await sqError(t, p, { opcode: "SEND", sgl: [src.sge(0, 32)] }, S.GENERAL_ERR, { remote: true });
@@ -262,9 +252,7 @@ t.test("receive-side errors of a SEND", async (t) => {
     t.same(dst.read(0, 64), new Uint8Array(64), "no bytes landed");
   });
   await t.test("an RQE with a bad lkey", async (t) => {
-    const p = await pair();
-    const src = await buffer(p.a.drv, p.a.pd, 64);
-    const dst = await buffer(p.b.drv, p.b.pd, 64);
+    const { p, src, dst } = await pairWithBuffers();
     p.b.drv.postRecvWr(p.b.qp, { wrId: 0xb1n, sge: { ...dst.sge(), lkey: 0x4242_4200 } });
     await sqError(t, p, { opcode: "SEND", sgl: [src.sge(0, 32)] }, S.RECV_STAG_INVALID_ERR, { remote: true });
     t.match(p.b.drv.pollWc(p.b.rcq), [{ wrId: 0xb1n, status: S.RECV_STAG_INVALID_ERR, qtype: Qtype.RQ }]);
@@ -413,9 +401,7 @@ t.test("buffers outside what the guest mapped: an error completion, no access", 
     contained(t, p.a, /^QP \d+ SGE$/);
   });
   await t.test("a WRITE into a responder's MR whose pages are unmapped", async (t) => {
-    const p = await pair();
-    const src = await buffer(p.a.drv, p.a.pd, 64);
-    const dst = await buffer(p.b.drv, p.b.pd, 64);
+    const { p, src, dst } = await pairWithBuffers();
     p.b.host.dma.unmap(dst.pages[0] as bigint, 4096);
     await sqError(
       t,
@@ -455,9 +441,7 @@ t.test("buffers outside what the guest mapped: an error completion, no access", 
     contained(t, p.b, /READ source$/);
   });
   await t.test("a doorbell for an SQ the guest unmapped: the SQE fetch fails, the QP errs", async (t) => {
-    const p = await pair();
-    const src = await buffer(p.a.drv, p.a.pd, 64);
-    const dst = await buffer(p.b.drv, p.b.pd, 64);
+    const { p, src, dst } = await pairWithBuffers();
     p.a.host.dma.unmap(p.a.qp.sqBuf, p.a.qp.sqSize * 32);
     const r = p.a.drv.postSend(p.a.qp, {
       opcode: "WRITE",

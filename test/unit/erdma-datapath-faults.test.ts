@@ -6,23 +6,13 @@
 import t from "tap";
 import { ZodError } from "zod";
 import { profileReflush } from "../../qemu/erdma/index.ts";
-import { buffer, pair } from "../doubles/erdma-dp-fixture.ts";
+import { type PairOptions, writePair } from "../doubles/erdma-dp-fixture.ts";
 import { QpState } from "../doubles/erdma-driver.ts";
-import { Syndrome as S, type SendWr } from "../doubles/erdma-sqe.ts";
+import { Syndrome as S } from "../doubles/erdma-sqe.ts";
 import { traceSchemaProblems } from "../doubles/fake-guest.ts";
 
-async function writes(opts: Parameters<typeof pair>[0] = {}) {
-  const p = await pair(opts);
-  const src = await buffer(p.a.drv, p.a.pd, 64);
-  const dst = await buffer(p.b.drv, p.b.pd, 64);
-  const w = (wrId: bigint, signaled = true): SendWr => ({
-    opcode: "WRITE",
-    wrId,
-    signaled,
-    remoteAddr: dst.va,
-    rkey: dst.stag,
-    sgl: [src.sge(0, 8)],
-  });
+async function writes(opts: PairOptions = {}) {
+  const { p, src, dst, w } = await writePair(true, opts);
   const faultEvents = () => p.a.host.ofKind("fault");
   return { p, src, dst, w, faultEvents };
 }

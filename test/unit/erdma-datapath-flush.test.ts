@@ -7,7 +7,7 @@
  */
 import t from "tap";
 import { profile2022, profileIbCompliant, profileReflush } from "../../qemu/erdma/index.ts";
-import { buffer, pair, pattern } from "../doubles/erdma-dp-fixture.ts";
+import { buffer, pair, pairWithBuffers, pattern } from "../doubles/erdma-dp-fixture.ts";
 import { QpState } from "../doubles/erdma-driver.ts";
 import { Qtype, Syndrome as S } from "../doubles/erdma-sqe.ts";
 import { traceSchemaProblems } from "../doubles/fake-guest.ts";
@@ -22,9 +22,7 @@ for (const [profile, mode] of [
   t.test(`${profile.name}: flush on ERROR, then WRs posted in ERROR`, async (t) => {
     t.equal(profile.errorFlush, mode);
     // the SEND waits for a receive B never posts (recvNotPosted wait): WRs outstanding at the error
-    const p = await pair({ profile: { ...profile, recvNotPosted: "wait" } });
-    const src = await buffer(p.a.drv, p.a.pd, 64);
-    const dst = await buffer(p.b.drv, p.b.pd, 64);
+    const { p, src, dst } = await pairWithBuffers({ profile: { ...profile, recvNotPosted: "wait" } });
     p.a.drv.postRecvWr(p.a.qp, { wrId: 100n, sge: src.sge(0, 32) });
     p.a.drv.postRecvWr(p.a.qp, { wrId: 101n, sge: src.sge(32, 32) });
     // the SEND waits (B has no RQE); the WRITE and the SEND behind it wait too
@@ -133,9 +131,7 @@ t.test("a shared CQ: flushes of both queues land on it, each WR once", async (t)
 });
 
 t.test("an error WQE under erdma-reflush: flush to the index at the error, then REFLUSH", async (t) => {
-  const p = await pair({ profile: profileReflush });
-  const src = await buffer(p.a.drv, p.a.pd, 64);
-  const dst = await buffer(p.b.drv, p.b.pd, 64);
+  const { p, src, dst } = await pairWithBuffers({ profile: profileReflush });
   const w = (wrId: bigint, rkey = dst.stag) => ({
     opcode: "WRITE" as const,
     wrId,
@@ -166,9 +162,7 @@ t.test("an error WQE under erdma-reflush: flush to the index at the error, then 
 
 t.test("graceful close", async (t) => {
   await t.test("after traffic, with nothing outstanding: CLOSING -> IDLE", async (t) => {
-    const p = await pair();
-    const src = await buffer(p.a.drv, p.a.pd, 64);
-    const dst = await buffer(p.b.drv, p.b.pd, 64);
+    const { p, src, dst } = await pairWithBuffers();
     p.b.drv.postRecvWr(p.b.qp, { wrId: 1n, sge: dst.sge() });
     p.a.drv.postSend(p.a.qp, { opcode: "SEND", wrId: 2n, signaled: true, sgl: [src.sge()] });
     await p.settle();

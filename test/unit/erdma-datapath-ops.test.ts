@@ -5,7 +5,7 @@
  */
 import t from "tap";
 import { profileReflush } from "../../qemu/erdma/index.ts";
-import { buffer, pair, pattern } from "../doubles/erdma-dp-fixture.ts";
+import { buffer, pair, pairWithBuffers, pattern } from "../doubles/erdma-dp-fixture.ts";
 import { Acc, QpState } from "../doubles/erdma-driver.ts";
 import { ErdmaOp as Op, Qtype, Syndrome as S } from "../doubles/erdma-sqe.ts";
 import { traceSchemaProblems } from "../doubles/fake-guest.ts";
@@ -514,9 +514,7 @@ t.test("more than 96 inline bytes or 6 SGEs: the driver refuses the WR (EINVAL)"
 });
 
 t.test("CQEs across a CQ wrap: owner flips, qe_idx and qpn stay right", async (t) => {
-  const p = await pair({ cqDepth: 8 });
-  const src = await buffer(p.a.drv, p.a.pd, 64);
-  const dst = await buffer(p.b.drv, p.b.pd, 64);
+  const { p, src, dst } = await pairWithBuffers({ cqDepth: 8 });
   const post = (from: number, n: number) =>
     p.a.drv.postSend(
       p.a.qp,

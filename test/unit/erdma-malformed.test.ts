@@ -7,6 +7,16 @@ import { traceSchemaProblems } from "../doubles/fake-guest.ts";
 const S = CmdStatus;
 const HOLE = 0x7_0000_0000n; // far outside the fake guest memory
 
+/** REG_MR of a valid MR in PD 1, 4 KiB pages, access 6: local read and write (erdma_verbs.h:83-84, 6.12). */
+const mrRequest = (o: Pick<R.RegMrArgs, "stag" | "level" | "count"> & Partial<R.RegMrArgs>) =>
+  R.regMr({ pd: 1, type: 0, access: 6, valid: true, pageShift: 12, ...o });
+/**
+ * REG_MR of a fast-registration MR in PD 1: not valid until a REG_MR WQE, 4 KiB pages, a level-1
+ * table, access 30: local and remote read and write (erdma_verbs.h:83-86, 6.12).
+ */
+const frmrRequest = (o: Pick<R.RegMrArgs, "stag" | "count"> & Partial<R.RegMrArgs>) =>
+  R.regMr({ pd: 1, type: 1, access: 30, valid: false, pageShift: 12, level: 1, ...o });
+
 async function stillWorks(t: Test, drv: Awaited<ReturnType<typeof setupErdma>>["drv"]) {
   const out = await drv.post(R.queryFwInfo());
   t.equal(out.status, 0, "the command queue still works");
@@ -218,34 +228,10 @@ t.test("bad queue and table addresses", async (t) => {
   t.equal((await s.drv.post(eq({ qbuf: HOLE }))).status, S.DMA_FAULT, "EQ buffer unmapped");
   t.equal((await s.drv.post(eq({ dbrec: HOLE }))).status, S.DMA_FAULT, "EQ doorbell record unmapped");
 
-  const frmr = (table: bigint) =>
-    R.regMr({
-      stag: 0x4000,
-      pd: 1,
-      type: 1,
-      access: 30,
-      valid: false,
-      pageShift: 12,
-      level: 1,
-      count: 8,
-      phys: [table],
-    });
-  t.equal((await s.drv.post(frmr(HOLE))).status, S.DMA_FAULT, "FRMR table unmapped");
+  const frmr = frmrRequest({ stag: 0x4000, count: 8, phys: [HOLE] });
+  t.equal((await s.drv.post(frmr)).status, S.DMA_FAULT, "FRMR table unmapped");
   const normal = (o: Partial<R.RegMrArgs>) =>
-    R.regMr({
-      stag: 0x4100,
-      pd: 1,
-      type: 0,
-      access: 6,
-      valid: true,
-      pageShift: 12,
-      level: 1,
-      count: 8,
-      va: 0x10000n,
-      size: 0x8000n,
-      phys: [HOLE],
-      ...o,
-    });
+    mrRequest({ stag: 0x4100, level: 1, count: 8, va: 0x10000n, size: 0x8000n, phys: [HOLE], ...o });
   t.equal((await s.drv.post(normal({}))).status, S.DMA_FAULT, "MR level-1 table unmapped");
   t.equal(
     (await s.drv.post(normal({ level: 2, version1: { mttPageField: 0 } }))).status,
@@ -389,20 +375,7 @@ t.test("duplicates and out-of-range numbers", async (t) => {
   dEq[19] = 0;
   t.equal((await s.drv.post(dEq)).status, S.BAD_PARAM, "DESTROY_EQ of the AEQ type");
   const mr = (o: Partial<R.RegMrArgs>) =>
-    R.regMr({
-      stag: 0x100,
-      pd: 1,
-      type: 0,
-      access: 6,
-      valid: true,
-      pageShift: 12,
-      level: 0,
-      count: 1,
-      va: 0x1000n,
-      size: 0x1000n,
-      phys: [m.alloc(4096)],
-      ...o,
-    });
+    mrRequest({ stag: 0x100, level: 0, count: 1, va: 0x1000n, size: 0x1000n, phys: [m.alloc(4096)], ...o });
   t.equal((await s.drv.post(mr({}))).status, 0, "REG_MR");
   t.equal((await s.drv.post(mr({}))).status, S.EXISTS, "MPT index in use");
   t.equal((await s.drv.post(mr({ stag: 0x0fff_ff00 }))).status, S.BAD_PARAM, "MPT index beyond max_mr");
@@ -426,18 +399,7 @@ t.test("duplicates and out-of-range numbers", async (t) => {
     "larger than max_mr_size",
   );
   const frmr = (o: Partial<R.RegMrArgs>) =>
-    R.regMr({
-      stag: 0x300,
-      pd: 1,
-      type: 1,
-      access: 30,
-      valid: false,
-      pageShift: 12,
-      level: 1,
-      count: 4,
-      phys: [m.alloc(4096)],
-      ...o,
-    });
+    frmrRequest({ stag: 0x300, count: 4, phys: [m.alloc(4096)], ...o });
   t.equal((await s.drv.post(frmr({ level: 0 }))).status, S.BAD_PARAM, "FRMR without a table");
   t.equal((await s.drv.post(frmr({ count: 0 }))).status, S.BAD_PARAM, "FRMR of 0 pages");
   t.equal((await s.drv.post(frmr({ pageShift: 40 }))).status, S.BAD_PARAM, "FRMR page size");

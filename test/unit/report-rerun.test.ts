@@ -19,11 +19,19 @@ function scenario(run: RunDir, name: string): RunScenario {
   return s;
 }
 
+/** The rerun's first words for a run on the default kernel, driver and executor. */
+const DEFAULT_HEAD = ["run", "--kernel", "debian:6.12", "--driver", "erdma", "--executor", "kernel"];
+
 t.test("a real run: the exact argv per scenario, and the command that made it", async (t) => {
   const run = await loadRunDir(FAIL_RUN);
-  const head = ["run", "--kernel", "debian:6.12", "--driver", "erdma", "--executor", "kernel"];
   const shipped = rerunScenario(run, scenario(run, "fault-duplicate-cqe"));
-  t.same(shipped.argv, [...head, "--device-profile", "erdma-reflush", "--scenario", "fault-duplicate-cqe"]);
+  t.same(shipped.argv, [
+    ...DEFAULT_HEAD,
+    "--device-profile",
+    "erdma-reflush",
+    "--scenario",
+    "fault-duplicate-cqe",
+  ]);
   t.equal(
     shipped.line,
     "hil run --kernel debian:6.12 --driver erdma --executor kernel --device-profile erdma-reflush --scenario fault-duplicate-cqe",
@@ -31,7 +39,7 @@ t.test("a real run: the exact argv per scenario, and the command that made it", 
   t.same(shipped.notes, []);
   const fromFile = rerunScenario(run, scenario(run, "sq-flush-drops-oldest"));
   t.same(fromFile.argv, [
-    ...head,
+    ...DEFAULT_HEAD,
     "--device-profile",
     "erdma-reflush",
     "--scenario",
@@ -159,17 +167,7 @@ t.test("a run on --target: the target again, and a note on the key", async (t) =
     },
   });
   const r = rerunScenario(run, run.record.scenarios?.[0] as RunScenario);
-  t.same(r.argv.slice(0, 9), [
-    "run",
-    "--kernel",
-    "debian:6.12",
-    "--driver",
-    "erdma",
-    "--executor",
-    "kernel",
-    "--target",
-    "ssh://root@lab-3:2222",
-  ]);
+  t.same(r.argv.slice(0, 9), [...DEFAULT_HEAD, "--target", "ssh://root@lab-3:2222"]);
   t.notOk(r.argv.includes("--device-profile"), "a target's device has no profile");
   t.ok(
     r.notes.some((n) => /--identity/.test(n)),
@@ -207,19 +205,7 @@ t.test("a repro run: the hil run line, and a note that repro judges without know
 t.test("a record from before the job was recorded: what it has, and what it cannot tell", async (t) => {
   const run = await loadRunDir(OLD_RUN);
   const r = rerunScenario(run, scenario(run, "drain-sq-idle"));
-  t.same(r.argv, [
-    "run",
-    "--kernel",
-    "debian:6.12",
-    "--driver",
-    "erdma",
-    "--executor",
-    "kernel",
-    "--device-profile",
-    "erdma-reflush",
-    "--scenario",
-    "drain-sq-idle",
-  ]);
+  t.same(r.argv, [...DEFAULT_HEAD, "--device-profile", "erdma-reflush", "--scenario", "drain-sq-idle"]);
   t.match(r.notes.join("\n"), /did not record the job/);
   t.equal(madeBy(run), undefined, "no invocation in the record");
   const relative = record({

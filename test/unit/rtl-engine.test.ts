@@ -20,7 +20,7 @@ import {
   verilatorVersion,
 } from "../../qemu/erdma/rtl/build.ts";
 import { loadRtlEngine } from "../../qemu/erdma/rtl/engine.ts";
-import { buffer, pair } from "../doubles/erdma-dp-fixture.ts";
+import { pairWithBuffers } from "../doubles/erdma-dp-fixture.ts";
 import { QpState } from "../doubles/erdma-driver.ts";
 import { Syndrome as S } from "../doubles/erdma-sqe.ts";
 import { FLUSH, SUCCESS, TraceBuilder, verdictOf } from "../support/oracle-trace.ts";
@@ -161,14 +161,12 @@ interface Run {
  * before the ring wraps) is flushed by the REFLUSH that names it.
  */
 async function flushAcrossTheWrap(engine: QueueEngine): Promise<Run> {
-  const p = await pair({
+  const { p, src, dst } = await pairWithBuffers({
     profile: { ...profileReflush, recvNotPosted: "wait" },
     engine,
     cqDepth: 4,
     maxSendWr: 2,
   });
-  const src = await buffer(p.a.drv, p.a.pd, 64);
-  const dst = await buffer(p.b.drv, p.b.pd, 64);
   const posted: Run["posted"] = [];
   const wcs: Run["wcs"] = [];
   const poll = () => {
@@ -345,9 +343,7 @@ t.test("flush steps with a completion pending: the RTL holds where the reference
  * ERROR and a WRITE posted in ERROR is flushed by the REFLUSH that names it.
  */
 async function flushBehindPendingSuccess(engine: QueueEngine) {
-  const p = await pair({ profile: profileReflush, engine });
-  const src = await buffer(p.a.drv, p.a.pd, 64);
-  const dst = await buffer(p.b.drv, p.b.pd, 64);
+  const { p, src, dst } = await pairWithBuffers({ profile: profileReflush, engine });
   const write = (wrId: bigint) => ({
     opcode: "WRITE" as const,
     wrId,

@@ -109,6 +109,17 @@ class ScriptedRunner implements CommandRunner {
 }
 
 /** The same runner with runSteps: every group it is given goes out in one round trip. */
+/** What the guest reports of a drain that never returns: its wait, its kernel stack and its task state. */
+const STUCK_DRAIN = {
+  op: "drain",
+  ms: 10_004,
+  stack: "[<0>] __ib_drain_sq+0x1/0x2",
+  state: "D (disk sleep)",
+};
+/** A runner's answers where every drain sticks and every other command returns. */
+const drainSticks = (lines: readonly string[]) =>
+  lines[0]?.startsWith("drain") ? { stuck: STUCK_DRAIN } : {};
+
 class BatchingRunner extends ScriptedRunner {
   readonly rounds: string[][][] = [];
 
@@ -216,22 +227,9 @@ t.test("a scenario step by step: setup, steps, settle for owed completions, tear
 
 t.test("a stuck step ends the scenario, with the stack", async (t) => {
   const c = compileScenario(scenario(["steps:", "  - drain: {}", "  - query: {}"]), OPTS);
-  const runner = new ScriptedRunner((lines) =>
-    lines[0]?.startsWith("drain")
-      ? { stuck: { op: "drain", ms: 10_004, stack: "[<0>] __ib_drain_sq+0x1/0x2", state: "D (disk sleep)" } }
-      : {},
-  );
+  const runner = new ScriptedRunner(drainSticks);
   const out = await runStepwise(runner, c);
-  t.same(out.stuck, [
-    {
-      ev: "stuck",
-      step: 0,
-      op: "drain",
-      ms: 10_004,
-      stack: "[<0>] __ib_drain_sq+0x1/0x2",
-      state: "D (disk sleep)",
-    },
-  ]);
+  t.same(out.stuck, [{ ev: "stuck", step: 0, ...STUCK_DRAIN }]);
   t.equal(runner.calls.length, 2, "nothing runs after the stuck step, not even the teardown");
   t.equal(out.error, undefined, "a hang is a verdict, not a broken run");
 });
@@ -620,22 +618,9 @@ t.test("a runner that takes several steps at once: the same outcome in fewer rou
 
 t.test("a batch stops at its stuck step: that step is named, and what follows is not sent", async (t) => {
   const c = compileScenario(scenario(["steps:", "  - query: {}", "  - drain: {}", "  - query: {}"]), OPTS);
-  const runner = new BatchingRunner((lines) =>
-    lines[0]?.startsWith("drain")
-      ? { stuck: { op: "drain", ms: 10_004, stack: "[<0>] __ib_drain_sq+0x1/0x2", state: "D (disk sleep)" } }
-      : {},
-  );
+  const runner = new BatchingRunner(drainSticks);
   const out = await runStepwise(runner, c);
-  t.same(out.stuck, [
-    {
-      ev: "stuck",
-      step: 1,
-      op: "drain",
-      ms: 10_004,
-      stack: "[<0>] __ib_drain_sq+0x1/0x2",
-      state: "D (disk sleep)",
-    },
-  ]);
+  t.same(out.stuck, [{ ev: "stuck", step: 1, ...STUCK_DRAIN }]);
   t.same(
     out.sent.map((x) => x.line.split(" ")[0]),
     [...c.setup.map((l) => l.split(" ")[0]), "query", "drain"],

@@ -9,6 +9,7 @@ import { CompletionQueue } from "../cq.ts";
 import { CQE_SIZE, HW_PAGE_SHIFT, RdmaOp, SubMod } from "../hw.ts";
 import { resolveQueueBuffer } from "../mtt.ts";
 import { CmdStatus, fail } from "../status.ts";
+import { checkNewId, existing } from "./object-ids.ts";
 import type { Command } from "./types.ts";
 
 /** cfg0/cfg1/cfg2 fields (hw.h:223-235) */
@@ -50,11 +51,9 @@ export const createCq: Command = {
       qbuf: hex(qbuf),
       offset,
     };
-    if (cqn === 0 || !s.cqs.inRange(cqn))
-      fail(CmdStatus.BAD_PARAM, `cqn ${cqn} outside 1..${s.cqs.limit - 1}`);
-    if (s.cqs.has(cqn)) fail(CmdStatus.EXISTS, `cqn ${cqn} exists`, { kind: "cq", id: cqn });
+    checkNewId(s.cqs, cqn);
     if (depthLog > s.profile.caps.maxCqeLog2) fail(CmdStatus.BAD_PARAM, `depth 2^${depthLog} > max CQE`);
-    if (!s.ceqs.has(eqn)) fail(CmdStatus.NOT_FOUND, `eqn ${eqn} does not exist`, { kind: "eq", id: eqn });
+    existing(s.ceqs, eqn);
     if (count === 0) fail(CmdStatus.BAD_PARAM, "MTT count 0");
     const direct = level === 0 || count === 1;
     if (direct && count > 1) fail(CmdStatus.BAD_PARAM, `level 0 with ${count} pages`);
@@ -88,7 +87,7 @@ export const destroyCq: Command = {
   opcode: RdmaOp.DESTROY_CQ,
   run(s, req) {
     const cqn = req.u32(8, "cqn");
-    if (!s.cqs.has(cqn)) fail(CmdStatus.NOT_FOUND, `cqn ${cqn} does not exist`, { kind: "cq", id: cqn });
+    existing(s.cqs, cqn);
     const users = [...s.qps.values()]
       .filter((qp) => qp.sq.cqn === cqn || qp.rq.cqn === cqn)
       .map((qp) => qp.qpn);

@@ -7,6 +7,7 @@ import { hex } from "../bits.ts";
 import { EventQueue } from "../eq.ts";
 import { CommonOp, EQE_SIZE, EqType, SubMod } from "../hw.ts";
 import { CmdStatus, fail } from "../status.ts";
+import { checkNewId, existing } from "./object-ids.ts";
 import type { Command } from "./types.ts";
 
 /** struct erdma_cmdq_create_eq_req (hw.h:168-177). */
@@ -23,9 +24,7 @@ export const createEq: Command = {
     const dbrec = BigInt(req.u32(20, "db_dma_addr_l")) | (BigInt(req.u32(24, "db_dma_addr_h")) << 32n);
     const detail = { eqn, vector, depthLog, qtype, base: hex(base), dbrec: hex(dbrec) };
     if (qtype !== EqType.CEQ) fail(CmdStatus.BAD_PARAM, `qtype ${qtype}: only CEQs are created by command`);
-    if (eqn === 0 || !s.ceqs.inRange(eqn))
-      fail(CmdStatus.BAD_PARAM, `eqn ${eqn} outside 1..${s.ceqs.limit - 1}`);
-    if (s.ceqs.has(eqn)) fail(CmdStatus.EXISTS, `eqn ${eqn} exists`, { kind: "eq", id: eqn });
+    checkNewId(s.ceqs, eqn);
     if (vector >= s.profile.msixVectors)
       fail(CmdStatus.BAD_PARAM, `vector ${vector} >= ${s.profile.msixVectors}`);
     if (depthLog > s.profile.maxEqDepthLog2) fail(CmdStatus.BAD_PARAM, `depth 2^${depthLog}`);
@@ -50,7 +49,7 @@ export const destroyEq: Command = {
     const eqn = req.u8(17, "eqn");
     const qtype = req.u8(19, "qtype");
     if (qtype !== EqType.CEQ) fail(CmdStatus.BAD_PARAM, `qtype ${qtype}`);
-    if (!s.ceqs.has(eqn)) fail(CmdStatus.NOT_FOUND, `eqn ${eqn} does not exist`, { kind: "eq", id: eqn });
+    existing(s.ceqs, eqn);
     const users = [...s.cqs.values()].filter((cq) => cq.eqn === eqn).map((cq) => cq.cqn);
     if (users.length > 0) s.tracer.warn("EQ destroyed while CQs still use it", { eqn, cqs: users });
     s.ceqs.delete(eqn);

@@ -24,6 +24,7 @@ import type { Req } from "../req.ts";
 import { distance } from "../ring.ts";
 import type { DeviceState } from "../state.ts";
 import { CmdStatus, fail } from "../status.ts";
+import { checkNewId, existing } from "./object-ids.ts";
 import type { Command } from "./types.ts";
 
 /** create_qp fields (hw.h:304-324) */
@@ -61,8 +62,7 @@ async function buildQueue(
   elem: number,
 ) {
   const cqn = get32(q.cqnCfg, F.CQN);
-  if (!s.cqs.has(cqn))
-    fail(CmdStatus.NOT_FOUND, `${q.name} cqn ${cqn} does not exist`, { kind: "cq", id: cqn });
+  existing(s.cqs, cqn, `${q.name} cqn`);
   const count = get32(q.mttCfg, F.MTT_CNT);
   const level = get32(q.mttCfg, F.MTT_LEVEL);
   const mtt: MttDescriptor = {
@@ -99,9 +99,7 @@ export const createQp: Command = {
     const rqDepthLog = get32(cfg1, F.DEPTH);
     const pd = get32(cfg1, F.PD);
     const detail: Record<string, unknown> = { qpn, pd, sqDepthLog, rqDepthLog };
-    if (qpn === 0 || !s.qps.inRange(qpn))
-      fail(CmdStatus.BAD_PARAM, `qpn ${qpn} outside 1..${s.qps.limit - 1}`);
-    if (s.qps.has(qpn)) fail(CmdStatus.EXISTS, `qpn ${qpn} exists`, { kind: "qp", id: qpn });
+    checkNewId(s.qps, qpn);
     // sq_size = roundup_pow_of_two(max_send_wr * 4) WQEBBs (erdma_verbs.c:968-970)
     if (2 ** sqDepthLog > MAX_SEND_WR * MAX_WQEBB_PER_SQE)
       fail(CmdStatus.BAD_PARAM, `SQ depth 2^${sqDepthLog}`);
@@ -171,8 +169,7 @@ export const destroyQp: Command = {
   opcode: RdmaOp.DESTROY_QP,
   run(s, req) {
     const qpn = req.u32(8, "qpn");
-    const qp = s.qps.get(qpn);
-    if (!qp) fail(CmdStatus.NOT_FOUND, `qpn ${qpn} does not exist`, { kind: "qp", id: qpn });
+    const qp = existing(s.qps, qpn);
     s.qps.delete(qpn);
     s.tracer.emit({ kind: "state", object: "qp", id: qpn, from: qp.stateName, to: "destroyed" });
     // what the device still had to complete or flush of it: the driver discards those WRs
@@ -220,8 +217,7 @@ export const modifyQp: Command = {
     const cfg = req.u32(8, "cfg");
     const qpn = get32(cfg, MODIFY.QPN);
     const to = get32(cfg, MODIFY.STATE);
-    const qp = s.qps.get(qpn);
-    if (!qp) fail(CmdStatus.NOT_FOUND, `qpn ${qpn} does not exist`, { kind: "qp", id: qpn });
+    const qp = existing(s.qps, qpn);
     const detail: Record<string, unknown> = { qpn, from: qp.stateName, to: stateName(qp.proto, to) };
     if (qp.proto === "rocev2") {
       const mask = req.u32(16, "attr_mask");
@@ -283,8 +279,7 @@ export const reflush: Command = {
     const qpn = req.u32(8, "qpn");
     const sqPi = req.u32(12, "sq_pi");
     const rqPi = req.u32(16, "rq_pi");
-    const qp = s.qps.get(qpn);
-    if (!qp) fail(CmdStatus.NOT_FOUND, `qpn ${qpn} does not exist`, { kind: "qp", id: qpn });
+    const qp = existing(s.qps, qpn);
     const mode = s.profile.reflush;
     if (mode === "honour") {
       qp.reflushTo = { sqPi, rqPi };
@@ -304,8 +299,7 @@ export const queryQp: Command = {
   available: (p) => p.protocol === "rocev2",
   run(s, req) {
     const qpn = req.u32(8, "qpn");
-    const qp = s.qps.get(qpn);
-    if (!qp) fail(CmdStatus.NOT_FOUND, `qpn ${qpn} does not exist`, { kind: "qp", id: qpn });
+    const qp = existing(s.qps, qpn);
     const resp0 =
       put64(qp.rocev2.sqPsn ?? 0, [23, 0]) |
       put64(qp.rocev2.rqPsn ?? 0, [47, 24]) |
