@@ -5,6 +5,8 @@
  * directories, no reboot (a panic ends QEMU, and so the job, at once) and the emulated erdma
  * behind vfio-user.
  */
+
+import { TCG_CPU } from "../../qemu/launch/cmdline.ts";
 import { HilError } from "../../util/errors.ts";
 import { run } from "../../util/exec.ts";
 
@@ -69,7 +71,7 @@ export function localDeviceOptions(o: LocalDeviceArgs): { options: string[]; arg
     ["-machine", "q35,memory-backend=ram0"],
     ["-object", `memory-backend-memfd,id=ram0,size=${o.memoryMb}M,share=on`],
     ["-accel", "tcg"],
-    ["-cpu", "max"],
+    ["-cpu", TCG_CPU],
     ...o.firmwareDirs.map((dir) => ["-L", dir]),
     // the template's virtio NIC would look for an iPXE ROM
     ["-global", "virtio-net-pci.romfile="],

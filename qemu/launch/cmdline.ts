@@ -148,6 +148,17 @@ export function optValue(value: string): string {
   return value.replaceAll(",", ",,");
 }
 
+/**
+ * The CPU a TCG guest gets: QEMU's max model without 5-level paging. With LA57, Linux 6.12's
+ * pgtable_l5_enabled() is cpu_feature_enabled(X86_FEATURE_LA57) (asm/pgtable_64_types.h), which
+ * identify_cpu() clears for the boot CPU with interrupts on (cpu/common.c:1899, the memset of
+ * x86_capability) before alternatives are patched; KASAN's shadow bounds follow it
+ * (asm/kasan.h KASAN_SHADOW_START), so an interrupt in that window reports its per-CPU read at a
+ * 5-level direct-map address as a wild-memory-access, taints the kernel and turns lockdep off
+ * (seen in 4 of 57 debug-kernel boots of the nightly plan, 2026-12-06). Servers rarely run LA57.
+ */
+export const TCG_CPU = "max,la57=off";
+
 /** QEMU's arguments (without the binary) for a guest. Pure: the same spec gives the same argv. */
 export function qemuArgv(spec: GuestSpec): string[] {
   checkSpec(spec);
@@ -159,7 +170,7 @@ export function qemuArgv(spec: GuestSpec): string[] {
     "-accel",
     spec.accel,
     "-cpu",
-    spec.accel === "kvm" ? "host" : "max",
+    spec.accel === "kvm" ? "host" : TCG_CPU,
     "-smp",
     String(spec.cpus),
     "-m",
