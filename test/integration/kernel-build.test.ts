@@ -188,7 +188,7 @@ t.test("an unknown base is one error listing the accepted forms", async (t) => {
     name: "HilError",
     message: "unknown Debian base debian:5.10",
     detail:
-      /debian:6\.1\n {2}debian:6\.12\n {2}debian:7\.2\n {2}debian-image:6\.12 \(Debian's built kernel, booted as it is\)\n {2}a kernel source directory/,
+      /debian:6\.1\n {2}debian:6\.12\n {2}debian:7\.2\n {2}debian-image:6\.1 \(Debian's built kernel, booted as it is\)\n {2}debian-image:6\.12 \(Debian's built kernel, booted as it is\)\n {2}a kernel source directory/,
   });
 });
 
