@@ -9,6 +9,7 @@
  * its first ERR transition (modify or drain) and the device's QP entering ERROR.
  */
 import { WcStatus } from "../../qemu/erdma/hw.ts";
+import { median } from "../../util/median.ts";
 import { type ErdmaTraceEvent, type HwTraceEvent, isServerLine } from "../protocol/hw-trace.ts";
 import { type TraceRecord, WC_SUCCESS, WC_WR_FLUSH_ERR } from "../protocol/trace.ts";
 
@@ -70,12 +71,6 @@ interface Stuck {
 
 function isStuck(o: { ev: string }): o is Stuck {
   return o.ev === "stuck";
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 }
 
 function cqeKind(status: number): string {

@@ -6,6 +6,8 @@
  * kernel's build, so a kernel's build is its largest preparation less its usual one (the median).
  * A kernel split over several shards is built on each of them.
  */
+
+import { median } from "../../../util/median.ts";
 import { withDriverFragment } from "../../scenario/drivers.ts";
 import type { JobSpec } from "../job/job.ts";
 import type { MatrixJob } from "./plan.ts";
@@ -32,12 +34,6 @@ export interface ShardEstimate {
 /** The kernel a job actually boots: its configs with the fragment its driver needs (rxe). */
 function builtKernelKey(spec: JobSpec): string {
   return kernelKey({ ...spec, configs: withDriverFragment(spec.configs ?? [], spec.driver) });
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 }
 
 /** Each built kernel's build time (its largest preparation less the median one) and usual preparation. */
