@@ -14,7 +14,7 @@ import { type BaseIdentity, baseIdentity, ensureBaseTree, kernelVersion } from "
 import { type BaseSpec, describeBase, isPrebuiltBase, parseBaseSpec } from "./base-spec.ts";
 import { bzImageProblem } from "./bzimage.ts";
 import { compileKernel, configureKernel, installModules, type KbuildTree, kernelRelease } from "./kbuild.ts";
-import { type Fragment, readFragment, resolveFragmentPath } from "./kconfig.ts";
+import { type Fragment, readFragment, resolveFragmentPath, smpBootArgs } from "./kconfig.ts";
 import { checkPrebuiltRequest, ensurePrebuiltKernel } from "./prebuilt.ts";
 import { planFromBase, rebuildFromBase } from "./rebuild.ts";
 import { loadSeries, type Series } from "./series.ts";
@@ -129,6 +129,7 @@ async function readArtifact(dir: string, p: Plan): Promise<KernelArtifact> {
   const { git: _builtFrom, ...artifact } = await readArtifactRecord(dir);
   return {
     ...artifact,
+    bootArgs: smpBootArgs(p.fragments.slice(1)),
     ...(p.debianVersion ? { debianVersion: p.debianVersion } : {}),
     ...(p.git ? { git: p.git, describe: p.describe } : {}),
   };
@@ -235,7 +236,8 @@ async function buildPatched(work: string, req: KernelRequest, p: Plan): Promise<
  * first if missing): the configuration is made again as a fresh build makes it, and Kbuild, whose
  * records name the config symbols each target uses (fixdep), makes again what the changed symbols
  * reach: a fragment that adds modules (ulp, rxe) costs those modules, one that changes what every
- * file is compiled with (smp, debug) a whole build, as from scratch.
+ * file is compiled with (debug) a whole build, as from scratch; smp changes nothing (base.config
+ * builds SMP; the fragment only lets the guest use both vCPUs).
  */
 async function buildConfigVariant(work: string, req: KernelRequest, p: Plan): Promise<KernelArtifact> {
   const srcDir = await ensureSourceTree(p);
@@ -268,7 +270,7 @@ async function buildConfigVariant(work: string, req: KernelRequest, p: Plan): Pr
 /**
  * The cached build of the largest part of `req`'s fragments (in their order), if an earlier run
  * left one: a variant of two fragments continues from either one's build rather than the base's,
- * so what both share (ulp's block layer under rxe + ulp) is not made again. Builds nothing.
+ * so what both share is not made again. Builds nothing.
  */
 async function cachedConfigSubset(
   req: KernelRequest,

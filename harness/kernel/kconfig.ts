@@ -105,6 +105,19 @@ export function effectiveRequests(fragments: ReadonlyArray<readonly ConfigReques
   return [...last.values()];
 }
 
+/** Whether the fragments ask for an SMP kernel (guest/kconfig/smp.config). */
+export function asksForSmp(fragments: readonly Fragment[]): boolean {
+  return effectiveRequests(fragments.map((f) => f.requests)).some((r) => r.name === "SMP" && r.value === "y");
+}
+
+/**
+ * base.config builds an SMP kernel (as Debian's are) and the guest boots it on one CPU unless the
+ * user's fragments ask for SMP (smp.config): `nosmp` when they do not.
+ */
+export function smpBootArgs(userFragments: readonly Fragment[]): string[] {
+  return asksForSmp(userFragments) ? [] : ["nosmp"];
+}
+
 export interface ConfigMismatch {
   request: ConfigRequest;
   /** the value in the final .config; undefined when the option is absent */

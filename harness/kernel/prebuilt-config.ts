@@ -7,7 +7,13 @@
  */
 import { readFileSync } from "node:fs";
 import { HilError } from "../../util/errors.ts";
-import { type ConfigRequest, effectiveRequests, type Fragment, parseFragment } from "./kconfig.ts";
+import {
+  type ConfigRequest,
+  effectiveRequests,
+  type Fragment,
+  parseFragment,
+  smpBootArgs,
+} from "./kconfig.ts";
 import { INIT_MODULES, type OutOfTreeDriver } from "./prebuilt-modules.ts";
 
 /** Options whose value is an upper bound: an image with a higher one meets the request. */
@@ -60,11 +66,6 @@ export function checkFragmentsMet(
   );
 }
 
-/** Whether the fragments ask for an SMP kernel (guest/kconfig/smp.config). */
-export function asksForSmp(fragments: readonly Fragment[]): boolean {
-  return effectiveRequests(fragments.map((f) => f.requests)).some((r) => r.name === "SMP" && r.value === "y");
-}
-
 /** An option's value in base.config (hil's own kernels), undefined when it does not set it. */
 export function baseConfigValue(baseConfigPath: string, name: string): string | undefined {
   const requests = parseFragment(readFileSync(baseConfigPath, "utf8"), baseConfigPath);
@@ -73,16 +74,19 @@ export function baseConfigValue(baseConfigPath: string, name: string): string | 
 
 /**
  * The kernel parameters that make Debian's kernel what base.config makes hil's:
- * - nosmp: base.config leaves SMP out (one CPU), unless a fragment asks for it (smp.config);
+ * - nosmp: one CPU, as hil's own kernels boot, unless a fragment asks for SMP (kconfig.ts smpBootArgs);
  * - sysctl.kernel.hung_task_timeout_secs: CONFIG_DEFAULT_HUNG_TASK_TIMEOUT, 120 in Debian's config
  *   (the sysctl. prefix sets a sysctl from the command line, fs/proc/proc_sysctl.c, Linux >= 5.8);
  * - iomem=relaxed: base.config has no STRICT_DEVMEM, Debian's IO_STRICT_DEVMEM keeps /dev/mem off
  *   the BARs a driver claimed (drivers/char/mem.c, kernel/resource.c iomem_is_exclusive);
  * - hil.modules: the init's modules with virtio_pci and virtio_net first, which Debian builds as modules.
  */
-export function prebuiltBootArgs(opts: { smp: boolean; hungTaskTimeoutSecs: string | undefined }): string[] {
+export function prebuiltBootArgs(opts: {
+  userFragments: readonly Fragment[];
+  hungTaskTimeoutSecs: string | undefined;
+}): string[] {
   return [
-    ...(opts.smp ? [] : ["nosmp"]),
+    ...smpBootArgs(opts.userFragments),
     ...(opts.hungTaskTimeoutSecs ? [`sysctl.kernel.hung_task_timeout_secs=${opts.hungTaskTimeoutSecs}`] : []),
     "iomem=relaxed",
     `hil.modules=${INIT_MODULES.join(",")}`,

@@ -19,7 +19,7 @@ import { readArtifactRecord, writeArtifactRecord } from "./artifact-record.ts";
 import { BASE_CACHE_KIND, debianBaseIdentity } from "./base-source.ts";
 import { bzImageProblem } from "./bzimage.ts";
 import { type Fragment, parseDotConfig, readFragment, resolveFragmentPath } from "./kconfig.ts";
-import { asksForSmp, baseConfigValue, checkFragmentsMet, prebuiltBootArgs } from "./prebuilt-config.ts";
+import { baseConfigValue, checkFragmentsMet, prebuiltBootArgs } from "./prebuilt-config.ts";
 import { driversToBuild, type OutOfTreeDriver } from "./prebuilt-modules.ts";
 import { buildOutOfTree, type HeadersTree } from "./prebuilt-oot.ts";
 import {
@@ -265,7 +265,7 @@ export async function ensurePrebuiltKernel(
     ...artifact,
     describe: describe(spec, req),
     bootArgs: prebuiltBootArgs({
-      smp: asksForSmp(fragments),
+      userFragments: fragments,
       hungTaskTimeoutSecs: baseConfigValue(baseConfigPath, "DEFAULT_HUNG_TASK_TIMEOUT"),
     }),
   };

@@ -22,7 +22,7 @@ t.test("hil boot: Debian's kernel, one CPU, the 10 s hung-task timeout, erdma an
   t.equal(r.exitCode, 0, r.stderr);
   const [release, cpus, hung, ...loaded] = r.stdout.trim().split("\n");
   t.match(release, /^6\.12\.\d+\+deb12-amd64$/, "Debian's release, not a compiled one");
-  t.equal(cpus, "1", "nosmp: one CPU, as base.config's uniprocessor kernel");
+  t.equal(cpus, "1", "nosmp: one CPU, as hil's own kernels boot");
   t.equal(hung, "10", "base.config's CONFIG_DEFAULT_HUNG_TASK_TIMEOUT, set at boot");
   t.same(loaded, ["erdma", "siw"], "the drivers built out of tree load");
   t.match(r.stderr, /debian-image:6\.12/);

@@ -11,10 +11,15 @@ import {
   parseBaseSpec,
 } from "../../harness/kernel/base-spec.ts";
 import { BASE_CONFIG_PATH } from "../../harness/kernel/build.ts";
-import { parseDotConfig, readFragment, resolveFragmentPath } from "../../harness/kernel/kconfig.ts";
-import { checkPrebuiltRequest } from "../../harness/kernel/prebuilt.ts";
 import {
   asksForSmp,
+  parseDotConfig,
+  readFragment,
+  resolveFragmentPath,
+  smpBootArgs,
+} from "../../harness/kernel/kconfig.ts";
+import { checkPrebuiltRequest } from "../../harness/kernel/prebuilt.ts";
+import {
   baseConfigValue,
   checkFragmentsMet,
   prebuiltBootArgs,
@@ -322,7 +327,7 @@ t.test("boot arguments stand in for what base.config sets", async (t) => {
   t.equal(baseConfigValue(BASE_CONFIG_PATH, "NO_SUCH_OPTION"), undefined);
   t.notOk(asksForSmp([fragment("rxe")]));
   t.ok(asksForSmp([fragment("smp")]));
-  const up = prebuiltBootArgs({ smp: false, hungTaskTimeoutSecs: "10" });
+  const up = prebuiltBootArgs({ userFragments: [fragment("rxe")], hungTaskTimeoutSecs: "10" });
   t.same(up, [
     "nosmp",
     "sysctl.kernel.hung_task_timeout_secs=10",
@@ -330,9 +335,16 @@ t.test("boot arguments stand in for what base.config sets", async (t) => {
     "hil.modules=virtio_pci,virtio_net,ib_core,ib_uverbs,rdma_ucm,erdma",
   ]);
   t.notOk(
-    prebuiltBootArgs({ smp: true, hungTaskTimeoutSecs: "10" }).includes("nosmp"),
+    prebuiltBootArgs({ userFragments: [fragment("smp")], hungTaskTimeoutSecs: "10" }).includes("nosmp"),
     "--config smp keeps the CPUs",
   );
+});
+
+t.test("hil's own kernels are SMP builds booted on one CPU unless a fragment asks for SMP", async (t) => {
+  t.ok(asksForSmp([readFragment(BASE_CONFIG_PATH, "base.config")]), "base.config builds SMP");
+  t.same(smpBootArgs([]), ["nosmp"]);
+  t.same(smpBootArgs([fragment("ulp"), fragment("rxe")]), ["nosmp"]);
+  t.same(smpBootArgs([fragment("rxe"), fragment("smp")]), []);
 });
 
 t.test(
