@@ -5,6 +5,7 @@
  * `hil judge` (traces a lab brought back).
  */
 import { parseConsole } from "../console/parse.ts";
+import { isSlowBootWait } from "../console/slow-boot.ts";
 import {
   combineVerdicts,
   judgeTrace,
@@ -156,10 +157,13 @@ export function withHwEvidence(judgements: ProfileJudgement[], hw: readonly stri
   }));
 }
 
-/** What the kernel log of a scenario shows, as the console rule reads it (an NMI's own panic left out). */
+/**
+ * What the kernel log of a scenario shows, as the console rule reads it: an NMI's own panic left
+ * out, and init's wait for a slowly unpacked initramfs (a slice that starts at a boot holds it).
+ */
 export function consoleObservations(text: string): Observation[] {
   return parseConsole(text).flatMap((e) =>
-    isNmiPanic(e)
+    isNmiPanic(e) || isSlowBootWait(e)
       ? []
       : [
           {

@@ -16,7 +16,10 @@ export interface GuestSession {
   executor: ScenarioExecutor;
   /** this boot's hardware trace file */
   hwTraceFile?: string;
-  /** where the next scenario's console slice starts: after the last barrier mark */
+  /**
+   * where the next scenario's console slice starts: after the last barrier mark; at a boot the
+   * probe did not judge, 0, so the boot and the driver's load are judged with the first scenario
+   */
   consoleAt: number;
   /** the barriers written so far (each scenario's has the next number) */
   barriers: number;
@@ -64,7 +67,7 @@ export async function startSession(
         guest,
         executor: await factory(guest, opts.prepared),
         ...(hwTraceFile ? { hwTraceFile } : {}),
-        consoleAt: guest.consoleLog().length,
+        consoleAt: probe ? guest.consoleLog().length : 0,
         barriers: 0,
       },
     };

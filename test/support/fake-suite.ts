@@ -91,17 +91,24 @@ export interface Fakes {
   consoles: string[];
 }
 
-/** runSuite's options for a fake guest whose executor does what `script(scenario, nth run of it)` says. */
-export function fakeSuite(script: (name: string, nth: number) => Act) {
+/**
+ * runSuite's options for a fake guest whose executor does what `script(scenario, nth run of it)`
+ * says; `bootConsole(boot)`: what that boot wrote to its console before the suite took it (none).
+ */
+export function fakeSuite(
+  script: (name: string, nth: number) => Act,
+  bootConsole?: (boot: number) => string,
+) {
   const fakes: Fakes = { boots: 0, disposed: 0, runs: [], consoles: [] };
   const seen = new Map<string, number>();
   const boot = async (_: PreparedGuest, o?: { keepConsole?: string }) => {
     const id = ++fakes.boots;
     fakes.consoles.push(o?.keepConsole ?? "");
+    const console = bootConsole?.(id) ?? "";
     return {
       id,
       device: undefined,
-      consoleLog: () => "",
+      consoleLog: () => console,
       exec: async () => ({ exitCode: 0, stdout: "", stderr: "" }),
       dispose: async () => {
         fakes.disposed++;
@@ -149,8 +156,9 @@ export async function runFakeSuite(
   scenarios: Scenario[],
   script: (name: string, nth: number) => Act,
   extra: Pick<SuiteOptions, "repeat" | "guests" | "probe"> = {},
+  bootConsole?: (boot: number) => string,
 ) {
-  const { fakes, opts } = fakeSuite(script);
+  const { fakes, opts } = fakeSuite(script, bootConsole);
   const report = await runSuite({
     prepared: PREPARED,
     scenarios,

@@ -18,8 +18,9 @@ function suite(
   scenarios: Scenario[],
   script: (name: string, nth: number) => Act,
   extra: { guests?: number; repeat?: number; probe?: () => Promise<CheckResult[]> } = {},
+  bootConsole?: (boot: number) => string,
 ) {
-  return runFakeSuite(t.testdir({}), scenarios, script, extra);
+  return runFakeSuite(t.testdir({}), scenarios, script, extra, bootConsole);
 }
 
 const SIX = ["a", "b", "c", "d", "e", "f"].map((n) => scenario(`drain-${n}`));
@@ -40,6 +41,58 @@ t.test("two guests share the scenarios; the verdicts and their order are one gue
   t.equal(two.fakes.disposed, 2, "both guests shut down");
   const ports = two.fakes.runs.map((r) => r.port);
   t.equal(new Set(ports).size, SIX.length, "each scenario keeps its own port");
+});
+
+t.test("a boot the probe stage did not judge is judged with the first scenario on its guest", async (t) => {
+  const warn =
+    "[    3.0] WARNING: CPU: 0 PID: 1 at drivers/infiniband/hw/erdma/erdma_main.c:60 erdma_probe+0x1/0x2\n";
+  const slowUnpack = [
+    "[   48.4] INFO: task swapper:1 blocked for more than 10 seconds.",
+    "[   48.4] Call Trace:",
+    "[   48.4]  <TASK>",
+    "[   48.4]  __schedule+0x67a/0x6c8",
+    "[   48.5]  populate_rootfs+0x38/0x3b",
+    "[   48.5]  do_one_initcall+0xbd/0x1c6",
+    "[   48.5]  </TASK>",
+    "",
+  ].join("\n");
+  const passing = async (): Promise<CheckResult[]> => [
+    { id: "probe", title: "erdma probes", verdict: "PASS", reason: "ok" },
+  ];
+  const consoleVerdicts = (r: Awaited<ReturnType<typeof suite>>) =>
+    r.report.scenarios.map((s) => {
+      const on = r.fakes.runs.find((x) => x.scenario === s.name)?.guest;
+      const rule = s.judgements[0]?.rules.find((x) => x.rule === "console");
+      return `${s.name}@${on} ${rule?.verdict}`;
+    });
+  // the second guest's boot warned; the first guest's boot was the probe stage's to judge
+  const warned = await suite(
+    t,
+    SIX.slice(0, 4),
+    () => "pass",
+    { guests: 2, probe: passing },
+    (boot) => (boot === 1 ? warn : warn + slowUnpack),
+  );
+  const firstOn2 = warned.fakes.runs.find((r) => r.guest === 2)?.scenario;
+  t.ok(firstOn2, "the second guest ran a scenario");
+  for (const line of consoleVerdicts(warned)) {
+    const failed = line.startsWith(`${firstOn2}@2 `);
+    t.match(line, failed ? / FAIL$/ : / PASS$/, failed ? "the boot's WARN, once" : "not judged again");
+  }
+  const evidence = warned.report.scenarios
+    .find((s) => s.name === firstOn2)
+    ?.judgements[0]?.rules.find((x) => x.rule === "console")?.evidence;
+  t.match(evidence?.join("\n"), /erdma_probe/, "the WARN is the evidence");
+  t.notMatch(evidence?.join("\n"), /populate_rootfs/, "a slow initramfs unpack is not a finding");
+  // without a probe stage even the first boot is judged so
+  const unprobed = await suite(
+    t,
+    SIX.slice(0, 2),
+    () => "pass",
+    {},
+    () => warn,
+  );
+  t.same(consoleVerdicts(unprobed), ["drain-a@1 FAIL", "drain-b@1 PASS"]);
 });
 
 t.test("no more guests than scenarios", async (t) => {
