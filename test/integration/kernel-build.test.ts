@@ -155,7 +155,7 @@ t.test("a patch that does not apply: one error naming patch, file and hunk; cach
 t.test("a fragment asking for a missing or unreachable option fails before compiling", async (t) => {
   const dir = t.testdir({
     "bad.config":
-      "# asks for what this kernel cannot give\nCONFIG_ERDMA_HIL_NO_SUCH_OPTION=y\nCONFIG_VIRTIO_BLK=y\n",
+      "# asks for what this kernel cannot give\nCONFIG_ERDMA_HIL_NO_SUCH_OPTION=y\nCONFIG_HW_RANDOM_VIRTIO=y\n",
   });
   const fragment = join(dir, "bad.config");
   const key = await kernelKeyOf("debian:6.12", { fragments: [fragment] });
@@ -166,15 +166,15 @@ t.test("a fragment asking for a missing or unreachable option fails before compi
   );
   t.ok(err, "the build fails");
   const text = err?.format() ?? "";
-  t.match(text, /CONFIG_ERDMA_HIL_NO_SUCH_OPTION, CONFIG_VIRTIO_BLK/);
+  t.match(text, /CONFIG_ERDMA_HIL_NO_SUCH_OPTION, CONFIG_HW_RANDOM_VIRTIO/);
   t.match(
     text,
     `CONFIG_ERDMA_HIL_NO_SUCH_OPTION=y (${fragment}:2): the symbol does not exist in Linux 6.12.`,
   );
-  t.match(text, `CONFIG_VIRTIO_BLK=y (${fragment}:3): olddefconfig dropped it`);
+  t.match(text, `CONFIG_HW_RANDOM_VIRTIO=y (${fragment}:3): olddefconfig dropped it`);
   t.match(
     text,
-    /requires BLK_DEV \(enclosing if\) && VIRTIO; in the final \.config: BLK_DEV is not set, VIRTIO=y/,
+    /requires HW_RANDOM \(enclosing if\) && VIRTIO; in the final \.config: HW_RANDOM is not set, VIRTIO=y/,
   );
   t.same(
     cacheNamesOf(KERNEL_CACHE_KIND, key),

@@ -143,13 +143,13 @@ t.test(
       // the access: its calls, without KASAN's own frames and the unwinder's stale "? " words
       "  read_after_free+0x40/0x53 [hil_oops]",
       "  hil_oops_init+0xc0/0x1000 [hil_oops]",
-      "  do_one_initcall+0xbd/0x1c6",
-      "  Allocated by task 77:",
+      "  do_one_initcall+0x147/0x2dc",
+      "  Allocated by task 87:",
       "  read_after_free+0x27/0x53 [hil_oops]",
       "  hil_oops_init+0xc0/0x1000 [hil_oops]",
-      "  do_one_initcall+0xbd/0x1c6",
-      "  Freed by task 77:",
-      "  kfree+0x1b4/0x217",
+      "  do_one_initcall+0x147/0x2dc",
+      "  Freed by task 87:",
+      "  kfree+0x203/0x26e",
       "  read_after_free+0x37/0x53 [hil_oops]",
       "  hil_oops_init+0xc0/0x1000 [hil_oops]",
     ]);

@@ -8,8 +8,15 @@ import { fail, MAX_EVIDENCE, pass, type Rule } from "../rule.ts";
 
 /** A stack line that is a call: "fn+0x1/0x2 [mod]", not a stale "? fn+..." word or a RIP line. */
 const CALL_FRAME = /^[\w.$]+\+0x[0-9a-f]+\/0x[0-9a-f]+\b/;
-/** How KASAN and KFENCE made their report (mm/kasan/report.c, mm/kasan/common.c), not where the bug is. */
-const CHECKER_FRAME = /^(print_report|_*kasan_\w+|_*kfence_\w+)\+/;
+/**
+ * How the kernel printed the report, not where the bug is: dump_stack (lib/dump_stack.c), KASAN's
+ * and KFENCE's reporters (mm/kasan/report.c, mm/kasan/common.c, mm/kfence/report.c) and lockdep's
+ * (kernel/locking/lockdep.c: check_prev_add finds the cycle, print_circular_bug prints it).
+ */
+const CHECKER_FRAME =
+  /^(dump_stack(_lvl)?|print_report|_*kasan_\w+|_*kfence_\w+|print_circular_bug|check_noncircular|check_prevs?_add|validate_chain)\+/;
+/** A word the unwinder found on the stack that is not a call ("? fn+0x1/0x2"). */
+const STALE_FRAME = /^\? /;
 /**
  * Calls quoted per stack of a memory report: its reason, the access stack, and the allocation and
  * free stacks with their titles fit the rule's MAX_EVIDENCE lines (1 + 3 + 2 x (1 + 3) = 12).
@@ -49,7 +56,7 @@ export const consoleRule: Rule = {
         reason: `${e.kind}: ${e.text}`,
         evidence: e.memoryStacks?.length
           ? memoryReportEvidence(e.trace, e.memoryStacks)
-          : e.trace.slice(0, 10),
+          : e.trace.filter((l) => !STALE_FRAME.test(l) && !CHECKER_FRAME.test(l)).slice(0, 10),
       })),
       1,
     );
