@@ -15,6 +15,7 @@ import { probe, run } from "../../util/exec.ts";
 import { hashFile, hashParts } from "../../util/hash.ts";
 import { makeDir } from "../../util/make-dir.ts";
 import { type BaseSpec, describeBase } from "./base-spec.ts";
+import { type LinkSource, linkGitTree } from "./git-linked-tree.ts";
 import { inStep } from "./step.ts";
 import { hashTree } from "./tree-hash.ts";
 
@@ -67,7 +68,7 @@ async function gitOut(repo: string, args: string[]): Promise<string | undefined>
 }
 
 /** The key of a commit's tree: two commits with the same tree build the same kernel. */
-function gitTreeKey(tree: string): string {
+export function gitTreeKey(tree: string): string {
   return hashParts(["git-tree", tree]);
 }
 
@@ -137,13 +138,17 @@ async function gitDiffAgainstHead(repo: string): Promise<string> {
   return (await run("git diff", "git", ["-C", repo, "diff", "HEAD", "--binary"])).stdout;
 }
 
-/** Returns the cached pristine tree of `spec`, fetching and unpacking it the first time. */
-export async function ensureBaseTree(spec: BaseSpec, key?: string): Promise<BaseTree> {
+/**
+ * Returns the cached pristine tree of `spec`, fetching and unpacking it the first time; a
+ * `<repo>@<ref>` tree made the first time with `linkFrom` is that cached tree hard-linked, with
+ * only the files that differ exported.
+ */
+export async function ensureBaseTree(spec: BaseSpec, key?: string, linkFrom?: LinkSource): Promise<BaseTree> {
   const k = key ?? (await baseKey(spec));
   const what = `kernel source ${describeBase(spec)}`;
   // about 86000 files, 1.4 GB: listed by size, not hashed (reading it would cost seconds)
   const { dir } = await ensureEntry(BASE_CACHE_KIND, k, { what, bulk: ["src"] }, async (work) => {
-    await materialize(spec, work, k);
+    await materialize(spec, work, k, linkFrom);
     if (!looksLikeKernelSource(join(work, "src"))) {
       throw new HilError(
         `${describeBase(spec)} does not contain a kernel source tree (no top-level Makefile and Kconfig)`,
@@ -161,14 +166,14 @@ function looksLikeKernelSource(dir: string): boolean {
   return existsSync(join(dir, "Makefile")) && existsSync(join(dir, "Kconfig"));
 }
 
-async function materialize(spec: BaseSpec, work: string, key: string): Promise<void> {
+async function materialize(spec: BaseSpec, work: string, key: string, linkFrom?: LinkSource): Promise<void> {
   switch (spec.kind) {
     case "debian":
       return materializeDebian(spec.suite, spec.package, work);
     case "git":
       return materializeGit(spec.path, work);
     case "git-ref":
-      return materializeGitRef(spec.repo, spec.ref, work, key);
+      return materializeGitRef(spec.repo, spec.ref, work, key, linkFrom);
     case "dir":
       return materializeDir(spec.path, work);
     case "tarball":
@@ -253,13 +258,27 @@ async function materializeGit(repo: string, work: string): Promise<void> {
 }
 
 /** The tree of `ref` as it was when the key was made: a ref that moved since is an error, not another kernel. */
-async function materializeGitRef(repo: string, ref: string, work: string, key: string): Promise<void> {
+async function materializeGitRef(
+  repo: string,
+  ref: string,
+  work: string,
+  key: string,
+  linkFrom?: LinkSource,
+): Promise<void> {
   const git = await resolveGitRef(repo, ref);
   if (gitTreeKey(git.tree) !== key)
     throw new HilError(`${repo}@${ref} moved while hil was running (now commit ${git.commit})`, {
       detail: "run the command again, or name the commit itself",
     });
   const src = join(work, "src");
+  if (linkFrom) {
+    await inStep(
+      `[kernel] linking ${repo}@${ref} (commit ${git.commit.slice(0, 12)}) from ${linkFrom.describe}'s tree`,
+      () => linkGitTree(repo, linkFrom, git.tree, src),
+      (changes) => `${changes.length} file(s) differ`,
+    );
+    return;
+  }
   await mkdir(src);
   await inStep(`[kernel] exporting ${repo}@${ref} (commit ${git.commit.slice(0, 12)})`, async () => {
     const archive = 'git -C "$1" archive --format=tar "$2" | tar -x -C "$3"';
@@ -272,22 +291,27 @@ async function materializeDir(path: string, work: string): Promise<void> {
 }
 
 /** VERSION.PATCHLEVEL.SUBLEVEL from a kernel tree's top-level Makefile, e.g. "6.12.95". */
-export function kernelVersion(srcDir: string): {
+export function kernelVersion(srcDir: string): KernelVersion {
+  const where = join(srcDir, "Makefile");
+  return makefileVersion(readFileSync(where, "utf8"), where);
+}
+
+export interface KernelVersion {
   major: number;
   minor: number;
   sublevel: number;
   text: string;
-} {
-  const makefile = readFileSync(join(srcDir, "Makefile"), "utf8");
+}
+
+/** VERSION.PATCHLEVEL.SUBLEVEL from the text of a kernel's top-level Makefile (`where` it is, for errors). */
+export function makefileVersion(makefile: string, where: string): KernelVersion {
   const field = (name: string) =>
     Number(new RegExp(`^${name}\\s*=\\s*(\\d+)`, "m").exec(makefile)?.[1] ?? Number.NaN);
   const major = field("VERSION");
   const minor = field("PATCHLEVEL");
   const sublevel = field("SUBLEVEL");
   if (Number.isNaN(major) || Number.isNaN(minor)) {
-    throw new HilError("cannot read VERSION/PATCHLEVEL from the kernel Makefile", {
-      where: join(srcDir, "Makefile"),
-    });
+    throw new HilError("cannot read VERSION/PATCHLEVEL from the kernel Makefile", { where });
   }
   return {
     major,

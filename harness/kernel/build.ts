@@ -10,9 +10,16 @@ import { makeDir } from "../../util/make-dir.ts";
 import { progress } from "../../util/progress.ts";
 import { ensurePatchedTree } from "./apply.ts";
 import { readArtifactRecord, writeArtifactRecord } from "./artifact-record.ts";
-import { type BaseIdentity, baseIdentity, ensureBaseTree, kernelVersion } from "./base-source.ts";
+import {
+  type BaseIdentity,
+  baseIdentity,
+  ensureBaseTree,
+  type GitCheckout,
+  kernelVersion,
+} from "./base-source.ts";
 import { type BaseSpec, describeBase, isPrebuiltBase, parseBaseSpec } from "./base-spec.ts";
 import { bzImageProblem } from "./bzimage.ts";
+import { findRelatedBuild } from "./git-related.ts";
 import { compileKernel, configureKernel, installModules, type KbuildTree, kernelRelease } from "./kbuild.ts";
 import { type Fragment, readFragment, resolveFragmentPath, smpBootArgs } from "./kconfig.ts";
 import { checkPrebuiltRequest, ensurePrebuiltKernel } from "./prebuilt.ts";
@@ -188,6 +195,7 @@ export async function buildKernel(req: KernelRequest): Promise<KernelArtifact> {
     let artifact: KernelArtifact;
     if (p.series) artifact = await buildPatched(work, req, p);
     else if (req.configs.length > 0) artifact = await buildConfigVariant(work, req, p);
+    else if (p.spec.kind === "git-ref" && p.git) artifact = await buildGitRef(work, p, p.git);
     else {
       const { tree, version } = await buildFromScratch(work, await ensureSourceTree(p), p);
       artifact = await finish(work, tree, p, version);
@@ -211,19 +219,71 @@ export async function buildKernel(req: KernelRequest): Promise<KernelArtifact> {
 async function buildPatched(work: string, req: KernelRequest, p: Plan): Promise<KernelArtifact> {
   const patchedSrc = await ensureSourceTree(p);
   const base = await buildKernel({ ...req, series: undefined });
-  const planned = await planFromBase(base, patchedSrc);
+  return continueBuild(
+    work,
+    p,
+    base,
+    patchedSrc,
+    `Linux %v + ${p.series?.patches.length} patch(es)`,
+    "its base build",
+  );
+}
+
+/**
+ * A `<repo>@<ref>` tree: the cached build of its nearest ancestor's tree continued (an earlier
+ * build of that repository, or a Debian base whose source is that tree), else from scratch.
+ */
+async function buildGitRef(work: string, p: Plan, git: GitCheckout): Promise<KernelArtifact> {
+  const related = await findRelatedBuild(git, (base, baseKey) =>
+    findCachedKernel({ base, configs: [] }, { key: baseKey }),
+  );
+  if (!related) {
+    const { tree, version } = await buildFromScratch(work, await ensureSourceTree(p), p);
+    return finish(work, tree, p, version);
+  }
+  await ensureBaseTree(parseBaseSpec(related.base), related.baseKey);
+  const srcDir = (await ensureBaseTree(p.spec, p.baseKey, related.source)).srcDir;
+  const back = `${related.distance} commit(s) before ${git.ref}`;
+  progress.info(
+    `[kernel] ${p.describe}: continuing the cached build of ${related.source.describe} (the tree of ${related.commit.slice(0, 12)}, ${back})`,
+  );
+  return continueBuild(
+    work,
+    p,
+    related.artifact,
+    srcDir,
+    `Linux %v (${p.describe})`,
+    `${related.source.describe}'s build`,
+  );
+}
+
+/**
+ * Continues `base`'s build in a copy of its build tree against `srcDir`, a hard-linked copy of
+ * base's source with its own changed files: only what the changes reach is made again, or all
+ * of it from scratch when the plan says Kbuild cannot be trusted with them. `what` names the
+ * kernel in the progress title (%v: its version), `from` the build it continues.
+ */
+async function continueBuild(
+  work: string,
+  p: Plan,
+  base: KernelArtifact,
+  srcDir: string,
+  what: string,
+  from: string,
+): Promise<KernelArtifact> {
+  const planned = await planFromBase(base, srcDir);
   const { plan } = planned;
   progress.info(`[kernel] ${plan.mode === "modules" ? "module-only" : plan.mode} build: ${plan.reason}`);
   const record = { mode: plan.mode, reason: plan.reason, baseKey: base.key };
   if (plan.mode === "full") {
-    const { tree, version, steps } = await buildFromScratch(work, patchedSrc, p);
+    const { tree, version, steps } = await buildFromScratch(work, srcDir, p);
     return finish(work, tree, p, version, { ...record, steps });
   }
-  const version = kernelVersion(patchedSrc);
-  const what =
+  const version = kernelVersion(srcDir);
+  const modules =
     plan.mode === "modules" ? `${plan.modules.map((m) => basename(m)).join(", ") || "no module"} of ` : "";
-  const title = `[kernel] rebuilding ${what}Linux ${version.text} + ${p.series?.patches.length} patch(es) from its base build`;
-  const { tree, steps } = await rebuildFromBase(work, base, patchedSrc, planned, p.fragments, version, title);
+  const title = `[kernel] rebuilding ${modules}${what.replace("%v", version.text)} from ${from}`;
+  const { tree, steps } = await rebuildFromBase(work, base, srcDir, planned, p.fragments, version, title);
   return finish(work, tree, p, version.text, {
     ...record,
     steps,

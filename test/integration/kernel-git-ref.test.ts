@@ -1,26 +1,33 @@
 // A kernel from a git repository at a ref (`--kernel <repo>@<ref>`), on a real guest: a bare
 // repository holding debian:6.12's tree as `main` and, as `for-next`, the same tree with its own
 // EXTRAVERSION. `hil run --kernel <repo>@for-next` builds and boots for-next's tree (its release
-// says so), records the commit and branch in verdicts.json, and KCIDB's checkout carries them;
-// another commit with the same tree is the same cached kernel; a ref the repository lacks is one
-// exit-2 line. The repository is made without copying the tree: git reads the cached source in
-// place, and for-next's commit is written through a private index.
+// says so), continuing debian:6.12's cached build (main's tree is that base's source), records the
+// commit and branch in verdicts.json, and KCIDB's checkout carries them; another commit with the
+// same tree is the same cached kernel; a ref the repository lacks is one exit-2 line. The
+// repository is made without copying the tree: git reads the cached source in place, and
+// for-next's commit is written through a private index.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { execa } from "execa";
 import t from "tap";
+import { KbuildCounter } from "../../harness/kernel/kbuild-progress.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
 import { unpackedKernelSource } from "../support/kernel-source.ts";
 
-// one full kernel build on a machine that has not built this tree yet (minutes on 2 cores)
+// debian:6.12's build, if this machine has not made it yet (minutes on 2 cores)
 t.setTimeout(100 * 60_000);
 
-const EXTRAVERSION = "-hilref";
+const EXTRAVERSION = "-hilgit";
 
 t.test(
   "--kernel <repo>@<ref>: the ref's tree built and booted, its commit recorded and reported",
   async (t) => {
     const iso = isolate();
+    const base = await hil(["kernel", "build", "--json", "--kernel", "debian:6.12"], iso.env, {
+      timeoutMs: 85 * 60_000,
+    });
+    t.equal(base.exitCode, 0, base.stderr.slice(-3000));
+    const baseKernel = JSON.parse(base.stdout);
     const root = t.testdir({});
     const repo = join(root, "linux.git");
     const src = await unpackedKernelSource("debian:6.12");
@@ -56,6 +63,14 @@ t.test(
     );
     t.equal(r.exitCode, 0, r.stderr.slice(-3000));
     t.ok(r.stderr.includes(`${repo}@for-next`), "the progress names the base as given");
+    if (!r.stderr.includes(`${repo}@for-next: cached (`)) {
+      t.match(
+        r.stderr,
+        `continuing the cached build of debian:6.12 (the tree of ${main.slice(0, 12)}, 1 commit(s) before for-next)`,
+        "main's tree is debian:6.12's source: its build is continued, not a new one from scratch",
+      );
+      t.match(r.stderr, /linking .*@for-next .* from debian:6\.12's tree: 1 file\(s\) differ/);
+    }
     const record = JSON.parse(readFileSync(join(runDir, "verdicts.json"), "utf8"));
     t.match(record.release, new RegExp(`${EXTRAVERSION}$`), "the guest ran for-next's tree, not main's");
     t.match(record.versions.kernel, {
@@ -75,10 +90,23 @@ t.test(
 
     // the same tree under another commit: the same kernel, from the cache
     const again = await git(["commit-tree", nextTree, "-p", next, "-m", "same tree"]);
-    const build = await hil(["kernel", "build", "--kernel", `${repo}@${again}`], iso.env);
+    const build = await hil(["kernel", "build", "--json", "--kernel", `${repo}@${again}`], iso.env);
     t.equal(build.exitCode, 0, build.stderr);
     t.match(build.stderr, /: cached \(/, "keyed by the tree, not the commit");
-    t.notMatch(build.stderr, /\[kernel\] (exporting|compiling)/);
+    t.notMatch(build.stderr, /\[kernel\] (exporting|linking|compiling)/);
+    const kernel = JSON.parse(build.stdout);
+    t.match(kernel.rebuild, {
+      mode: "incremental",
+      reason: /build rules change: Makefile/,
+      baseKey: baseKernel.key,
+    });
+    const baseSteps = new KbuildCounter();
+    for (const line of readFileSync(join(baseKernel.dir, "build.log"), "utf8").split("\n"))
+      baseSteps.feed(line);
+    t.ok(
+      kernel.rebuild.steps * 5 < baseSteps.steps,
+      `${kernel.rebuild.steps} Kbuild steps, debian:6.12's build ran ${baseSteps.steps}: a new release reaches the modules and the link, not every object`,
+    );
 
     const missing = await hil(
       ["run", "--kernel", `${repo}@no-such-branch`, "--scenario", "post-send-in-error"],
