@@ -4,18 +4,17 @@
 // ERDMA_POLLCQ_NO_QP), every rule holds and the premise device_destroyed_with_unpolled_cqes is
 // read off both traces. A copy that polls the peer's completions before the destroy leaves none
 // in the CQ: the same condition does not hold there, and the run is a MISS naming it.
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import { hil, isolate, leftovers, REPO_ROOT } from "../support/cli.ts";
+import { fixtureScenario, hilRuns, leftovers } from "../support/cli.ts";
 import { scenarioOf, verdictsOf } from "../support/verdicts.ts";
 
 t.setTimeout(15 * 60 * 1000);
 
 t.test("a destroyed QP's unpolled CQEs in a shared CQ: skipped, and the premise seen", async (t) => {
-  const iso = isolate();
-  const root = t.testdir({});
-  const written = readFileSync(join(REPO_ROOT, "fixtures/scenarios/shared-cq-destroy-unpolled.yaml"), "utf8");
+  const { iso, root, run } = hilRuns(t);
+  const written = fixtureScenario("shared-cq-destroy-unpolled");
   // every completion polled before the destroy: 8 of the QP's receives, 8 of the peer's, the send
   const polledFirst = written
     .replace(/^(\s+)- destroy: \{ on: peer \}$/m, "$1- poll: { cq: send, min: 17, wait_ms: 5000 }\n$&")
@@ -30,11 +29,8 @@ t.test("a destroyed QP's unpolled CQEs in a shared CQ: skipped, and the premise 
   );
   const copy = join(root, "destroy-after-polling.yaml");
   writeFileSync(copy, polledFirst);
-  const dir = join(root, "run");
-  const r = await hil(
-    ["run", "--kernel", "debian:6.12", "--scenario", `shared-cq-destroy-unpolled,${copy}`, "--run-dir", dir],
-    iso.env,
-  );
+  const scenarios = `shared-cq-destroy-unpolled,${copy}`;
+  const { dir, r } = await run("run", ["run", "--kernel", "debian:6.12", "--scenario", scenarios]);
   const out = `${r.stdout}${r.stderr}`.slice(-6000);
   t.equal(r.exitCode, 3, `a MISS: exit 3\n${out}`);
 
