@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import { type BootedGuest, bootPrepared, prepareGuest } from "../../harness/boot.ts";
+import { prepareGuest } from "../../harness/boot.ts";
 import { runUverbsSegments, type UverbsPause } from "../../harness/executor/uverbs-driver.ts";
 import {
   type ErdmaTraceEventOf,
@@ -28,6 +28,7 @@ import {
 } from "../../harness/protocol/trace.ts";
 import { WcStatus } from "../../qemu/erdma/hw.ts";
 import { hil, isolate, leftovers } from "../support/cli.ts";
+import { bootForTest } from "../support/guest.ts";
 import { ERROR_WQE_SQ_COMPLETIONS } from "../support/send-recv-checks.ts";
 import { ruleOf, scenarioOf, verdictsOf } from "../support/verdicts.ts";
 
@@ -52,12 +53,7 @@ function firstOf<K extends ErdmaTraceKind>(
 t.test("runUverbsSegments on a real guest: a fault armed between the connection and the posts", async (t) => {
   const prepared = await prepareGuest({ base: "debian:6.12", configs: [] });
   const traceFile = join(t.testdir({}), "hw-trace.jsonl");
-  let guest: BootedGuest | undefined;
-  t.teardown(async () => {
-    await guest?.dispose();
-  });
-  guest = await bootPrepared(prepared, { memoryMiB: 512, device: { traceFile } });
-  const g = guest;
+  const g = await bootForTest(t, prepared, { memoryMiB: 512, device: { traceFile } });
   const device = g.device;
   if (!device) throw new Error("no device attached");
   const modprobe = await g.exec("modprobe erdma", { timeoutMs: 60_000 });
