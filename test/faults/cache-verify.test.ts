@@ -4,16 +4,7 @@
 // modules layer, quick to pack) is cut short, found and rebuilt byte for byte; the kernel's
 // bzImage is cut short, found, and the rebuild is called (with a builder standing in for the 40
 // minute kernel build, copying the warm bzImage back).
-import {
-  copyFileSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  truncateSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, readdirSync, readFileSync, statSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { buildModulesLayer } from "../../harness/image/modules.ts";
@@ -21,6 +12,7 @@ import { readArtifactRecord } from "../../harness/kernel/artifact-record.ts";
 import { KERNEL_CACHE_KIND, kernelEntryOptions } from "../../harness/kernel/build.ts";
 import { cacheRoot, ensureEntry } from "../../util/cache.ts";
 import { hashFile, shortKey } from "../../util/hash.ts";
+import { privateCacheDir } from "../support/private-cache.ts";
 import { cacheNotices } from "../support/stderr.ts";
 import { copyWarm, warmDefaultKernel } from "../support/warm-cache.ts";
 import { faultTable } from "./table.ts";
@@ -38,17 +30,10 @@ t.test("a cut file in a copy of the cached default kernel is found and rebuilt",
   const modulesRow = table.row(t, "a truncated cache entry: the guest modules layer cut in half");
   const kernelRow = table.row(t, "a truncated cached bzImage (cut to 1 MB)");
   modulesRow.exit = kernelRow.exit = "- (library: ensureEntry)";
-  const temp = mkdtempSync(join(tmpdir(), "hil-cache-verify-"));
-  const saved = process.env.HIL_CACHE_DIR;
-  t.teardown(() => {
-    if (saved === undefined) delete process.env.HIL_CACHE_DIR;
-    else process.env.HIL_CACHE_DIR = saved;
-    rmSync(temp, { recursive: true, force: true });
-  });
+  const temp = privateCacheDir(t, "hil-cache-verify-");
   const warmMarker = readFileSync(join(warm.dir, ".complete"));
   const warmImage = await hashFile(join(warm.dir, "bzImage"));
   const copy = await copyWarm(WARM, temp, join(KERNEL_CACHE_KIND, warm.key));
-  process.env.HIL_CACHE_DIR = temp;
 
   const builds: string[] = [];
   const standIn = async (work: string) => {

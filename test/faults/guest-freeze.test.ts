@@ -7,24 +7,12 @@ import t, { type Test } from "tap";
 import { prepareGuest, withGuest } from "../../harness/boot.ts";
 import { buildGuestModule } from "../../harness/image/kmod.ts";
 import { examineSilentGuest, freezeEvent } from "../../harness/suite/freeze.ts";
-import { type Isolation, isolate, leftovers } from "../support/cli.ts";
+import { type Isolation, isolatedTmp, leftovers } from "../support/cli.ts";
 import { faultTable } from "./table.ts";
 
 t.setTimeout(20 * 60 * 1000);
 
 const table = faultTable(import.meta.url);
-
-/** TMPDIR points at a private dir while `t` runs, so what its guest leaves is told apart. */
-function isolatedTmp(t: Test): Isolation {
-  const iso = isolate();
-  const saved = process.env.TMPDIR;
-  process.env.TMPDIR = iso.tmp;
-  t.teardown(() => {
-    if (saved === undefined) delete process.env.TMPDIR;
-    else process.env.TMPDIR = saved;
-  });
-  return iso;
-}
 
 /** What the guest left once it was disposed of: a row's leftovers, asserted empty. */
 function expectNothingLeft(t: Test, iso: Isolation): string[] {

@@ -5,17 +5,18 @@
 // the console rule with the panic and its stack as the evidence, exit 1. Nothing is left either way.
 import { join } from "node:path";
 import t, { type Test } from "tap";
-import { isolate, leftovers } from "../support/cli.ts";
+import { isolate } from "../support/cli.ts";
 import { ruleOf, scenarioOf, verdictsOf } from "../support/verdicts.ts";
 import { pausedScenario, RUN_612_LINUX, sendToGuest, startRunningScenario } from "./live-run.ts";
-import { exitText, faultTable } from "./table.ts";
+import { exitText, expectRowLeftNothing, type FaultRow, faultTable } from "./table.ts";
 
 t.setTimeout(30 * 60 * 1000);
 
 const table = faultTable(import.meta.url);
 
-/** A `hil run` of the paused scenario; `command` is run in its guest once the scenario runs. */
-async function runAndSend(t: Test, command: string) {
+/** A `hil run` of the paused scenario; `command` is run in its guest once the scenario runs; the
+ * run's exit and its time after the command go in `row`. */
+async function runAndSend(t: Test, row: FaultRow, command: string) {
   const iso = isolate();
   const root = t.testdir({ "guest-fault.yaml": pausedScenario(8000) });
   const dir = join(root, "run");
@@ -24,15 +25,15 @@ async function runAndSend(t: Test, command: string) {
   const sentAt = Date.now();
   await sendToGuest(iso.tmp, command, 0);
   const exit = await run.exited;
+  row.exit = exitText(exit);
+  row.ms = exit.at - sentAt;
   return { iso, dir, exit, afterMs: exit.at - sentAt, output: run.output() };
 }
 
 t.test("the guest's SSH server stopped mid-scenario: an ERROR saying so, exit 3", async (t) => {
   const row = table.row(t, "the guest stops answering SSH (dropbear SIGSTOPped), QEMU lives");
   // every dropbear: the listener and the sessions serving hil's connection and ours
-  const r = await runAndSend(t, "kill -STOP $(pidof dropbear)");
-  row.exit = exitText(r.exit);
-  row.ms = r.afterMs;
+  const r = await runAndSend(t, row, "kill -STOP $(pidof dropbear)");
   t.equal(r.exit.code, 3, "not judged: exit 3", { output: r.output.slice(-4000) });
   const s = scenarioOf(r.dir, "guest-fault");
   row.verdict = `${verdictsOf(s).join(", ")}: ${(s.outcome?.reason ?? "").replace(/^.*; /, "")}`;
@@ -47,18 +48,14 @@ t.test("the guest's SSH server stopped mid-scenario: an ERROR saying so, exit 3"
   // asked again 3 x 10 s, the NMI's report awaited up to 30 s (harness/suite/freeze.ts): 103 s,
   // and the guest's disposal and the run's end under a loaded TCG host
   t.ok(r.afterMs < 200_000, `the verdict ${Math.round(r.afterMs / 1000)} s after the stop (bound 200 s)`);
-  const left = leftovers(r.iso);
-  row.leftovers = [...left.processes, ...left.entries];
-  t.same(left, { processes: [], entries: [] }, "nothing left behind");
+  expectRowLeftNothing(t, row, r.iso);
 });
 
 t.test(
   "a kernel panic mid-scenario: a FAIL of the console rule with the panic as evidence, exit 1",
   async (t) => {
     const row = table.row(t, "guest kernel panic mid-scenario (sysrq c)");
-    const r = await runAndSend(t, "echo c > /proc/sysrq-trigger");
-    row.exit = exitText(r.exit);
-    row.ms = r.afterMs;
+    const r = await runAndSend(t, row, "echo c > /proc/sysrq-trigger");
     t.equal(r.exit.code, 1, "a FAIL: exit 1", { output: r.output.slice(-4000) });
     const s = scenarioOf(r.dir, "guest-fault");
     const consoleRule = ruleOf(s, "linux", "console");
@@ -72,8 +69,6 @@ t.test(
     );
     t.match((consoleRule?.evidence ?? []).join("\n"), /sysrq_handle_crash/, "with its stack");
     t.ok(r.afterMs < 60_000, `the verdict ${Math.round(r.afterMs / 1000)} s after the panic`);
-    const left = leftovers(r.iso);
-    row.leftovers = [...left.processes, ...left.entries];
-    t.same(left, { processes: [], entries: [] }, "nothing left behind");
+    expectRowLeftNothing(t, row, r.iso);
   },
 );

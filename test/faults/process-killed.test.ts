@@ -7,10 +7,10 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import { isolate, leftovers } from "../support/cli.ts";
+import { isolate } from "../support/cli.ts";
 import { scenarioOf, verdictsOf } from "../support/verdicts.ts";
 import { pausedScenario, pidUnder, RUN_612_LINUX, startRunningScenario } from "./live-run.ts";
-import { exitText, faultTable } from "./table.ts";
+import { exitText, expectRowLeftNothing, faultTable } from "./table.ts";
 
 t.setTimeout(30 * 60 * 1000);
 
@@ -65,9 +65,7 @@ for (const [target, victim] of Object.entries(VICTIMS)) {
     t.same(verdictsOf(s), ["linux ERROR"], "the scenario's verdict", { output: out });
     t.match(s.outcome?.reason, victim.reason, "the verdict names the dead process");
     t.notMatch(out, /\bFAIL\b/, "nothing is blamed on the driver");
-    const left = leftovers(iso);
-    row.leftovers = [...left.processes, ...left.entries];
-    t.same(left, { processes: [], entries: [] }, "nothing left behind");
+    expectRowLeftNothing(t, row, iso);
   });
 }
 
@@ -118,8 +116,6 @@ t.test(
     t.same(verdictsOf(s), ["linux ERROR"], "the scenario's verdict", { output: out });
     t.match(s.outcome?.reason, /^the device server \(pid \d+\) was killed by SIGKILL while the scenario ran/);
     t.notMatch(out, /\bFAIL\b/, "nothing is blamed on the driver");
-    const left = leftovers(iso);
-    row.leftovers = [...left.processes, ...left.entries];
-    t.same(left, { processes: [], entries: [] }, "nothing left behind");
+    expectRowLeftNothing(t, row, iso);
   },
 );

@@ -8,7 +8,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
-import { hil, isolate, leftovers } from "../support/cli.ts";
+import { hil, type Isolation, isolate, leftovers } from "../support/cli.ts";
 import { noTmpfs, smallTmpfs } from "../support/tmpfs.ts";
 import { type FaultRow, faultTable } from "./table.ts";
 
@@ -43,6 +43,18 @@ function expectOneDiskError(
   t.notMatch(r.stderr, /internal error|^\s+at /m, "no stack");
 }
 
+/** The run into `runDir` on the small tmpfs `disk`, isolated and timed: one disk error (its row
+ * filled in); what it left on the disk and running goes in the row, for the caller to assert. */
+async function runOnFullDisk(t: Test, disk: string, runDir: string, row: FaultRow): Promise<Isolation> {
+  const iso = isolate();
+  const started = Date.now();
+  const r = await hil([...RUN, "--run-dir", runDir], iso.env);
+  row.ms = Date.now() - started;
+  expectOneDiskError(t, r, runDir, row);
+  row.leftovers = [...readdirSync(disk), ...leftovers(iso).processes];
+  return iso;
+}
+
 t.test(
   "a run directory on a nearly full disk: one error, exit 3, nothing left",
   { skip: noTmpfs() },
@@ -52,12 +64,7 @@ t.test(
         const row = table.row(t, `a full disk for the run directory (a new one on a ${size} tmpfs)`);
         const disk = smallTmpfs(t, size);
         const runDir = join(disk, "run");
-        const iso = isolate();
-        const started = Date.now();
-        const r = await hil([...RUN, "--run-dir", runDir], iso.env);
-        row.ms = Date.now() - started;
-        expectOneDiskError(t, r, runDir, row);
-        row.leftovers = [...readdirSync(disk), ...leftovers(iso).processes];
+        const iso = await runOnFullDisk(t, disk, runDir, row);
         t.notOk(existsSync(runDir), "the run directory the run made is gone, with what was in it");
         t.same(readdirSync(disk), [], "nothing left on the disk (no verdicts.json, no temporary file)");
         t.same(leftovers(iso).processes, [], "no QEMU or device server left running");
@@ -66,12 +73,7 @@ t.test(
     await t.test("the run directory is the full disk itself: it stays, empty", async (t) => {
       const row = table.row(t, "a full disk for the run directory (the 40k tmpfs itself)");
       const disk = smallTmpfs(t, "40k");
-      const iso = isolate();
-      const started = Date.now();
-      const r = await hil([...RUN, "--run-dir", disk], iso.env);
-      row.ms = Date.now() - started;
-      expectOneDiskError(t, r, disk, row);
-      row.leftovers = [...readdirSync(disk), ...leftovers(iso).processes];
+      const iso = await runOnFullDisk(t, disk, disk, row);
       t.same(readdirSync(disk), [], "what the run wrote is removed; the directory stays");
       t.same(leftovers(iso).processes, []);
     });

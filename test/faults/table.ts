@@ -10,7 +10,7 @@ import { appendFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync 
 import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Test } from "tap";
-import { REPO_ROOT } from "../support/cli.ts";
+import { type Isolation, leftovers, REPO_ROOT } from "../support/cli.ts";
 
 export const FAULTS_DIR = join(REPO_ROOT, ".tap", "faults");
 export const ROWS_DIR = join(FAULTS_DIR, "rows");
@@ -46,6 +46,13 @@ export function exitText(exit: { code: number | null; signal: NodeJS.Signals | n
     return n === undefined ? exit.signal : `${exit.signal} (${128 + n})`;
   }
   return String(exit.code);
+}
+
+/** What the runs in `iso` left: the row's leftovers, asserted to be none. */
+export function expectRowLeftNothing(t: Test, row: FaultRow, iso: Isolation): void {
+  const left = leftovers(iso);
+  row.leftovers = [...left.processes, ...left.entries];
+  t.same(left, { processes: [], entries: [] }, "nothing left behind");
 }
 
 /** The rows of one test file; the file's old rows go when it starts. */

@@ -5,8 +5,9 @@
 import { join } from "node:path";
 import t from "tap";
 import { PERFTEST_PORT, RPING_PORT, startServer } from "../../harness/bench/guest-listen.ts";
-import { type BootedGuest, bootPrepared, prepareGuest } from "../../harness/boot.ts";
+import { prepareGuest } from "../../harness/boot.ts";
 import { eventsOf, readHwTrace } from "../../harness/protocol/hw-trace.ts";
+import { bootForTest } from "../support/guest.ts";
 
 t.setTimeout(20 * 60 * 1000);
 
@@ -22,12 +23,10 @@ function perftestResult(out: string): { bytes: number; iters: number; avgMBs: nu
 t.test("rping and perftest over the model, debian:6.12", async (t) => {
   const prepared = await prepareGuest({ base: "debian:6.12", configs: [] });
   const traceFile = join(t.testdir({}), "hw-trace.jsonl");
-  let guest: BootedGuest | undefined;
-  t.teardown(async () => {
-    await guest?.dispose();
+  const g = await bootForTest(t, prepared, {
+    memoryMiB: 512,
+    device: { profile: "erdma-reflush", traceFile },
   });
-  guest = await bootPrepared(prepared, { memoryMiB: 512, device: { profile: "erdma-reflush", traceFile } });
-  const g = guest;
 
   await t.test("rping loopback verifies its data", async (t) => {
     // one guest cannot lose erdma's MPA reply race (its CM work queue is single-threaded,
@@ -76,8 +75,8 @@ t.test("rping and perftest over the model, debian:6.12", async (t) => {
     });
   }
 
-  await guest.dispose();
-  guest = undefined;
+  // the whole hardware trace is read once the guest and its device server are gone (the teardown then has nothing to do)
+  await g.dispose();
   const hw = readHwTrace(traceFile);
   const ops = new Set(
     eventsOf(hw, "wqe")

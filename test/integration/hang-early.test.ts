@@ -8,12 +8,14 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import { hil, isolate, leftovers } from "../support/cli.ts";
+import { hilWithRunDir, leftovers } from "../support/cli.ts";
 import { ruleOf, scenarioOf, verdictsOf } from "../support/verdicts.ts";
 
 t.setTimeout(15 * 60 * 1000);
 
 const MUTANT = "fixtures/mutants/no-reflush-after-post.mbox";
+/** Linux 6.12 with the mutant, every scenario on one guest */
+const MUTANT_ONE_GUEST = ["--kernel", "debian:6.12", "--series", MUTANT, "--guests", "1"];
 const WATCHDOG_MS = 10_000;
 
 interface Stuck {
@@ -26,23 +28,9 @@ interface Stuck {
 }
 
 t.test("hung drains declared early with their stack, the guest kept for the next scenario", async (t) => {
-  const iso = isolate();
-  const dir = t.testdir({});
-  const r = await hil(
-    [
-      "run",
-      "--kernel",
-      "debian:6.12",
-      "--series",
-      MUTANT,
-      "--scenario",
-      "drain-qp-idle,drain-twice,drain-sq-idle",
-      "--guests",
-      "1",
-      "--run-dir",
-      dir,
-    ],
-    iso.env,
+  const { iso, dir, r } = await hilWithRunDir(
+    ["run", ...MUTANT_ONE_GUEST, "--scenario", "drain-qp-idle,drain-twice,drain-sq-idle"],
+    t,
   );
   t.equal(r.exitCode, 1, `the hangs are FAILs\n${r.stdout.slice(-3000)}${r.stderr.slice(-3000)}`);
   const record = JSON.parse(readFileSync(join(dir, "verdicts.json"), "utf8"));

@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import { hil, isolate, leftovers, REPO_ROOT } from "../support/cli.ts";
+import { hil, hilWithRunDir, isolate, leftovers, REPO_ROOT } from "../support/cli.ts";
 import { type RuleCell, ruleCells } from "../support/verdicts.ts";
 
 t.setTimeout(30 * 60 * 1000);
@@ -30,18 +30,8 @@ t.test("hil boot: Debian's kernel, one CPU, the 10 s hung-task timeout, erdma an
 });
 
 t.test("hil run: erdma scenarios judged as the golden record (the compiled kernel) says", async (t) => {
-  const iso = isolate();
-  const dir = t.testdir({});
-  const scenarios = [
-    "drain-qp-busy-mixed",
-    "drain-reads-outstanding",
-    "fault-stall-sq-drain",
-    "storage-pattern-reg-mr",
-  ];
-  const r = await hil(
-    ["run", "--kernel", IMAGE, "--scenario", scenarios.join(","), "--run-dir", dir],
-    iso.env,
-  );
+  const scenarios = "drain-qp-busy-mixed,drain-reads-outstanding,fault-stall-sq-drain,storage-pattern-reg-mr";
+  const { iso, dir, r } = await hilWithRunDir(["run", "--kernel", IMAGE, "--scenario", scenarios], t);
   t.equal(r.exitCode, 0, `${r.stdout.slice(-3000)}${r.stderr.slice(-3000)}`);
   const golden = (
     JSON.parse(readFileSync(join(REPO_ROOT, "test/fixtures/verdicts/default-suite.json"), "utf8")) as {
@@ -49,7 +39,7 @@ t.test("hil run: erdma scenarios judged as the golden record (the compiled kerne
     }
   ).cells;
   const want = Object.fromEntries(
-    Object.entries(golden).filter(([k]) => scenarios.includes(k.split("[")[0] ?? "")),
+    Object.entries(golden).filter(([k]) => scenarios.split(",").includes(k.split("[")[0] ?? "")),
   );
   const got = ruleCells(dir);
   t.same(Object.keys(got).sort(), Object.keys(want).sort(), "the same scenarios and rule sets");

@@ -9,12 +9,12 @@ import { hil, isolate, leftovers } from "../support/cli.ts";
 
 t.setTimeout(60 * 60 * 1000);
 
+/** the guest's CPUs: the online list, then nproc */
+const CPUS = "cat /sys/devices/system/cpu/online; nproc";
+
 t.test("hil boot --config smp: two CPUs online", async (t) => {
   const iso = isolate();
-  const r = await hil(
-    ["boot", "--kernel", "debian:6.12", "--config", "smp", "--", "cat /sys/devices/system/cpu/online; nproc"],
-    iso.env,
-  );
+  const r = await hil(["boot", "--kernel", "debian:6.12", "--config", "smp", "--", CPUS], iso.env);
   t.equal(r.exitCode, 0, r.stderr);
   t.equal(r.stdout, "0-1\n2\n", "CPUs 0 and 1 are online");
   t.match(r.stderr, /\+ config smp/, "the kernel is described with its fragment");
@@ -36,13 +36,7 @@ t.test("the smp kernel is the base build's objects; without the fragment it boot
     `Kbuild made ${smp.rebuild?.steps} steps (a whole build is about 2100)`,
   );
   const r = await hil(
-    [
-      "boot",
-      "--kernel",
-      "debian:6.12",
-      "--",
-      "cat /sys/devices/system/cpu/online; nproc; grep -c nosmp /proc/cmdline; uname -v",
-    ],
+    ["boot", "--kernel", "debian:6.12", "--", `${CPUS}; grep -c nosmp /proc/cmdline; uname -v`],
     iso.env,
   );
   t.equal(r.exitCode, 0, r.stderr);

@@ -1,77 +1,68 @@
 import { execFile } from "node:child_process";
 import { type AddressInfo, createServer } from "node:net";
 import { fileURLToPath } from "node:url";
-import t from "tap";
-import { startGuest } from "../../qemu/launch/guest.ts";
+import t, { type Test } from "tap";
+import { type StartGuestOptions, startGuest } from "../../qemu/launch/guest.ts";
 import { bootArtifacts, gone, processExists, processGone } from "../support/guest.ts";
 
 t.setTimeout(60 * 60 * 1000);
 
 const artifacts = await bootArtifacts();
 
-function watch() {
+/** startGuest on the test's artifacts with `opts`: the guest (a promise) and every QEMU it started. */
+function startWatched(opts: Omit<StartGuestOptions, "qemu" | "kernel" | "initrd" | "onQemuStarted">) {
   const started: Array<{ pid: number; workDir: string }> = [];
-  return { started, onQemuStarted: (info: { pid: number; workDir: string }) => started.push(info) };
-}
-
-t.test("a guest whose init does not exist: HilError with the console tail, nothing left", async (t) => {
-  const w = watch();
-  const err = await startGuest({
+  const guest = startGuest({
     qemu: artifacts.qemu,
     kernel: artifacts.kernel.bzImage,
     initrd: artifacts.initrd,
-    kernelArgs: ["rdinit=/no/such/init", "init=/no/such/init"],
-    onQemuStarted: w.onQemuStarted,
-  }).catch((e: unknown) => e);
+    ...opts,
+    onQemuStarted: (info) => started.push(info),
+  });
+  return { started, guest };
+}
+
+/** Every QEMU a failed start ran is gone, and its temp dir with it. */
+function expectAllGone(t: Test, started: ReadonlyArray<{ pid: number; workDir: string }>) {
+  for (const s of started) {
+    t.notOk(processExists(s.pid), "QEMU is gone");
+    t.ok(gone(s.workDir), "the temp dir is gone");
+  }
+}
+
+t.test("a guest whose init does not exist: HilError with the console tail, nothing left", async (t) => {
+  const w = startWatched({ kernelArgs: ["rdinit=/no/such/init", "init=/no/such/init"] });
+  const err = await w.guest.catch((e: unknown) => e);
   t.match(err, { name: "HilError", message: /the guest never reached SSH/ });
   t.match(
     (err as { detail?: string }).detail,
     /last console lines:[\s\S]*(No working init found|Kernel panic)/,
   );
   t.equal(w.started.length, 1);
-  for (const s of w.started) {
-    t.notOk(processExists(s.pid), "QEMU is gone");
-    t.ok(gone(s.workDir), "the temp dir is gone");
-  }
+  expectAllGone(t, w.started);
 });
 
 t.test("a boot timeout too short for any boot: HilError, QEMU killed, temp dir gone", async (t) => {
-  const w = watch();
-  const err = await startGuest({
-    qemu: artifacts.qemu,
-    kernel: artifacts.kernel.bzImage,
-    initrd: artifacts.initrd,
-    bootTimeoutMs: 1500,
-    onQemuStarted: w.onQemuStarted,
-  }).catch((e: unknown) => e);
+  const w = startWatched({ bootTimeoutMs: 1500 });
+  const err = await w.guest.catch((e: unknown) => e);
   t.match(err, { name: "HilError", message: /the guest never reached SSH within 2 s/ });
   t.match((err as { detail?: string }).detail, /last console lines|the console stayed silent/);
-  for (const s of w.started) {
-    t.notOk(processExists(s.pid), "QEMU is gone");
-    t.ok(gone(s.workDir), "the temp dir is gone");
-  }
+  expectAllGone(t, w.started);
 });
 
 t.test("a boot whose console goes silent: QEMU started once more, then one clear error", async (t) => {
-  const w = watch();
-  const err = await startGuest({
-    qemu: artifacts.qemu,
-    kernel: artifacts.kernel.bzImage,
-    initrd: artifacts.initrd,
+  const w = startWatched({
     // init sleeps without a word: the console stops after the kernel's last line
     kernelArgs: ["rdinit=/bin/busybox", "--", "sleep", "600"],
     stallMs: 4000,
-    onQemuStarted: w.onQemuStarted,
-  }).catch((e: unknown) => e);
+  });
+  const err = await w.guest.catch((e: unknown) => e);
   t.match(err, {
     name: "HilError",
     message: /the guest never reached SSH: the console stalled for \d+ s after: .+/,
   });
   t.equal(w.started.length, 2, "one restart after the first stall");
-  for (const s of w.started) {
-    t.notOk(processExists(s.pid), "QEMU is gone");
-    t.ok(gone(s.workDir), "the temp dir is gone");
-  }
+  expectAllGone(t, w.started);
 });
 
 t.test("an SSH port taken on the host: QEMU refuses the forward, the launcher picks another", async (t) => {
@@ -79,14 +70,8 @@ t.test("an SSH port taken on the host: QEMU refuses the forward, the launcher pi
   await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
   t.teardown(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
   const taken = (blocker.address() as AddressInfo).port;
-  const w = watch();
-  const guest = await startGuest({
-    qemu: artifacts.qemu,
-    kernel: artifacts.kernel.bzImage,
-    initrd: artifacts.initrd,
-    sshPort: taken,
-    onQemuStarted: w.onQemuStarted,
-  });
+  const w = startWatched({ sshPort: taken });
+  const guest = await w.guest;
   t.equal(guest.timings.qemuStarts, 2);
   t.not(guest.sshPort, taken);
   t.equal((await guest.exec("echo ok")).stdout, "ok\n");

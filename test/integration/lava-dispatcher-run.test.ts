@@ -18,7 +18,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { join } from "node:path";
-import t from "tap";
+import t, { type Test } from "tap";
 import { findLavaRun } from "../../harness/lava/dispatcher.ts";
 import { LAVA_LOG_COPY } from "../../harness/lava/judge-log.ts";
 import { LAVA_JOB_FILE, LAVA_KERNEL_FILE } from "../../harness/lava/make-job.ts";
@@ -45,6 +45,13 @@ if (!findLavaRun()) {
     const dir = t.testdir({});
     const jobDir = join(dir, "job");
     const lavaBefore = ours();
+    /** hil lava-run left none of its job dirs in LAVA's tmp (those there before the test aside) */
+    const nothingNewInLavaTmp = (t: Test) =>
+      t.same(
+        ours().filter((n) => !lavaBefore.includes(n)),
+        [],
+        `nothing left in ${LAVA_TMP}`,
+      );
     const made = await hil(["lava-job", "--out-dir", jobDir, "--scenario", RUNNER_SCENARIOS.join(",")]);
     t.equal(made.exitCode, 0, `hil lava-job: ${made.stderr.slice(-2000)}`);
 
@@ -98,11 +105,7 @@ if (!findLavaRun()) {
     );
 
     t.same(leftovers(iso), { processes: [], entries: [] }, "no QEMU, device server or temp dir left");
-    t.same(
-      ours().filter((n) => !lavaBefore.includes(n)),
-      [],
-      `nothing left in ${LAVA_TMP}`,
-    );
+    nothingNewInLavaTmp(t);
 
     t.test("a job that does not boot: one error with LAVA's reason and the console's end", async (t) => {
       const bad = join(dir, "bad");
@@ -121,11 +124,7 @@ if (!findLavaRun()) {
       t.equal(r.stderr.match(/hil: error/g)?.length, 1, "one error");
       t.notOk(existsSync(join(dir, "bad-run", "verdicts.json")), "no verdicts");
       t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
-      t.same(
-        ours().filter((n) => !lavaBefore.includes(n)),
-        [],
-        `nothing left in ${LAVA_TMP}`,
-      );
+      nothingNewInLavaTmp(t);
     });
 
     t.test("lava-run not installed: one error saying how to get it", async (t) => {

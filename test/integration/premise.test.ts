@@ -7,15 +7,14 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
-import { hil, isolate, leftovers, REPO_ROOT } from "../support/cli.ts";
+import { fixtureScenario, hilRuns, leftovers } from "../support/cli.ts";
 import { scenarioOf, verdictsOf } from "../support/verdicts.ts";
 
 t.setTimeout(15 * 60 * 1000);
 
 t.test("a premise met is checked and recorded; one not met is a MISS naming it", async (t) => {
-  const iso = isolate();
-  const root = t.testdir({});
-  const written = readFileSync(join(REPO_ROOT, "fixtures/scenarios/drain-reads-outstanding.yaml"), "utf8");
+  const { iso, root, run } = hilRuns(t);
+  const written = fixtureScenario("drain-reads-outstanding");
   const withoutControl = written
     .split("\n")
     .filter((l) => !/^\s+- fault: \{ kind: stall-queue/.test(l))
@@ -23,19 +22,8 @@ t.test("a premise met is checked and recorded; one not met is a MISS naming it",
   t.not(withoutControl, written, "the copy lost its control step");
   const copy = join(root, "reads-without-control.yaml");
   writeFileSync(copy, withoutControl);
-  const dir = join(root, "run");
-  const r = await hil(
-    [
-      "run",
-      "--kernel",
-      "debian:6.12",
-      "--scenario",
-      `drain-reads-outstanding,post-during-flush,destroy-during-flush,${copy}`,
-      "--run-dir",
-      dir,
-    ],
-    iso.env,
-  );
+  const scenarios = `drain-reads-outstanding,post-during-flush,destroy-during-flush,${copy}`;
+  const { dir, r } = await run("run", ["run", "--kernel", "debian:6.12", "--scenario", scenarios]);
   const out = `${r.stdout}${r.stderr}`.slice(-6000);
   t.equal(r.exitCode, 3, `a MISS: exit 3\n${out}`);
 

@@ -8,7 +8,7 @@
 // PASSes on the RTL as designed.
 import { readFileSync } from "node:fs";
 import t from "tap";
-import { hil, isolate, leftovers } from "../support/cli.ts";
+import { hil, hilRuns, hilWithRunDir, leftovers } from "../support/cli.ts";
 import { loadVerdicts, ruleCells } from "../support/verdicts.ts";
 
 t.setTimeout(40 * 60 * 1000);
@@ -23,35 +23,30 @@ function ruleOf(dir: string, scenario: string) {
 t.test(
   "the default suite on the TypeScript engine and on the RTL engine: the same verdicts and completions",
   async (t) => {
-    const iso = isolate();
-    const root = t.testdir({});
-    const started = Date.now();
-    const ts = await hil(["run", "--run-dir", `${root}/ts`], iso.env);
-    const tsMs = Date.now() - started;
-    t.equal(ts.exitCode, 0, `hil run exits 0\n${ts.stderr.slice(-3000)}`);
-    const rtlStarted = Date.now();
-    const rtl = await hil(["run", "--device-rtl", "--run-dir", `${root}/rtl`], iso.env);
-    const rtlMs = Date.now() - rtlStarted;
-    t.equal(rtl.exitCode, 0, `hil run --device-rtl exits 0\n${rtl.stderr.slice(-3000)}`);
+    const { iso, run } = hilRuns(t);
+    const ts = await run("ts", ["run"]);
+    t.equal(ts.r.exitCode, 0, `hil run exits 0\n${ts.r.stderr.slice(-3000)}`);
+    const rtl = await run("rtl", ["run", "--device-rtl"]);
+    t.equal(rtl.r.exitCode, 0, `hil run --device-rtl exits 0\n${rtl.r.stderr.slice(-3000)}`);
     t.match(
-      rtl.stderr,
+      rtl.r.stderr,
       /\[device\] erdma \(erdma-reflush, RTL queue engine\)/,
       "the device server ran the RTL engine",
     );
     t.comment(
-      `wall time: TypeScript engine ${(tsMs / 1000).toFixed(1)} s, RTL engine ${(rtlMs / 1000).toFixed(1)} s (ratio ${(rtlMs / tsMs).toFixed(2)})`,
+      `wall time: TypeScript engine ${(ts.ms / 1000).toFixed(1)} s, RTL engine ${(rtl.ms / 1000).toFixed(1)} s (ratio ${(rtl.ms / ts.ms).toFixed(2)})`,
     );
-    const a = ruleCells(`${root}/ts`);
-    const b = ruleCells(`${root}/rtl`);
+    const a = ruleCells(ts.dir);
+    const b = ruleCells(rtl.dir);
     t.ok(Object.keys(a).length > 100, `${Object.keys(a).length} cells judged`);
     t.same(Object.keys(b).sort(), Object.keys(a).sort(), "the same scenarios and rule sets");
     for (const [cell, want] of Object.entries(a)) t.same(b[cell], want, cell);
     t.same(
-      loadVerdicts(`${root}/rtl`).device,
+      loadVerdicts(rtl.dir).device,
       { profile: "erdma-reflush", trace: "hw-trace.jsonl", rtl: "rtl" },
       "verdicts.json records the RTL engine",
     );
-    const diff = await hil(["diff", "--traces", `${root}/ts`, `${root}/rtl`], iso.env);
+    const diff = await hil(["diff", "--traces", ts.dir, rtl.dir], iso.env);
     t.equal(diff.exitCode, 0, `hil diff --traces exits 0\n${diff.stdout.slice(-2000)}`);
     t.match(diff.stdout, /no difference \(\d+ scenarios, \d+ WRs and drains compared\)/);
     t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left running or on disk");
@@ -81,9 +76,7 @@ for (const [bug, scenario, rule, evidence] of [
   ],
 ] as const) {
   t.test(`planted RTL bug ${bug}: ${scenario} FAILs on the rule it breaks`, async (t) => {
-    const iso = isolate();
-    const dir = t.testdir({});
-    const r = await hil(["run", `--device-rtl=${bug}`, "--scenario", scenario, "--run-dir", dir], iso.env);
+    const { iso, dir, r } = await hilWithRunDir(["run", `--device-rtl=${bug}`, "--scenario", scenario], t);
     t.equal(r.exitCode, 1, `a FAIL: exit 1\n${r.stdout.slice(-2000)}${r.stderr.slice(-2000)}`);
     const fails = ruleOf(dir, scenario) ?? [];
     t.ok(fails.length > 0, `${scenario} has failed rules`);
@@ -104,17 +97,11 @@ for (const [bug, scenario, rule, evidence] of [
 t.test(
   "planted RTL bug flush-before-success: a flush completion overtakes a success still on its way, rule 4 FAILs naming the RTL signal; as designed the same scenario PASSes",
   async (t) => {
-    const iso = isolate();
-    const root = t.testdir({});
+    const { iso, run } = hilRuns(t);
     const scenario = "flush-behind-pending-success";
-    const started = Date.now();
-    const bug = await hil(
-      ["run", "--device-rtl=flush-before-success", "--scenario", scenario, "--run-dir", `${root}/bug`],
-      iso.env,
-    );
-    const bugMs = Date.now() - started;
-    t.equal(bug.exitCode, 1, `a FAIL: exit 1\n${bug.stdout.slice(-2000)}${bug.stderr.slice(-2000)}`);
-    const judged = loadVerdicts(`${root}/bug`).scenarios.find((x) => x.name === scenario);
+    const bug = await run("bug", ["run", "--device-rtl=flush-before-success", "--scenario", scenario]);
+    t.equal(bug.r.exitCode, 1, `a FAIL: exit 1\n${bug.r.stdout.slice(-2000)}${bug.r.stderr.slice(-2000)}`);
+    const judged = loadVerdicts(bug.dir).scenarios.find((x) => x.name === scenario);
     t.same(
       judged?.premise?.held,
       true,
@@ -137,27 +124,18 @@ t.test(
         `${j.profile}: rule 4's evidence quotes the flush event naming the RTL signal (erdma_flush_step.complete)`,
       );
     }
-    t.same(
-      loadVerdicts(`${root}/bug`).device?.rtl,
-      "rtl+flush-before-success",
-      "verdicts.json names the bug",
-    );
+    t.same(loadVerdicts(bug.dir).device?.rtl, "rtl+flush-before-success", "verdicts.json names the bug");
 
-    const designedStarted = Date.now();
-    const ok = await hil(
-      ["run", "--device-rtl", "--scenario", scenario, "--run-dir", `${root}/rtl`],
-      iso.env,
-    );
-    const okMs = Date.now() - designedStarted;
-    t.equal(ok.exitCode, 0, `as designed: exit 0\n${ok.stdout.slice(-2000)}${ok.stderr.slice(-2000)}`);
-    const cells = ruleCells(`${root}/rtl`);
+    const ok = await run("rtl", ["run", "--device-rtl", "--scenario", scenario]);
+    t.equal(ok.r.exitCode, 0, `as designed: exit 0\n${ok.r.stdout.slice(-2000)}${ok.r.stderr.slice(-2000)}`);
+    const cells = ruleCells(ok.dir);
     t.ok(Object.keys(cells).length >= 3, "judged under every rule set");
     for (const [cell, c] of Object.entries(cells)) {
       t.equal(c.verdict, "PASS", `${cell}: PASS`);
       t.equal(c.rules["4"], "PASS", `${cell}: rule 4 PASS`);
     }
     // the situation happened: the flush met the pending success and was held behind it
-    const hw = readFileSync(`${root}/rtl/traces/${scenario}.hw.jsonl`, "utf8");
+    const hw = readFileSync(`${ok.dir}/traces/${scenario}.hw.jsonl`, "utf8");
     t.match(
       hw,
       /"kind":"wait",.*"reason":"flush held \(erdma_flush_step\.hold\): the completion of WQE \d+ is not written yet"/,
@@ -165,7 +143,7 @@ t.test(
     );
     t.notMatch(hw, /"overtook"/, "no flush completion overtook it");
     t.comment(
-      `wall time: with the bug ${(bugMs / 1000).toFixed(1)} s, as designed ${(okMs / 1000).toFixed(1)} s`,
+      `wall time: with the bug ${(bug.ms / 1000).toFixed(1)} s, as designed ${(ok.ms / 1000).toFixed(1)} s`,
     );
     t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left running or on disk");
   },

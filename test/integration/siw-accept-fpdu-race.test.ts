@@ -11,6 +11,8 @@ import { explainFailures, ruleOf, scenarioOf } from "../support/verdicts.ts";
 t.setTimeout(10 * 60 * 1000);
 
 const SCENARIO = "ulp-nvme-rdma-two-guests";
+const WIDENED = "fixtures/series/siw-accept-fpdu-race-widen.mbox";
+const WIDENED_FIXED = "fixtures/series/siw-accept-fpdu-race-widen-fixed.mbox";
 
 t.test("hil repro siw-accept-fpdu-race: the target's socket holds the host's Connect, unread", async (t) => {
   const { iso, dir, r } = await hilWithRunDir(["repro", "siw-accept-fpdu-race"], t);
@@ -36,15 +38,7 @@ t.test("hil repro siw-accept-fpdu-race: the target's socket holds the host's Con
 
 t.test("the fix on top of the same widened window: the scenario passes", async (t) => {
   const { iso, dir, r } = await hilWithRunDir(
-    [
-      "run",
-      "--driver",
-      "siw",
-      "--series",
-      "fixtures/series/siw-accept-fpdu-race-widen-fixed.mbox",
-      "--scenario",
-      SCENARIO,
-    ],
+    ["run", "--driver", "siw", "--series", WIDENED_FIXED, "--scenario", SCENARIO],
     t,
   );
   t.equal(r.exitCode, 0, `${explainFailures(dir)}\n${r.stdout}${r.stderr}`.slice(0, 4000));
@@ -56,15 +50,7 @@ t.test(
   "with the window widened, hil run names the known-bug record: an XFAIL, the run exits 0",
   async (t) => {
     const { iso, dir, r } = await hilWithRunDir(
-      [
-        "run",
-        "--driver",
-        "siw",
-        "--series",
-        "fixtures/series/siw-accept-fpdu-race-widen.mbox",
-        "--scenario",
-        SCENARIO,
-      ],
+      ["run", "--driver", "siw", "--series", WIDENED, "--scenario", SCENARIO],
       t,
     );
     t.equal(r.exitCode, 0, `${explainFailures(dir)}\n${r.stdout}${r.stderr}`.slice(0, 4000));

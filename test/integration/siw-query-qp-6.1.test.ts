@@ -3,7 +3,7 @@
 // so rule 9 cannot see the QP in ERR. On 6.1 that is the known bug siw-query-qp-no-state (XFAIL,
 // its reference named); on 6.12 the same scenario's rule 9 holds, so the record does not apply.
 import t from "tap";
-import { hil, isolate, leftovers } from "../support/cli.ts";
+import { hilWithRunDir, leftovers } from "../support/cli.ts";
 import { ruleCells } from "../support/verdicts.ts";
 
 t.setTimeout(20 * 60 * 1000);
@@ -15,23 +15,9 @@ for (const [kernel, rule9] of [
   ["debian:6.12", "PASS"],
 ] as const) {
   t.test(`${kernel}: rule 9 after ib_drain_qp on siw is ${rule9}`, async (t) => {
-    const iso = isolate();
-    const dir = t.testdir({});
-    const r = await hil(
-      [
-        "run",
-        "--kernel",
-        kernel,
-        "--driver",
-        "siw",
-        "--scenario",
-        SCENARIO,
-        "--rules",
-        "linux",
-        "--run-dir",
-        dir,
-      ],
-      iso.env,
+    const { iso, dir, r } = await hilWithRunDir(
+      ["run", "--kernel", kernel, "--driver", "siw", "--scenario", SCENARIO, "--rules", "linux"],
+      t,
     );
     t.equal(r.exitCode, 0, `${r.stdout.slice(-2000)}${r.stderr.slice(-2000)}`);
     const cell = ruleCells(dir)[`${SCENARIO}[linux]`];

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { parseTrace } from "../../harness/protocol/trace.ts";
-import { hil, isolate, leftovers } from "../support/cli.ts";
+import { hil, hilWithRunDir, leftovers } from "../support/cli.ts";
 
 t.setTimeout(10 * 60 * 1000);
 
@@ -30,23 +30,9 @@ interface RunRecord {
 }
 
 t.test("hil run --repeat 3: every repetition judged and traced, one stable line per scenario", async (t) => {
-  const iso = isolate();
-  const dir = t.testdir({});
-  const r = await hil(
-    [
-      "run",
-      "--scenario",
-      "drain-qp-idle,drain-twice",
-      "--repeat",
-      "3",
-      "--rules",
-      "linux",
-      "--guests",
-      "1",
-      "--run-dir",
-      dir,
-    ],
-    iso.env,
+  const { iso, dir, r } = await hilWithRunDir(
+    ["run", "--scenario", "drain-qp-idle,drain-twice", "--repeat", "3", "--rules", "linux", "--guests", "1"],
+    t,
   );
   t.equal(r.exitCode, 0, `every repetition PASS: exit 0\n${r.stdout}${r.stderr}`.slice(0, 6000));
   t.match(r.stdout, /^scenario\s+linux\s+reason$/m);

@@ -208,15 +208,21 @@ function startPairChild(tmp: string) {
   return { proc, up, exited };
 }
 
+/** The pair child started in `iso` and up (killed when `t` ends), its QEMUs' and server's pids in `pids`. */
+async function pairUp(t: Test, iso: Isolation, pids: number[]) {
+  const child = startPairChild(iso.tmp);
+  t.teardown(() => void child.proc.kill("SIGKILL"));
+  const { qemuPids, serverPid } = await child.up;
+  pids.push(...qemuPids, serverPid);
+  return { child, qemuPids };
+}
+
 t.test(
   `${BASE}: SIGINT to a process with a pair up: both guests and the server go, nothing is left`,
   async (t) => {
     await prepareGuest({ base: BASE, configs: [] });
     await isolated(t, async (iso, pids) => {
-      const child = startPairChild(iso.tmp);
-      t.teardown(() => void child.proc.kill("SIGKILL"));
-      const { qemuPids, serverPid } = await child.up;
-      pids.push(...qemuPids, serverPid);
+      const { child, qemuPids } = await pairUp(t, iso, pids);
       t.equal(qemuPids.length, 2, "two QEMUs");
       child.proc.kill("SIGINT");
       const exit = await child.exited;
@@ -228,10 +234,7 @@ t.test(
 t.test(`${BASE}: SIGKILL to it: the processes still go; the next run sweeps its dirs`, async (t) => {
   await prepareGuest({ base: BASE, configs: [] });
   await isolated(t, async (iso, pids) => {
-    const child = startPairChild(iso.tmp);
-    t.teardown(() => void child.proc.kill("SIGKILL"));
-    const { qemuPids, serverPid } = await child.up;
-    pids.push(...qemuPids, serverPid);
+    const { child } = await pairUp(t, iso, pids);
     child.proc.kill("SIGKILL");
     await child.exited;
     for (const pid of pids) t.ok(await processGone(pid), `process ${pid} went with its parent`);

@@ -6,8 +6,7 @@
 // RDMAC verbs 6.2.4), so the device never sees those WRs and the user drain's marker post fails.
 // That is the behaviour the iwarp-rdmac profile tolerates and the IB and Linux profiles do not.
 import t from "tap";
-import type { BootedGuest } from "../../harness/boot.ts";
-import { bootPrepared, prepareGuest } from "../../harness/boot.ts";
+import { prepareGuest } from "../../harness/boot.ts";
 import { runUverbs, UVERBS_EXIT } from "../../harness/executor/uverbs-driver.ts";
 import {
   completionsOf,
@@ -17,6 +16,7 @@ import {
   WC_SUCCESS,
   WC_WR_FLUSH_ERR,
 } from "../../harness/protocol/trace.ts";
+import { bootForTest } from "../support/guest.ts";
 
 t.setTimeout(15 * 60 * 1000);
 
@@ -47,11 +47,7 @@ const SCENARIO = [
 for (const profile of ["erdma-reflush"]) {
   t.test(`hil-uverbs on the erdma model (${profile}), debian:6.12`, async (t) => {
     const prepared = await prepareGuest({ base: "debian:6.12", configs: [] });
-    let guest: BootedGuest | undefined;
-    t.teardown(async () => {
-      await guest?.dispose();
-    });
-    guest = await bootPrepared(prepared, { memoryMiB: 512, device: { profile } });
+    const guest = await bootForTest(t, prepared, { memoryMiB: 512, device: { profile } });
     const run = await runUverbs(guest, SCENARIO, { drainTimeoutMs: 3000, timeoutMs: 120_000, check: false });
     const { records } = run;
     t.equal(recordsOf(records, "device")[0]?.name, "erdma_0", "the address resolves to the erdma device");

@@ -52,6 +52,49 @@ export function isolate(): Isolation {
   return { tmp, env: { TMPDIR: tmp } };
 }
 
+/** TMPDIR points at a private dir (isolate()) while `t` runs, so what its guest leaves is told apart
+ * from what other work on the machine has there. */
+export function isolatedTmp(t: Test): Isolation {
+  const iso = isolate();
+  const saved = process.env.TMPDIR;
+  process.env.TMPDIR = iso.tmp;
+  t.teardown(() => {
+    if (saved === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved;
+  });
+  return iso;
+}
+
+/** One hil run in a test: its result, its run dir, and how long the command took. */
+export interface HilRun {
+  r: CliResult;
+  dir: string;
+  ms: number;
+}
+
+/**
+ * An isolated TMPDIR (isolate()) and the test's fresh testdir (`root`, holding `fixture`), for a
+ * test that writes its inputs there first or runs hil more than once: `run(name, args)` runs
+ * `hil <args> --run-dir <root>/<name>`.
+ */
+export function hilRuns(
+  t: Test,
+  fixture: Parameters<Test["testdir"]>[0] = {},
+): { iso: Isolation; root: string; run: (name: string, args: readonly string[]) => Promise<HilRun> } {
+  const iso = isolate();
+  const root = t.testdir(fixture);
+  return {
+    iso,
+    root,
+    run: async (name, args) => {
+      const dir = join(root, name);
+      const started = Date.now();
+      const r = await hil([...args, "--run-dir", dir], iso.env);
+      return { r, dir, ms: Date.now() - started };
+    },
+  };
+}
+
 /**
  * Runs `hil <args> --run-dir <dir>` isolated (isolate()), `dir` a "run" folder under the test's
  * fresh testdir, for a test that then reads the run dir and checks what the run left behind.
@@ -60,9 +103,14 @@ export async function hilWithRunDir(
   args: readonly string[],
   t: Test,
 ): Promise<{ iso: Isolation; dir: string; r: CliResult }> {
-  const iso = isolate();
-  const dir = join(t.testdir({}), "run");
-  return { iso, dir, r: await hil([...args, "--run-dir", dir], iso.env) };
+  const { iso, run } = hilRuns(t);
+  const { dir, r } = await run("run", args);
+  return { iso, dir, r };
+}
+
+/** fixtures/scenarios/<name>.yaml as it is written, for a test that runs a changed copy of it. */
+export function fixtureScenario(name: string): string {
+  return readFileSync(join(REPO_ROOT, "fixtures/scenarios", `${name}.yaml`), "utf8");
 }
 
 /** Live processes (QEMU, device servers) whose command line names a file under `dir`. */

@@ -338,19 +338,22 @@ async function captureDrainWarn(base: string, panicOnWarn: boolean): Promise<Cap
     if (r.exitCode !== 0) throw new HilError(`guest command failed: ${sysctl}`, { detail: r.stderr });
     // the worker runs the drain on its own; the guest panics under it
     await fireAndForget(guest, `echo '${drain}' > ${KVERBS_DEBUGFS}/ctl`);
-    await waitForPanicExit(guest, 60_000);
-    const log = guest.consoleLog();
-    return {
-      kind: "panic-on-warn",
-      base,
-      release,
-      commands: [...setup, sysctl, drain],
-      log,
-      excerpt: excerpt(log, /-+\[ cut here \]-+/),
-    };
+    const commands = [...setup, sysctl, drain];
+    return await afterPanic(guest, { kind: "panic-on-warn", base, release, commands }, /-+\[ cut here \]-+/);
   } finally {
     await guest.dispose();
   }
+}
+
+/** Once the panic has ended QEMU: the capture of `what` ran, the excerpt from the line `from` to the end. */
+async function afterPanic(
+  guest: BootedGuest,
+  what: Omit<CapturedConsole, "log" | "excerpt">,
+  from: RegExp,
+): Promise<CapturedConsole> {
+  await waitForPanicExit(guest, 60_000);
+  const log = guest.consoleLog();
+  return { ...what, log, excerpt: excerpt(log, from) };
 }
 
 /** sysrq-c: the kernel panics on request. */
@@ -359,16 +362,11 @@ async function captureSysrqCrash(base: string): Promise<CapturedConsole> {
   try {
     const command = "echo c > /proc/sysrq-trigger";
     await fireAndForget(guest, command);
-    await waitForPanicExit(guest, 60_000);
-    const log = guest.consoleLog();
-    return {
-      kind: "sysrq-crash",
-      base,
-      release,
-      commands: [command],
-      log,
-      excerpt: excerpt(log, /sysrq: Trigger a crash/),
-    };
+    return await afterPanic(
+      guest,
+      { kind: "sysrq-crash", base, release, commands: [command] },
+      /sysrq: Trigger a crash/,
+    );
   } finally {
     await guest.dispose();
   }
@@ -470,9 +468,7 @@ async function captureNmiOnce(kind: "nmi-idle" | "nmi-spin", base: string): Prom
     }
     await (await guest.qmp()).execute("inject-nmi");
     commands.push("QMP inject-nmi");
-    await waitForPanicExit(guest, 60_000);
-    const log = guest.consoleLog();
-    return { kind, base, release, commands, log, excerpt: excerpt(log, /NMI received for unknown reason/) };
+    return await afterPanic(guest, { kind, base, release, commands }, /NMI received for unknown reason/);
   } finally {
     await guest.dispose();
   }

@@ -24,7 +24,7 @@ import {
 } from "../../harness/probe/expectations.ts";
 import { eventsOf, type HwTraceEvent, readHwTrace } from "../../harness/protocol/hw-trace.ts";
 import { loadProfile } from "../../qemu/erdma/profile-file.ts";
-import { isolate } from "./cli.ts";
+import { isolatedTmp } from "./cli.ts";
 import { processGone } from "./guest.ts";
 
 const PROFILE = "erdma-reflush";
@@ -72,14 +72,8 @@ export function erdmaGuestTest(base: "debian:6.1" | "debian:6.12" | "debian:7.2"
     const dir = t.testdir({});
     const traceFile = join(dir, "hw-trace.jsonl");
     // a private TMPDIR: other tests' device dirs are not ours to count
-    const iso = isolate();
-    const oldTmp = process.env.TMPDIR;
-    process.env.TMPDIR = iso.tmp;
-    t.teardown(() => {
-      if (oldTmp === undefined) delete process.env.TMPDIR;
-      else process.env.TMPDIR = oldTmp;
-      rmSync(iso.tmp, { recursive: true, force: true });
-    });
+    const iso = isolatedTmp(t);
+    t.teardown(() => rmSync(iso.tmp, { recursive: true, force: true }));
     const dirsBefore = ourDirs();
     let guest: BootedGuest | undefined;
     t.teardown(async () => {

@@ -1,11 +1,25 @@
 import { existsSync, readFileSync } from "node:fs";
-import { type PreparedGuest, prepareGuest } from "../../harness/boot.ts";
+import type { Test } from "tap";
+import {
+  type BootedGuest,
+  type BootOptions,
+  bootPrepared,
+  type PreparedGuest,
+  prepareGuest,
+} from "../../harness/boot.ts";
 
 export type BootArtifacts = PreparedGuest;
 
 /** QEMU, a kernel (default debian:6.12) and its initramfs, built or taken from the cache. */
 export function bootArtifacts(base = "debian:6.12"): Promise<BootArtifacts> {
   return prepareGuest({ base, configs: [] });
+}
+
+/** A guest booted from `prepared` for `t`, disposed of when `t` ends. */
+export async function bootForTest(t: Test, prepared: PreparedGuest, opts: BootOptions): Promise<BootedGuest> {
+  const guest = await bootPrepared(prepared, opts);
+  t.teardown(() => guest.dispose());
+  return guest;
 }
 
 /** True while a process with this pid runs; a zombie (dead, not yet reaped by init) does not count. */

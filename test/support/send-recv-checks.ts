@@ -22,3 +22,19 @@ export function checkEightSendsReceived(t: Test, recvs: readonly CqeRecord[]): v
     "each receive holds the payload of the SEND with the same index",
   );
 }
+
+/**
+ * The SQ completions of fixtures/scenarios/fault-error-wqe.yaml on erdma, as `wr_id status_name`,
+ * whichever executor posts: WR 1003 fails with the armed status (erdma's invalid-STag SQE error,
+ * LOC_ACCESS_ERR to the driver) and the WRs after it are flushed in order.
+ */
+export const ERROR_WQE_SQ_COMPLETIONS = [
+  "1000 SUCCESS",
+  "1001 SUCCESS",
+  "1002 SUCCESS",
+  "1003 LOC_ACCESS_ERR",
+  "1004 WR_FLUSH_ERR",
+  "1005 WR_FLUSH_ERR",
+  "1006 WR_FLUSH_ERR",
+  "1007 WR_FLUSH_ERR",
+];

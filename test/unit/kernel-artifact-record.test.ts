@@ -1,14 +1,4 @@
-import {
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t, { type Test } from "tap";
 import {
@@ -17,19 +7,14 @@ import {
   writeArtifactRecord,
 } from "../../harness/kernel/artifact-record.ts";
 import type { KernelArtifact } from "../../harness/kernel/types.ts";
+import { privateCacheDir } from "../support/private-cache.ts";
 
 const KEY = "82bc32fddf7b6e8c0383d42e1ea6a6b78a8a697a309ce7f5ccd467c23f960feb";
 const BASE_KEY = "de17630f02733ef87240d22ba5d580468811e1848ea10e884df4bd6e5345ea19";
 
 /** Two cache roots in one temp dir, HIL_CACHE_DIR pointing at `use` while a test runs. */
 function caches(t: Test): { a: string; b: string; use: (root: string) => void } {
-  const dir = mkdtempSync(join(tmpdir(), "hil-artifact-test-"));
-  const saved = process.env.HIL_CACHE_DIR;
-  t.teardown(() => {
-    if (saved === undefined) delete process.env.HIL_CACHE_DIR;
-    else process.env.HIL_CACHE_DIR = saved;
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const dir = privateCacheDir(t, "hil-artifact-test-");
   return {
     a: join(dir, "a"),
     b: join(dir, "b"),
