@@ -6,11 +6,11 @@
  */
 import { get32, hex } from "../bits.ts";
 import { CompletionQueue } from "../cq.ts";
-import { CQE_SIZE, HW_PAGE_SHIFT, RdmaOp, SubMod } from "../hw.ts";
+import { CQE_SIZE, HW_PAGE_SHIFT } from "../hw.ts";
 import { resolveQueueBuffer } from "../mtt.ts";
 import { CmdStatus, fail } from "../status.ts";
+import { rdmaCommand } from "./define.ts";
 import { checkNewId, existing } from "./object-ids.ts";
-import type { Command } from "./types.ts";
 
 /** cfg0/cfg1/cfg2 fields (hw.h:223-235) */
 const F = {
@@ -25,10 +25,7 @@ const F = {
 } as const;
 
 /** struct erdma_cmdq_create_cq_req (hw.h:237-246): cfg0 8, qbuf 12/16, cfg1 20, dbrec 24, offset 32, cfg2 36. */
-export const createCq: Command = {
-  name: "CREATE_CQ",
-  submod: SubMod.RDMA,
-  opcode: RdmaOp.CREATE_CQ,
+export const createCq = rdmaCommand("CREATE_CQ", {
   async run(s, req) {
     const cfg0 = req.u32(8, "cfg0");
     const qbuf = BigInt(req.u32(12, "qbuf_addr_l")) | (BigInt(req.u32(16, "qbuf_addr_h")) << 32n);
@@ -78,13 +75,10 @@ export const createCq: Command = {
     s.tracer.emit({ kind: "state", object: "cq", id: cqn, from: "none", to: "created" });
     return { detail: { ...detail, depth } };
   },
-};
+});
 
 /** struct erdma_cmdq_destroy_cq_req (hw.h:160-163): cqn at 8. */
-export const destroyCq: Command = {
-  name: "DESTROY_CQ",
-  submod: SubMod.RDMA,
-  opcode: RdmaOp.DESTROY_CQ,
+export const destroyCq = rdmaCommand("DESTROY_CQ", {
   run(s, req) {
     const cqn = req.u32(8, "cqn");
     existing(s.cqs, cqn);
@@ -96,4 +90,4 @@ export const destroyCq: Command = {
     s.tracer.emit({ kind: "state", object: "cq", id: cqn, from: "created", to: "destroyed" });
     return { detail: { cqn } };
   },
-};
+});

@@ -6,10 +6,11 @@
  * high bits of size and count, erdma_verbs.c:172-178).
  */
 import { get32, hex } from "../bits.ts";
-import { MR_MAX_MTT_CNT, MrType, RdmaOp, SubMod } from "../hw.ts";
+import { MR_MAX_MTT_CNT, MrType } from "../hw.ts";
 import { MemoryRegion, rightsNames } from "../mr.ts";
 import type { MttDescriptor } from "../mtt.ts";
 import { CmdStatus, fail } from "../status.ts";
+import { rdmaCommand } from "./define.ts";
 import type { Command } from "./types.ts";
 
 /** cfg0/cfg1/cfg2 (hw.h:248-263) */
@@ -28,10 +29,7 @@ const F = {
 } as const;
 
 /** struct erdma_cmdq_reg_mr_req (hw.h:265-280): cfg0 8, cfg1 12, start_va 16, size 24, cfg2 28, phy_addr 32.. */
-export const regMr: Command = {
-  name: "REG_MR",
-  submod: SubMod.RDMA,
-  opcode: RdmaOp.REG_MR,
+export const regMr = rdmaCommand("REG_MR", {
   run(s, req) {
     const cfg0 = req.u32(8, "cfg0");
     const cfg1 = req.u32(12, "cfg1");
@@ -81,7 +79,7 @@ export const regMr: Command = {
     });
     return { detail };
   },
-};
+});
 
 function normalMr(
   s: Parameters<Command["run"]>[0],
@@ -148,10 +146,7 @@ function stag(mpt: number, key: number): number {
 }
 
 /** struct erdma_cmdq_dereg_mr_req (hw.h:282-285): cfg at 8, MPT index 19:0 and key 27:20. */
-export const deregMr: Command = {
-  name: "DEREG_MR",
-  submod: SubMod.RDMA,
-  opcode: RdmaOp.DEREG_MR,
+export const deregMr = rdmaCommand("DEREG_MR", {
   run(s, req) {
     const cfg = req.u32(8, "cfg");
     const mpt = get32(cfg, F.MPT);
@@ -174,4 +169,4 @@ export const deregMr: Command = {
     });
     return { detail: { stag: hex(mr.stag) } };
   },
-};
+});
