@@ -6,23 +6,11 @@
  */
 import { get32, hex } from "../bits.ts";
 import { CompletionQueue } from "../cq.ts";
-import { CQE_SIZE, HW_PAGE_SHIFT } from "../hw.ts";
+import { CQE_SIZE, CreateCqReq, HW_PAGE_SHIFT } from "../hw.ts";
 import { resolveQueueBuffer } from "../mtt.ts";
 import { CmdStatus, fail } from "../status.ts";
 import { rdmaCommand } from "./define.ts";
 import { checkNewId, existing } from "./object-ids.ts";
-
-/** cfg0/cfg1/cfg2 fields (hw.h:223-235) */
-const F = {
-  DEPTH: [31, 24],
-  PAGESIZE: [23, 20],
-  CQN: [19, 0],
-  MTT_CNT: [31, 16],
-  MTT_LEVEL: [15, 15],
-  MTT_DB_CFG: [11, 11],
-  EQN: [9, 0],
-  DB_CFG: [15, 0],
-} as const;
 
 /** struct erdma_cmdq_create_cq_req (hw.h:237-246): cfg0 8, qbuf 12/16, cfg1 20, dbrec 24, offset 32, cfg2 36. */
 export const createCq = rdmaCommand("CREATE_CQ", {
@@ -32,12 +20,12 @@ export const createCq = rdmaCommand("CREATE_CQ", {
     const cfg1 = req.u32(20, "cfg1");
     const dbrec = req.u64(24, "cq_dbrec_dma");
     const offset = req.u32(32, "first_page_offset");
-    const cqn = get32(cfg0, F.CQN);
-    const depthLog = get32(cfg0, F.DEPTH);
-    const pageShift = get32(cfg0, F.PAGESIZE) + HW_PAGE_SHIFT;
-    const count = get32(cfg1, F.MTT_CNT);
-    const level = get32(cfg1, F.MTT_LEVEL);
-    const eqn = get32(cfg1, F.EQN);
+    const cqn = get32(cfg0, CreateCqReq.CQN);
+    const depthLog = get32(cfg0, CreateCqReq.DEPTH);
+    const pageShift = get32(cfg0, CreateCqReq.PAGESIZE) + HW_PAGE_SHIFT;
+    const count = get32(cfg1, CreateCqReq.MTT_CNT);
+    const level = get32(cfg1, CreateCqReq.MTT_LEVEL);
+    const eqn = get32(cfg1, CreateCqReq.EQN);
     const detail: Record<string, unknown> = {
       cqn,
       depthLog,
@@ -55,8 +43,8 @@ export const createCq = rdmaCommand("CREATE_CQ", {
     const direct = level === 0 || count === 1;
     if (direct && count > 1) fail(CmdStatus.BAD_PARAM, `level 0 with ${count} pages`);
     let cdb: number | undefined;
-    if (get32(cfg1, F.MTT_DB_CFG) === 1) {
-      cdb = get32(req.u32(36, "cfg2"), F.DB_CFG);
+    if (get32(cfg1, CreateCqReq.MTT_DB_CFG) === 1) {
+      cdb = get32(req.u32(36, "cfg2"), CreateCqReq.DB_CFG);
       if (!s.extDb.isAllocated("cdb", cdb))
         fail(CmdStatus.BAD_PARAM, `CQ doorbell page ${cdb} not allocated`);
       detail.cdb = cdb;

@@ -6,6 +6,7 @@
  */
 import { get32, hex, put64 } from "../bits.ts";
 import {
+  CreateQpReq,
   HW_PAGE_SHIFT,
   IwarpState,
   MAX_INLINE_MTT_ENTRIES,
@@ -25,20 +26,6 @@ import { CmdStatus, fail } from "../status.ts";
 import { rdmaCommand } from "./define.ts";
 import { checkNewId, existing } from "./object-ids.ts";
 
-/** create_qp fields (hw.h:304-324) */
-const F = {
-  DEPTH: [31, 20],
-  QPN: [19, 0],
-  PD: [19, 0],
-  PAGE_SIZE: [31, 28],
-  DB_CFG: [25, 25],
-  CQN: [23, 0],
-  MTT_CNT: [11, 1],
-  MTT_LEVEL: [0, 0],
-  SQDB: [31, 16],
-  RQDB: [15, 0],
-  TYPE: [3, 0],
-} as const;
 const PAGE_OFFSET_MASK = 0xffff_f000; // hw.h:318 GENMASK(31, 12), the offset itself (4 KiB aligned)
 
 interface QueueFields {
@@ -59,12 +46,12 @@ async function buildQueue(
   depth: number,
   elem: number,
 ) {
-  const cqn = get32(q.cqnCfg, F.CQN);
+  const cqn = get32(q.cqnCfg, CreateQpReq.CQN);
   existing(s.cqs, cqn, `${q.name} cqn`);
-  const count = get32(q.mttCfg, F.MTT_CNT);
-  const level = get32(q.mttCfg, F.MTT_LEVEL);
+  const count = get32(q.mttCfg, CreateQpReq.MTT_CNT);
+  const level = get32(q.mttCfg, CreateQpReq.MTT_LEVEL);
   const mtt: MttDescriptor = {
-    pageShift: get32(q.cqnCfg, F.PAGE_SIZE) + HW_PAGE_SHIFT,
+    pageShift: get32(q.cqnCfg, CreateQpReq.PAGE_SIZE) + HW_PAGE_SHIFT,
     level,
     count,
     offset: (q.mttCfg & PAGE_OFFSET_MASK) >>> 0,
@@ -89,10 +76,10 @@ export const createQp = rdmaCommand("CREATE_QP", {
     const cfg0 = req.u32(8, "cfg0");
     const cfg1 = req.u32(12, "cfg1");
     const sqCqnCfg = req.u32(16, "sq_cqn_mtt_cfg");
-    const qpn = get32(cfg0, F.QPN);
-    const sqDepthLog = get32(cfg0, F.DEPTH);
-    const rqDepthLog = get32(cfg1, F.DEPTH);
-    const pd = get32(cfg1, F.PD);
+    const qpn = get32(cfg0, CreateQpReq.QPN);
+    const sqDepthLog = get32(cfg0, CreateQpReq.DEPTH);
+    const rqDepthLog = get32(cfg1, CreateQpReq.DEPTH);
+    const pd = get32(cfg1, CreateQpReq.PD);
     const detail: Record<string, unknown> = { qpn, pd, sqDepthLog, rqDepthLog };
     checkNewId(s.qps, qpn);
     // sq_size = roundup_pow_of_two(max_send_wr * 4) WQEBBs (erdma_verbs.c:968-970)
@@ -101,14 +88,14 @@ export const createQp = rdmaCommand("CREATE_QP", {
     if (rqDepthLog > s.profile.caps.maxRecvWrLog2) fail(CmdStatus.BAD_PARAM, `RQ depth 2^${rqDepthLog}`);
     let type: "rc" | "ud" = "rc";
     if (s.proto === "rocev2" && req.has(116, 4)) {
-      const t = get32(req.u32(116, "cfg2"), F.TYPE);
+      const t = get32(req.u32(116, "cfg2"), CreateQpReq.TYPE);
       if (t !== QpType.RC && t !== QpType.UD) fail(CmdStatus.BAD_PARAM, `QP type ${t}`);
       type = t === QpType.UD ? "ud" : "rc";
     }
     let extDb: { sdb: number; rdb: number } | undefined;
-    if (get32(sqCqnCfg, F.DB_CFG) === 1) {
+    if (get32(sqCqnCfg, CreateQpReq.DB_CFG) === 1) {
       const dbCfg = req.u32(112, "db_cfg");
-      extDb = { sdb: get32(dbCfg, F.SQDB), rdb: get32(dbCfg, F.RQDB) };
+      extDb = { sdb: get32(dbCfg, CreateQpReq.SQDB), rdb: get32(dbCfg, CreateQpReq.RQDB) };
       if (!s.extDb.isAllocated("sdb", extDb.sdb) || !s.extDb.isAllocated("rdb", extDb.rdb)) {
         fail(CmdStatus.BAD_PARAM, `doorbell pages ${JSON.stringify(extDb)} not allocated`);
       }
