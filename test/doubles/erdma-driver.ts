@@ -259,9 +259,7 @@ export class ErdmaDriver {
 
   /** erdma_aeq_init; `reuse` re-programs the current (zeroed) buffers, as after a device reset */
   aeqInit(reuse = false): void {
-    const { qbuf, dbrec } = reuse
-      ? this.zeroed(this.aeq.qbuf, DEFAULT_EQ_DEPTH * 16, this.aeq.dbrec)
-      : this.queueAlloc(DEFAULT_EQ_DEPTH * 16);
+    const { qbuf, dbrec } = this.queueMemory(DEFAULT_EQ_DEPTH * 16, reuse && this.aeq);
     this.aeq = {
       eqn: -1,
       vector: 0,
@@ -273,40 +271,43 @@ export class ErdmaDriver {
       ready: true,
       events: 0,
     };
-    this.w32(Reg.AEQ_ADDR_H, Number(qbuf >> 32n));
-    this.w32(Reg.AEQ_ADDR_L, Number(qbuf & 0xffffffffn));
+    this.wAddr(Reg.AEQ_ADDR_H, Reg.AEQ_ADDR_L, qbuf);
     this.w32(Reg.AEQ_DEPTH, DEFAULT_EQ_DEPTH);
     this.w64(Reg.AEQ_DB_HOST_ADDR, dbrec);
   }
 
-  private zeroed(qbuf: bigint, size: number, dbrec: bigint): { qbuf: bigint; dbrec: bigint } {
+  /** A queue's memory: fresh, or (`reuse`) the old buffer and doorbell record, cleared. */
+  private queueMemory(
+    size: number,
+    reuse: false | { qbuf: bigint; dbrec: bigint },
+  ): { qbuf: bigint; dbrec: bigint } {
+    if (!reuse) return this.queueAlloc(size);
+    const { qbuf, dbrec } = reuse;
     this.mem.buf.fill(0, Number(qbuf - this.mem.base), Number(qbuf - this.mem.base) + size);
     this.mem.setU64(dbrec, 0n);
     return { qbuf, dbrec };
   }
 
+  /** A queue address register pair, high half first as the driver writes it. */
+  private wAddr(hi: number, lo: number, addr: bigint): void {
+    this.w32(hi, Number(addr >> 32n));
+    this.w32(lo, Number(addr & 0xffffffffn));
+  }
+
   /** erdma_cmdq_init's queue setup; `reuse` as for aeqInit */
   cmdqInit(reuse = false): void {
     this.sq.depth = CMDQ_MAX_OUTSTANDING * this.wqebbCnt;
-    const sq = reuse
-      ? this.zeroed(this.sq.qbuf, this.sq.depth * 32, this.sq.dbrec)
-      : this.queueAlloc(this.sq.depth * 32);
+    const sq = this.queueMemory(this.sq.depth * 32, reuse && this.sq);
     Object.assign(this.sq, { qbuf: sq.qbuf, dbrec: sq.dbrec, pi: 0, ci: 0 });
-    this.w32(Reg.CMDQ_SQ_ADDR_H, Number(sq.qbuf >> 32n));
-    this.w32(Reg.CMDQ_SQ_ADDR_L, Number(sq.qbuf & 0xffffffffn));
+    this.wAddr(Reg.CMDQ_SQ_ADDR_H, Reg.CMDQ_SQ_ADDR_L, sq.qbuf);
     this.w32(Reg.CMDQ_DEPTH, this.sq.depth);
     this.w64(Reg.CMDQ_SQ_DB_HOST_ADDR, sq.dbrec);
     this.cq.depth = this.sq.depth;
-    const cq = reuse
-      ? this.zeroed(this.cq.qbuf, this.cq.depth * 32, this.cq.dbrec)
-      : this.queueAlloc(this.cq.depth * 32);
+    const cq = this.queueMemory(this.cq.depth * 32, reuse && this.cq);
     Object.assign(this.cq, { qbuf: cq.qbuf, dbrec: cq.dbrec, ci: 0, cmdsn: 0 });
-    this.w32(Reg.CMDQ_CQ_ADDR_H, Number(cq.qbuf >> 32n));
-    this.w32(Reg.CMDQ_CQ_ADDR_L, Number(cq.qbuf & 0xffffffffn));
+    this.wAddr(Reg.CMDQ_CQ_ADDR_H, Reg.CMDQ_CQ_ADDR_L, cq.qbuf);
     this.w64(Reg.CMDQ_CQ_DB_HOST_ADDR, cq.dbrec);
-    const eq = reuse
-      ? this.zeroed(this.eq.qbuf, CMDQ_MAX_OUTSTANDING * 16, this.eq.dbrec)
-      : this.queueAlloc(CMDQ_MAX_OUTSTANDING * 16);
+    const eq = this.queueMemory(CMDQ_MAX_OUTSTANDING * 16, reuse && this.eq);
     this.eq = {
       eqn: 0,
       vector: 0,
@@ -318,8 +319,7 @@ export class ErdmaDriver {
       ready: true,
       events: 0,
     };
-    this.w32(Reg.CMDQ_EQ_ADDR_H, Number(eq.qbuf >> 32n));
-    this.w32(Reg.CMDQ_EQ_ADDR_L, Number(eq.qbuf & 0xffffffffn));
+    this.wAddr(Reg.CMDQ_EQ_ADDR_H, Reg.CMDQ_EQ_ADDR_L, eq.qbuf);
     this.w32(Reg.CMDQ_EQ_DEPTH, CMDQ_MAX_OUTSTANDING);
     this.w64(Reg.CMDQ_EQ_DB_HOST_ADDR, eq.dbrec);
   }
