@@ -143,6 +143,48 @@ export const CmdHdr = {
   WQEBB_INDEX: [15, 0],
 } as const;
 
+/** struct erdma_cmdq_create_cq_req cfg0/cfg1/cfg2 fields (hw.h:223-235) */
+export const CreateCqReq = {
+  DEPTH: [31, 24],
+  PAGESIZE: [23, 20],
+  CQN: [19, 0],
+  MTT_CNT: [31, 16],
+  MTT_LEVEL: [15, 15],
+  MTT_DB_CFG: [11, 11],
+  EQN: [9, 0],
+  DB_CFG: [15, 0],
+} as const;
+
+/** struct erdma_cmdq_reg_mr_req cfg0/cfg1/cfg2 (hw.h:248-263) */
+export const RegMrReq = {
+  VALID: [31, 31],
+  VERSION: [30, 28],
+  KEY: [27, 20],
+  MPT: [19, 0],
+  PD: [31, 12],
+  TYPE: [7, 6],
+  RIGHTS: [5, 1],
+  PAGESIZE: [31, 27],
+  MTT_PAGESIZE: [26, 24],
+  MTT_LEVEL: [21, 20],
+  MTT_CNT: [19, 0],
+} as const;
+
+/** struct erdma_cmdq_create_qp_req create_qp fields (hw.h:304-324) */
+export const CreateQpReq = {
+  DEPTH: [31, 20],
+  QPN: [19, 0],
+  PD: [19, 0],
+  PAGE_SIZE: [31, 28],
+  DB_CFG: [25, 25],
+  CQN: [23, 0],
+  MTT_CNT: [11, 1],
+  MTT_LEVEL: [0, 0],
+  SQDB: [31, 16],
+  RQDB: [15, 0],
+  TYPE: [3, 0],
+} as const;
+
 /** hw.h:165-166 */
 export const EqType = { AEQ: 0, CEQ: 1 } as const;
 

@@ -368,6 +368,11 @@ export class VfioUserClient {
     if (r.memfd !== undefined) closeFd(r.memfd);
   }
 
+  /** DEVICE_SET_IRQS as given; the reply as it comes, error or not. */
+  setIrqs(set: Parameters<typeof encodeIrqSet>[0], fds?: number[]): Promise<Reply> {
+    return this.request(Command.DEVICE_SET_IRQS, encodeIrqSet(set), { fds });
+  }
+
   /** Gives MSI-X vectors [start, start+n) fresh eventfds; returns them (owned by the client). */
   async setMsixEventFds(start: number, n: number): Promise<number[]> {
     const fds = Array.from({ length: n }, () => eventFd(true));

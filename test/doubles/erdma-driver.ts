@@ -4,9 +4,19 @@
  * erdma_cq.c CQ arming and polling, erdma_verbs.c/erdma_qp.c object lifecycles), for 6.1, 6.12 and
  * 7.2 behaviour, over a fake host. It is the guest CPU: it touches guest memory synchronously and
  * the device through bar0Read/bar0Write, and runs the interrupt handlers for interrupts the fake
- * host recorded. Constants are the driver's own (erdma_hw.h), not imported from the model.
+ * host recorded. Register offsets and doorbell spaces are erdma_hw.h's as qemu/erdma/hw.ts carries
+ * them (with citations); the steps, their order and the values written are the driver's, as read here.
  */
 import type { Fabric } from "../../qemu/erdma/fabric.ts";
+import {
+  CMDQ_MAX_OUTSTANDING,
+  CQDB_SPACE_OFFSET,
+  DEFAULT_EQ_DEPTH,
+  HW_PAGE_SHIFT,
+  Reg,
+  RQDB_SPACE_OFFSET,
+  SDB_SHARED_PAGE_INDEX,
+} from "../../qemu/erdma/hw.ts";
 import { ErdmaDevice, type ErdmaProfile } from "../../qemu/erdma/index.ts";
 import type { QueueEngine } from "../../qemu/erdma/queue-engine.ts";
 import * as R from "./erdma-requests.ts";
@@ -27,40 +37,7 @@ export type { DriverVersion } from "./erdma-requests.ts";
 
 type DriverVersion = R.DriverVersion;
 
-// erdma_hw.h (6.12) register offsets
-const REG = {
-  VERSION: 0x0,
-  DEV_PROTO: 0xc,
-  DEV_CTRL: 0x10,
-  DEV_ST: 0x14,
-  MAC_L: 0x18,
-  MAC_H: 0x1c,
-  CMDQ_SQ_ADDR_L: 0x20,
-  CMDQ_SQ_ADDR_H: 0x24,
-  CMDQ_CQ_ADDR_L: 0x28,
-  CMDQ_CQ_ADDR_H: 0x2c,
-  CMDQ_DEPTH: 0x30,
-  CMDQ_EQ_DEPTH: 0x34,
-  CMDQ_EQ_ADDR_L: 0x38,
-  CMDQ_EQ_ADDR_H: 0x3c,
-  AEQ_ADDR_L: 0x40,
-  AEQ_ADDR_H: 0x44,
-  AEQ_DEPTH: 0x48,
-  GRP_NUM: 0x4c,
-  AEQ_DB: 0x50,
-  CMDQ_SQ_DB_HOST_ADDR: 0x60,
-  CMDQ_CQ_DB_HOST_ADDR: 0x68,
-  CMDQ_EQ_DB_HOST_ADDR: 0x70,
-  AEQ_DB_HOST_ADDR: 0x78,
-  CEQ_DB_BASE: 0x100,
-  CMDQ_SQDB: 0x200,
-  CMDQ_CQDB: 0x300,
-} as const;
-const SQDB_SHARED_PAGE = 95 << 12;
-const RQDB_SPACE = 4096 + 384 * 1024;
-const CQDB_SPACE = RQDB_SPACE + 96 * 1024;
-const EQ_DEPTH = 4096;
-const MAX_OUTSTANDING = 128;
+const SQDB_SHARED_PAGE = SDB_SHARED_PAGE_INDEX << HW_PAGE_SHIFT;
 const MAX_POLL_CHUNK = 16;
 
 export const QpState = { IDLE: 0, RTR: 1, RTS: 2, CLOSING: 3, TERMINATE: 4, ERROR: 5 } as const;
@@ -226,7 +203,7 @@ export class ErdmaDriver {
     this.sqeSize = this.version === "6.1" ? 64 : 128;
     this.wqebbCnt = this.sqeSize / 32;
     this.irqNum = Math.min((opts.cpus ?? 2) + 1, 32, dev.msixVectors);
-    for (let i = 0; i < MAX_OUTSTANDING; i++)
+    for (let i = 0; i < CMDQ_MAX_OUTSTANDING; i++)
       this.waitPool.push({ status: "init", syndrome: 0, data: [0, 0, 0, 0] });
   }
 
@@ -256,10 +233,10 @@ export class ErdmaDriver {
   // ---- probe (erdma_probe_dev + erdma_ib_device_add) ---------------------------------------
 
   async probe(): Promise<void> {
-    const version = this.r32(REG.VERSION);
+    const version = this.r32(Reg.VERSION);
     if (version === 0) throw new Error("ENODEV: version 0");
-    if (this.version === "6.1") this.grpNum = this.r32(REG.GRP_NUM);
-    if (this.version === "7.2") this.proto = this.r32(REG.DEV_PROTO);
+    if (this.version === "6.1") this.grpNum = this.r32(Reg.GRP_NUM);
+    if (this.version === "7.2") this.proto = this.r32(Reg.DEV_PROTO);
     this.aeqInit();
     this.cmdqInit();
     await this.waitInitDone();
@@ -276,105 +253,108 @@ export class ErdmaDriver {
       const out = await this.post(R.confDevice(12));
       if (out.status !== 0) throw new Error(`CONF_DEVICE failed: ${out.status}`);
     }
-    const mac = BigInt(this.r32(REG.MAC_L)) | (BigInt(this.r32(REG.MAC_H)) << 32n);
+    const mac = BigInt(this.r32(Reg.NETDEV_MAC_L)) | (BigInt(this.r32(Reg.NETDEV_MAC_H)) << 32n);
     if (this.attrs) this.attrs.mac = macString(mac);
   }
 
   /** erdma_aeq_init; `reuse` re-programs the current (zeroed) buffers, as after a device reset */
   aeqInit(reuse = false): void {
-    const { qbuf, dbrec } = reuse
-      ? this.zeroed(this.aeq.qbuf, EQ_DEPTH * 16, this.aeq.dbrec)
-      : this.queueAlloc(EQ_DEPTH * 16);
+    const { qbuf, dbrec } = this.queueMemory(DEFAULT_EQ_DEPTH * 16, reuse && this.aeq);
     this.aeq = {
       eqn: -1,
       vector: 0,
       qbuf,
-      depth: EQ_DEPTH,
+      depth: DEFAULT_EQ_DEPTH,
       ci: 0,
       dbrec,
-      db: REG.AEQ_DB,
+      db: Reg.AEQ_DB,
       ready: true,
       events: 0,
     };
-    this.w32(REG.AEQ_ADDR_H, Number(qbuf >> 32n));
-    this.w32(REG.AEQ_ADDR_L, Number(qbuf & 0xffffffffn));
-    this.w32(REG.AEQ_DEPTH, EQ_DEPTH);
-    this.w64(REG.AEQ_DB_HOST_ADDR, dbrec);
+    this.wAddr(Reg.AEQ_ADDR_H, Reg.AEQ_ADDR_L, qbuf);
+    this.w32(Reg.AEQ_DEPTH, DEFAULT_EQ_DEPTH);
+    this.w64(Reg.AEQ_DB_HOST_ADDR, dbrec);
   }
 
-  private zeroed(qbuf: bigint, size: number, dbrec: bigint): { qbuf: bigint; dbrec: bigint } {
+  /** A queue's memory: fresh, or (`reuse`) the old buffer and doorbell record, cleared. */
+  private queueMemory(
+    size: number,
+    reuse: false | { qbuf: bigint; dbrec: bigint },
+  ): { qbuf: bigint; dbrec: bigint } {
+    if (!reuse) return this.queueAlloc(size);
+    const { qbuf, dbrec } = reuse;
     this.mem.buf.fill(0, Number(qbuf - this.mem.base), Number(qbuf - this.mem.base) + size);
     this.mem.setU64(dbrec, 0n);
     return { qbuf, dbrec };
   }
 
+  /** A queue address register pair, high half first as the driver writes it. */
+  private wAddr(hi: number, lo: number, addr: bigint): void {
+    this.w32(hi, Number(addr >> 32n));
+    this.w32(lo, Number(addr & 0xffffffffn));
+  }
+
   /** erdma_cmdq_init's queue setup; `reuse` as for aeqInit */
   cmdqInit(reuse = false): void {
-    this.sq.depth = MAX_OUTSTANDING * this.wqebbCnt;
-    const sq = reuse
-      ? this.zeroed(this.sq.qbuf, this.sq.depth * 32, this.sq.dbrec)
-      : this.queueAlloc(this.sq.depth * 32);
+    this.sq.depth = CMDQ_MAX_OUTSTANDING * this.wqebbCnt;
+    const sq = this.queueMemory(this.sq.depth * 32, reuse && this.sq);
     Object.assign(this.sq, { qbuf: sq.qbuf, dbrec: sq.dbrec, pi: 0, ci: 0 });
-    this.w32(REG.CMDQ_SQ_ADDR_H, Number(sq.qbuf >> 32n));
-    this.w32(REG.CMDQ_SQ_ADDR_L, Number(sq.qbuf & 0xffffffffn));
-    this.w32(REG.CMDQ_DEPTH, this.sq.depth);
-    this.w64(REG.CMDQ_SQ_DB_HOST_ADDR, sq.dbrec);
+    this.wAddr(Reg.CMDQ_SQ_ADDR_H, Reg.CMDQ_SQ_ADDR_L, sq.qbuf);
+    this.w32(Reg.CMDQ_DEPTH, this.sq.depth);
+    this.w64(Reg.CMDQ_SQ_DB_HOST_ADDR, sq.dbrec);
     this.cq.depth = this.sq.depth;
-    const cq = reuse
-      ? this.zeroed(this.cq.qbuf, this.cq.depth * 32, this.cq.dbrec)
-      : this.queueAlloc(this.cq.depth * 32);
+    const cq = this.queueMemory(this.cq.depth * 32, reuse && this.cq);
     Object.assign(this.cq, { qbuf: cq.qbuf, dbrec: cq.dbrec, ci: 0, cmdsn: 0 });
-    this.w32(REG.CMDQ_CQ_ADDR_H, Number(cq.qbuf >> 32n));
-    this.w32(REG.CMDQ_CQ_ADDR_L, Number(cq.qbuf & 0xffffffffn));
-    this.w64(REG.CMDQ_CQ_DB_HOST_ADDR, cq.dbrec);
-    const eq = reuse
-      ? this.zeroed(this.eq.qbuf, MAX_OUTSTANDING * 16, this.eq.dbrec)
-      : this.queueAlloc(MAX_OUTSTANDING * 16);
+    this.wAddr(Reg.CMDQ_CQ_ADDR_H, Reg.CMDQ_CQ_ADDR_L, cq.qbuf);
+    this.w64(Reg.CMDQ_CQ_DB_HOST_ADDR, cq.dbrec);
+    const eq = this.queueMemory(CMDQ_MAX_OUTSTANDING * 16, reuse && this.eq);
     this.eq = {
       eqn: 0,
       vector: 0,
       qbuf: eq.qbuf,
-      depth: MAX_OUTSTANDING,
+      depth: CMDQ_MAX_OUTSTANDING,
       ci: 0,
       dbrec: eq.dbrec,
-      db: REG.CEQ_DB_BASE,
+      db: Reg.CEQ_DB_BASE,
       ready: true,
       events: 0,
     };
-    this.w32(REG.CMDQ_EQ_ADDR_H, Number(eq.qbuf >> 32n));
-    this.w32(REG.CMDQ_EQ_ADDR_L, Number(eq.qbuf & 0xffffffffn));
-    this.w32(REG.CMDQ_EQ_DEPTH, MAX_OUTSTANDING);
-    this.w64(REG.CMDQ_EQ_DB_HOST_ADDR, eq.dbrec);
+    this.wAddr(Reg.CMDQ_EQ_ADDR_H, Reg.CMDQ_EQ_ADDR_L, eq.qbuf);
+    this.w32(Reg.CMDQ_EQ_DEPTH, CMDQ_MAX_OUTSTANDING);
+    this.w64(Reg.CMDQ_EQ_DB_HOST_ADDR, eq.dbrec);
   }
 
   /** erdma_wait_hw_init_done: write INIT, poll DEV_ST.INIT_DONE (500 x 20 ms in the kernel). */
   async waitInitDone(polls = 500): Promise<void> {
-    this.w32(REG.DEV_CTRL, 0x2);
+    this.w32(Reg.DEV_CTRL, 0x2);
     for (let i = 0; i < polls; i++) {
-      if (this.r32(REG.DEV_ST) & 0x2) return;
+      if (this.r32(Reg.DEV_ST) & 0x2) return;
       await this.dev.idle();
     }
     throw new Error("ETIMEDOUT: wait init done failed");
   }
 
   async ceqInitOne(i: number): Promise<CmdOutcome> {
-    const { qbuf, dbrec } = this.queueAlloc(EQ_DEPTH * 16);
+    const { qbuf, dbrec } = this.queueAlloc(DEFAULT_EQ_DEPTH * 16);
     const eqn = i + 1;
     const eq: EqState = {
       eqn,
       vector: eqn,
       qbuf,
-      depth: EQ_DEPTH,
+      depth: DEFAULT_EQ_DEPTH,
       ci: 0,
       dbrec,
-      db: REG.CEQ_DB_BASE + eqn * 8,
+      db: Reg.CEQ_DB_BASE + eqn * 8,
       ready: true,
       events: 0,
     };
     this.ceqs[i] = eq;
-    const out = await this.post(R.createEq({ eqn, vector: eqn, depthLog: ilog2(EQ_DEPTH), qbuf, dbrec }), {
-      sleepable: false,
-    });
+    const out = await this.post(
+      R.createEq({ eqn, vector: eqn, depthLog: ilog2(DEFAULT_EQ_DEPTH), qbuf, dbrec }),
+      {
+        sleepable: false,
+      },
+    );
     if (out.status !== 0) eq.ready = false;
     return out;
   }
@@ -415,7 +395,7 @@ export class ErdmaDriver {
       eq.ready = false;
       await this.post(R.destroyEq({ eqn: eq.eqn, vector: eq.vector }), { sleepable: false });
     }
-    this.w32(REG.DEV_CTRL, 0x1);
+    this.w32(Reg.DEV_CTRL, 0x1);
     this.cmdqOk = false;
   }
 
@@ -426,7 +406,7 @@ export class ErdmaDriver {
     const db =
       BigInt(c.ci & 0xffffff) | (1n << 31n) | (BigInt(c.cmdsn & 3) << 28n) | (BigInt(c.cmdsn & 0xff) << 56n);
     this.mem.setU64(c.dbrec, db);
-    this.w64(REG.CMDQ_CQDB, db);
+    this.w64(Reg.CMDQ_CQDB, db);
     c.armed++;
   }
 
@@ -451,7 +431,7 @@ export class ErdmaDriver {
       (BigInt((cnt - 1) & 7) << 52n);
     this.mem.setU64(wqe, hdr);
     this.mem.setU64(this.sq.dbrec, BigInt(this.sq.pi));
-    this.w64(REG.CMDQ_SQDB, BigInt(this.sq.pi));
+    this.w64(Reg.CMDQ_SQDB, BigInt(this.sq.pi));
     return sqePi;
   }
 
@@ -534,7 +514,7 @@ export class ErdmaDriver {
 
   pollingCmdCompletions(): number {
     let n = 0;
-    for (; n < MAX_OUTSTANDING; n++) if (!this.pollSingleCmdCompletion()) break;
+    for (; n < CMDQ_MAX_OUTSTANDING; n++) if (!this.pollSingleCmdCompletion()) break;
     if (n && this.version !== "7.2" && this.useEvent) this.armCmdqCq();
     return n;
   }
@@ -664,7 +644,7 @@ export class ErdmaDriver {
       (BigInt(cq.cmdsn & 3) << 28n) |
       BigInt(cq.ci & 0xffffff);
     this.mem.setU64(cq.dbrec, db);
-    this.w64(CQDB_SPACE, db);
+    this.w64(CQDB_SPACE_OFFSET, db);
     cq.notifyCnt++;
   }
 
@@ -836,7 +816,7 @@ export class ErdmaDriver {
     this.mem.setBytes(at, rqe);
     const db = new DataView(rqe.buffer).getBigUint64(0, true);
     this.mem.setU64(qp.rqDbrec, db);
-    this.w64(RQDB_SPACE, db);
+    this.w64(RQDB_SPACE_OFFSET, db);
     qp.rqPi = (qp.rqPi + 1) & 0xffff;
   }
 

@@ -1,8 +1,11 @@
 /**
  * CMDQ request builders laid out as the Linux erdma driver builds them (struct erdma_cmdq_*_req in
  * erdma_hw.h of 6.1, 6.12 and 7.2). Fields the driver leaves uninitialised (stack structs it does
- * not clear) are filled with a stale-looking pattern so the model is tested against them.
+ * not clear) are filled with a stale-looking pattern so the model is tested against them. Opcodes
+ * come from qemu/erdma/hw.ts (hw.h:130-151); field offsets and bit positions are the driver's, as
+ * read here, independent of the model's decoders.
  */
+import { CommonOp, RdmaOp, SubMod } from "../../qemu/erdma/hw.ts";
 
 export type DriverVersion = "6.1" | "6.12" | "7.2";
 
@@ -59,49 +62,21 @@ export class ReqBuf {
   }
 }
 
-export const SUBMOD_RDMA = 0;
-export const SUBMOD_COMMON = 1;
-export const Op = {
-  QUERY_DEVICE: 0,
-  CREATE_QP: 1,
-  DESTROY_QP: 2,
-  MODIFY_QP: 3,
-  CREATE_CQ: 4,
-  DESTROY_CQ: 5,
-  REFLUSH: 6,
-  REG_MR: 8,
-  DEREG_MR: 9,
-  SET_GID: 14,
-  CREATE_AH: 15,
-  DESTROY_AH: 16,
-  QUERY_QP: 17,
-} as const;
-export const CommonOp = {
-  CREATE_EQ: 0,
-  DESTROY_EQ: 1,
-  QUERY_FW_INFO: 2,
-  CONF_MTU: 3,
-  GET_STATS: 4,
-  CONF_DEVICE: 5,
-  ALLOC_DB: 8,
-  FREE_DB: 9,
-} as const;
-
 const f = (v: number, hi: number, lo: number) =>
   ((v & (hi - lo + 1 >= 32 ? 0xffffffff : (1 << (hi - lo + 1)) - 1)) << lo) >>> 0;
 
 export function queryDevice(): Uint8Array {
-  return new ReqBuf(8).hdr(SUBMOD_RDMA, Op.QUERY_DEVICE).bytes;
+  return new ReqBuf(8).hdr(SubMod.RDMA, RdmaOp.QUERY_DEVICE).bytes;
 }
 
 export function queryFwInfo(): Uint8Array {
-  return new ReqBuf(8).hdr(SUBMOD_COMMON, CommonOp.QUERY_FW_INFO).bytes;
+  return new ReqBuf(8).hdr(SubMod.COMMON, CommonOp.QUERY_FW_INFO).bytes;
 }
 
 /** create_eq_cmd (erdma_eq.c:224-240) */
 export function createEq(a: { eqn: number; vector: number; depthLog: number; qbuf: bigint; dbrec: bigint }) {
   return new ReqBuf(32, STALE)
-    .hdr(SUBMOD_COMMON, CommonOp.CREATE_EQ)
+    .hdr(SubMod.COMMON, CommonOp.CREATE_EQ)
     .u64(8, a.qbuf)
     .u8(16, a.vector)
     .u8(17, a.eqn)
@@ -114,27 +89,27 @@ export function createEq(a: { eqn: number; vector: number; depthLog: number; qbu
 /** erdma_ceq_uninit_one (erdma_eq.c:266-286): rsvd fields stale */
 export function destroyEq(a: { eqn: number; vector: number }) {
   return new ReqBuf(24, STALE)
-    .hdr(SUBMOD_COMMON, CommonOp.DESTROY_EQ)
+    .hdr(SubMod.COMMON, CommonOp.DESTROY_EQ)
     .u8(16, a.vector)
     .u8(17, a.eqn)
     .u8(19, 1).bytes;
 }
 
 export function confMtu(mtu: number) {
-  return new ReqBuf(16, STALE).hdr(SUBMOD_COMMON, CommonOp.CONF_MTU).u32(8, mtu).bytes;
+  return new ReqBuf(16, STALE).hdr(SubMod.COMMON, CommonOp.CONF_MTU).u32(8, mtu).bytes;
 }
 
 /** erdma_device_config (erdma_main.c:431-445): zeroed struct */
 export function confDevice(pageShift: number, enable = true) {
   return new ReqBuf(32)
-    .hdr(SUBMOD_COMMON, CommonOp.CONF_DEVICE)
+    .hdr(SubMod.COMMON, CommonOp.CONF_DEVICE)
     .u32(8, f(pageShift, 4, 0) | (enable ? 0x8000_0000 : 0)).bytes;
 }
 
 /** erdma_query_hw_stats (erdma_verbs.c:1794-1828) */
 export function getStats(a: { target: bigint; length: number; index?: number }) {
   return new ReqBuf(32, STALE)
-    .hdr(SUBMOD_COMMON, CommonOp.GET_STATS)
+    .hdr(SubMod.COMMON, CommonOp.GET_STATS)
     .u32(8, 0)
     .u32(12, a.index ?? 0)
     .u64(16, a.target)
@@ -143,12 +118,12 @@ export function getStats(a: { target: bigint; length: number; index?: number }) 
 
 /** alloc_db_resources / free_db_resources (erdma_verbs.c:1359-1427): zeroed structs */
 export function allocDb(cfg = 7) {
-  return new ReqBuf(32).hdr(SUBMOD_COMMON, CommonOp.ALLOC_DB).u32(8, cfg).bytes;
+  return new ReqBuf(32).hdr(SubMod.COMMON, CommonOp.ALLOC_DB).u32(8, cfg).bytes;
 }
 
 export function freeDb(a: { sdb: number; rdb: number; cdb: number }) {
   return new ReqBuf(32)
-    .hdr(SUBMOD_COMMON, CommonOp.FREE_DB)
+    .hdr(SubMod.COMMON, CommonOp.FREE_DB)
     .u32(8, 7)
     .u16(12, a.rdb)
     .u16(14, a.sdb)
@@ -181,7 +156,7 @@ export function createCq(a: CreateCqArgs) {
   const cfg1 =
     f(a.mttCount, 31, 16) | f(a.level, 15, 15) | f(a.cdb === undefined ? 0 : 1, 11, 11) | f(a.eqn, 9, 0);
   const r = new ReqBuf(40, STALE)
-    .hdr(SUBMOD_RDMA, Op.CREATE_CQ)
+    .hdr(SubMod.RDMA, RdmaOp.CREATE_CQ)
     .u32(8, cfg0)
     .u32(12, Number(a.qbuf & 0xffffffffn))
     .u32(16, Number(a.qbuf >> 32n))
@@ -193,7 +168,7 @@ export function createCq(a: CreateCqArgs) {
 }
 
 export function destroyCq(cqn: number) {
-  return new ReqBuf(16, STALE).hdr(SUBMOD_RDMA, Op.DESTROY_CQ).u32(8, cqn).bytes;
+  return new ReqBuf(16, STALE).hdr(SubMod.RDMA, RdmaOp.DESTROY_CQ).u32(8, cqn).bytes;
 }
 
 export interface QueueMtt {
@@ -227,7 +202,7 @@ export interface CreateQpArgs {
 /** create_qp_cmd (erdma_verbs.c:39-129). Sizes: 64 bytes (6.1), 120 (6.12, 7.2). */
 export function createQp(version: DriverVersion, a: CreateQpArgs) {
   const size = version === "6.1" ? 64 : 120;
-  const r = new ReqBuf(size, STALE).hdr(SUBMOD_RDMA, Op.CREATE_QP);
+  const r = new ReqBuf(size, STALE).hdr(SubMod.RDMA, RdmaOp.CREATE_QP);
   r.u32(8, f(a.sqDepthLog, 31, 20) | f(a.qpn, 19, 0));
   r.u32(12, f(a.rqDepthLog, 31, 20) | f(a.pd, 19, 0));
   const cqnCfg = (q: QueueMtt, db: boolean) =>
@@ -257,7 +232,7 @@ export function createQp(version: DriverVersion, a: CreateQpArgs) {
 }
 
 export function destroyQp(qpn: number) {
-  return new ReqBuf(16, STALE).hdr(SUBMOD_RDMA, Op.DESTROY_QP).u32(8, qpn).bytes;
+  return new ReqBuf(16, STALE).hdr(SubMod.RDMA, RdmaOp.DESTROY_QP).u32(8, qpn).bytes;
 }
 
 export interface RtsArgs {
@@ -273,7 +248,7 @@ export interface RtsArgs {
 
 /** erdma_modify_qp_state_to_rts / _to_stop (erdma_qp.c:51-118); "stop" leaves the tuple stale */
 export function modifyQp(qpn: number, state: number, rts?: RtsArgs) {
-  const r = new ReqBuf(40, STALE).hdr(SUBMOD_RDMA, Op.MODIFY_QP);
+  const r = new ReqBuf(40, STALE).hdr(SubMod.RDMA, RdmaOp.MODIFY_QP);
   r.u32(8, f(state, 31, 24) | f(rts?.cc ?? 0, 23, 20) | f(qpn, 19, 0));
   if (rts) {
     r.u32(12, rts.cookie).be32(16, rts.dip).be32(20, rts.sip).be16(24, rts.sport).be16(26, rts.dport);
@@ -293,7 +268,7 @@ export function modifyQpRocev2(a: {
   rqPsn?: number;
 }) {
   return new ReqBuf(68)
-    .hdr(SUBMOD_RDMA, Op.MODIFY_QP)
+    .hdr(SubMod.RDMA, RdmaOp.MODIFY_QP)
     .u32(8, f(a.state, 31, 24) | f(a.qpn, 19, 0))
     .u32(12, f(a.dstQpn ?? 0, 19, 0))
     .u32(16, a.mask)
@@ -303,11 +278,11 @@ export function modifyQpRocev2(a: {
 }
 
 export function queryQp(qpn: number) {
-  return new ReqBuf(16, STALE).hdr(SUBMOD_RDMA, Op.QUERY_QP).u32(8, qpn).bytes;
+  return new ReqBuf(16, STALE).hdr(SubMod.RDMA, RdmaOp.QUERY_QP).u32(8, qpn).bytes;
 }
 
 export function reflush(a: { qpn: number; sqPi: number; rqPi: number }) {
-  return new ReqBuf(24, STALE).hdr(SUBMOD_RDMA, Op.REFLUSH).u32(8, a.qpn).u32(12, a.sqPi).u32(16, a.rqPi)
+  return new ReqBuf(24, STALE).hdr(SubMod.RDMA, RdmaOp.REFLUSH).u32(8, a.qpn).u32(12, a.sqPi).u32(16, a.rqPi)
     .bytes;
 }
 
@@ -329,7 +304,7 @@ export interface RegMrArgs {
 
 /** regmr_cmd (erdma_verbs.c:131-182): the struct is not cleared, a DMA MR sends only cfg0..cfg2 */
 export function regMr(a: RegMrArgs) {
-  const r = new ReqBuf(64, STALE).hdr(SUBMOD_RDMA, Op.REG_MR);
+  const r = new ReqBuf(64, STALE).hdr(SubMod.RDMA, RdmaOp.REG_MR);
   r.u32(
     8,
     f(a.valid ? 1 : 0, 31, 31) |
@@ -358,20 +333,23 @@ export function regMr(a: RegMrArgs) {
 
 export function deregMr(stag: number) {
   return new ReqBuf(16, STALE)
-    .hdr(SUBMOD_RDMA, Op.DEREG_MR)
+    .hdr(SubMod.RDMA, RdmaOp.DEREG_MR)
     .u32(8, f(stag >>> 8, 19, 0) | f(stag & 0xff, 27, 20)).bytes;
 }
 
 export function setGid(a: { index: number; del?: boolean; gid?: Uint8Array }) {
-  const r = new ReqBuf(28).hdr(SUBMOD_RDMA, Op.SET_GID).u32(8, f(a.index, 15, 0) | (a.del ? 0x8000_0000 : 0));
+  const r = new ReqBuf(28)
+    .hdr(SubMod.RDMA, RdmaOp.SET_GID)
+    .u32(8, f(a.index, 15, 0) | (a.del ? 0x8000_0000 : 0));
   if (a.gid) r.set(12, a.gid);
   return r.bytes;
 }
 
 export function createAh(a: { pdn: number; ahn: number }) {
-  return new ReqBuf(56).hdr(SUBMOD_RDMA, Op.CREATE_AH).u32(8, a.pdn).u32(12, a.ahn).u32(16, 0x12345).bytes;
+  return new ReqBuf(56).hdr(SubMod.RDMA, RdmaOp.CREATE_AH).u32(8, a.pdn).u32(12, a.ahn).u32(16, 0x12345)
+    .bytes;
 }
 
 export function destroyAh(a: { pdn: number; ahn: number }) {
-  return new ReqBuf(16).hdr(SUBMOD_RDMA, Op.DESTROY_AH).u32(8, a.pdn).u32(12, a.ahn).bytes;
+  return new ReqBuf(16).hdr(SubMod.RDMA, RdmaOp.DESTROY_AH).u32(8, a.pdn).u32(12, a.ahn).bytes;
 }

@@ -2,65 +2,31 @@
  * Send queue elements as the Linux erdma driver writes them (erdma_push_one_sqe, erdma_qp.c:285-488,
  * with fill_inline_data :207-252 and fill_sgl :254-283; struct layouts erdma_hw.h:441-527), and the
  * driver's view of a polled CQE (erdma_poll_one_cqe, erdma_cq.c:110-177). Line numbers are Linux
- * 6.12. Written from the driver's description, independent of the model's decoder: constants are
- * the driver's own, not imported from qemu/erdma.
+ * 6.12. Written from the driver's description, independent of the model's decoder: where each field
+ * goes is the driver's code as read here. The numbers (opcodes, syndromes, header field ranges,
+ * limits) are erdma_hw.h's as qemu/erdma/hw.ts carries them with their citations; a wrong number
+ * there is caught by the real driver in the integration scenarios, not by this double.
  */
+import {
+  CqeQtype,
+  MAX_INLINE,
+  MAX_INLINE_MTT_ENTRIES,
+  MAX_SEND_SGE,
+  SQEBB_SIZE,
+  SqeHdr,
+  WcStatus,
+  WqeOp,
+} from "../../qemu/erdma/hw.ts";
 
 /** enum erdma_opcode (erdma_hw.h:563-584) */
-export const ErdmaOp = {
-  WRITE: 0,
-  READ: 1,
-  SEND: 2,
-  SEND_WITH_IMM: 3,
-  RECEIVE: 4,
-  RECV_IMM: 5,
-  RECV_INV: 6,
-  WRITE_WITH_IMM: 9,
-  RSP_SEND_IMM: 12,
-  SEND_WITH_INV: 13,
-  REG_MR: 14,
-  LOCAL_INV: 15,
-  READ_WITH_INV: 16,
-  ATOMIC_CAS: 17,
-  ATOMIC_FAA: 18,
-} as const;
-
+export const ErdmaOp = WqeOp;
 /** enum erdma_wc_status (erdma_hw.h:586-605): the CQE syndrome */
-export const Syndrome = {
-  SUCCESS: 0,
-  GENERAL_ERR: 1,
-  RECV_WQE_FORMAT_ERR: 2,
-  RECV_STAG_INVALID_ERR: 3,
-  RECV_ADDR_VIOLATION_ERR: 4,
-  RECV_RIGHT_VIOLATION_ERR: 5,
-  RECV_PDID_ERR: 6,
-  RECV_WARRPING_ERR: 7,
-  SEND_WQE_FORMAT_ERR: 8,
-  SEND_WQE_ORD_EXCEED: 9,
-  SEND_STAG_INVALID_ERR: 10,
-  SEND_ADDR_VIOLATION_ERR: 11,
-  SEND_RIGHT_VIOLATION_ERR: 12,
-  SEND_PDID_ERR: 13,
-  SEND_WARRPING_ERR: 14,
-  FLUSH_ERR: 15,
-  RETRY_EXC_ERR: 16,
-} as const;
-
+export const Syndrome = WcStatus;
 /** ERDMA_CQE_QTYPE_* (erdma_hw.h:424-426) */
-export const Qtype = { SQ: 0, RQ: 1 } as const;
-
+export const Qtype = CqeQtype;
 /** SQE header fields (erdma_hw.h:459-468) as [hi, lo] */
-export const Hdr = {
-  SGL_LEN: [63, 56],
-  WQEBB_CNT: [54, 52],
-  QPN: [51, 32],
-  OPCODE: [31, 27],
-  INLINE: [25, 25],
-  FENCE: [24, 24],
-  SE: [23, 23],
-  CE: [22, 22],
-  WQEBB_INDEX: [15, 0],
-} as const;
+export const Hdr = SqeHdr;
+export { MAX_INLINE, MAX_SEND_SGE };
 
 export function field(v: number | bigint, [hi, lo]: readonly [number, number]): bigint {
   return (BigInt(v) & ((1n << BigInt(hi - lo + 1)) - 1n)) << BigInt(lo);
@@ -69,12 +35,6 @@ export function field(v: number | bigint, [hi, lo]: readonly [number, number]): 
 export function getField(v: bigint, [hi, lo]: readonly [number, number]): number {
   return Number((v >> BigInt(lo)) & ((1n << BigInt(hi - lo + 1)) - 1n));
 }
-
-const SQEBB = 32;
-/** ERDMA_MAX_SEND_SGE, ERDMA_MAX_INLINE (erdma_verbs.h:19, :21), ERDMA_MAX_INLINE_MTT_ENTRIES (:67) */
-export const MAX_SEND_SGE = 6;
-export const MAX_INLINE = 16 * MAX_SEND_SGE;
-export const MAX_INLINE_MTT = 4;
 
 /** struct ib_sge */
 export interface Sge {
@@ -166,8 +126,8 @@ export function pushOneSqe(
     let done = 0;
     while (done < bytes.length) {
       const o = off + done;
-      const n = Math.min(bytes.length - done, SQEBB - (o % SQEBB));
-      put(pi + Math.floor(o / SQEBB), o % SQEBB, bytes.subarray(done, done + n));
+      const n = Math.min(bytes.length - done, SQEBB_SIZE - (o % SQEBB_SIZE));
+      put(pi + Math.floor(o / SQEBB_SIZE), o % SQEBB_SIZE, bytes.subarray(done, done + n));
       done += n;
     }
   };
@@ -232,7 +192,7 @@ export function pushOneSqe(
       at(16, le32(wr.length));
       at(20, le32(wr.key));
       let attrs = Number(field(access, [5, 1]) | field(wr.pages.length, [31, 12]));
-      if (wr.pages.length <= MAX_INLINE_MTT) {
+      if (wr.pages.length <= MAX_INLINE_MTT_ENTRIES) {
         const mtt = new Uint8Array(wr.pages.length * 8);
         wr.pages.forEach((p, i) => {
           mtt.set(le64(p), i * 8);
@@ -299,7 +259,7 @@ export function pushOneSqe(
     hdr |= field(payload.sgl.length, Hdr.SGL_LEN);
   }
   // out: (erdma_qp.c:479-486)
-  const wqebbs = Math.ceil(size / SQEBB);
+  const wqebbs = Math.ceil(size / SQEBB_SIZE);
   hdr |= field(wqebbs - 1, Hdr.WQEBB_CNT);
   const nextPi = (pi + wqebbs) & 0xffff;
   hdr |= field(nextPi, Hdr.WQEBB_INDEX);

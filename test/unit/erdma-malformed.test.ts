@@ -1,5 +1,5 @@
 import t, { type Test } from "tap";
-import { CmdStatus, profileReflush } from "../../qemu/erdma/index.ts";
+import { CmdStatus, type ErdmaProfile, profileReflush } from "../../qemu/erdma/index.ts";
 import { CmdTimeout, QpState, setupErdma } from "../doubles/erdma-driver.ts";
 import * as R from "../doubles/erdma-requests.ts";
 import { traceSchemaProblems } from "../doubles/fake-guest.ts";
@@ -27,6 +27,19 @@ type Setup = Awaited<ReturnType<typeof setupErdma>>;
 function noInternalErrors(t: Test, s: Setup) {
   t.equal(s.host.ofKind("internal-error").length, 0, "no internal errors");
   t.equal(s.host.dma.outOfBounds, 0, "no access outside guest memory");
+}
+
+/**
+ * A 6.12 device (with `profile`, if given) and one IDLE QP on a CQ of 8; `send` posts MODIFY_QP to
+ * a state and gives the command's status, `mqp` is the device's QP.
+ */
+async function oneQp(profile?: ErdmaProfile) {
+  const s = await setupErdma({ version: "6.12", ...(profile ? { profile } : {}) });
+  const { cq } = await s.drv.createCq(8);
+  const { qp } = await s.drv.createQp({ scq: cq, rcq: cq, maxSendWr: 4, maxRecvWr: 4 });
+  const mqp = s.dev.state.qps.get(qp.qpn);
+  const send = async (to: number) => (await s.drv.post(R.modifyQp(qp.qpn, to))).status;
+  return { s, qp, mqp, send };
 }
 
 t.test("unknown opcodes and sub modules complete with an error and are traced", async (t) => {
@@ -409,11 +422,7 @@ t.test("duplicates and out-of-range numbers", async (t) => {
 });
 
 t.test("bad state transitions fail and leave the state alone", async (t) => {
-  const s = await setupErdma({ version: "6.12" });
-  const { cq } = await s.drv.createCq(8);
-  const { qp } = await s.drv.createQp({ scq: cq, rcq: cq, maxSendWr: 4, maxRecvWr: 4 });
-  const mqp = s.dev.state.qps.get(qp.qpn);
-  const send = async (to: number) => (await s.drv.post(R.modifyQp(qp.qpn, to))).status;
+  const { s, qp, mqp, send } = await oneQp();
   t.equal(await send(QpState.CLOSING), S.BAD_STATE, "IDLE -> CLOSING");
   t.equal(await send(QpState.TERMINATE), S.BAD_STATE, "IDLE -> TERMINATE");
   t.equal(await send(QpState.IDLE), S.BAD_STATE, "IDLE -> IDLE");
@@ -441,11 +450,7 @@ t.test(
   "the default (closeInError accept): MODIFY_QP to CLOSING or TERMINATE in ERROR completes, the QP stays in ERROR",
   async (t) => {
     t.equal(profileReflush.closeInError, "accept", "the default profile accepts");
-    const s = await setupErdma({ version: "6.12" });
-    const { cq } = await s.drv.createCq(8);
-    const { qp } = await s.drv.createQp({ scq: cq, rcq: cq, maxSendWr: 4, maxRecvWr: 4 });
-    const mqp = s.dev.state.qps.get(qp.qpn);
-    const send = async (to: number) => (await s.drv.post(R.modifyQp(qp.qpn, to))).status;
+    const { s, mqp, send } = await oneQp();
     t.equal(await send(QpState.CLOSING), S.BAD_STATE, "IDLE -> CLOSING is still refused");
     t.equal(await send(QpState.ERROR), 0);
     t.equal(await send(QpState.CLOSING), 0, "ERROR -> CLOSING accepted");
@@ -464,11 +469,7 @@ t.test(
 t.test(
   "closeInError refuse: MODIFY_QP to CLOSING or TERMINATE in ERROR is BAD_STATE, the QP stays in ERROR",
   async (t) => {
-    const s = await setupErdma({ version: "6.12", profile: { ...profileReflush, closeInError: "refuse" } });
-    const { cq } = await s.drv.createCq(8);
-    const { qp } = await s.drv.createQp({ scq: cq, rcq: cq, maxSendWr: 4, maxRecvWr: 4 });
-    const mqp = s.dev.state.qps.get(qp.qpn);
-    const send = async (to: number) => (await s.drv.post(R.modifyQp(qp.qpn, to))).status;
+    const { s, mqp, send } = await oneQp({ ...profileReflush, closeInError: "refuse" });
     t.equal(await send(QpState.ERROR), 0);
     t.equal(await send(QpState.CLOSING), S.BAD_STATE, "ERROR -> CLOSING refused");
     t.equal(await send(QpState.TERMINATE), S.BAD_STATE, "ERROR -> TERMINATE refused");

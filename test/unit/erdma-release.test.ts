@@ -14,13 +14,21 @@ async function inError() {
   return writePair(false);
 }
 
-t.test("a WQE posted in ERROR after the last REFLUSH stays until released", async (t) => {
+/**
+ * A's QP in ERROR with one WRITE (`wrId`) posted after it got there: the drain's marker, with no
+ * REFLUSH after it (the driver double sends none).
+ */
+async function postedInError(wrId: bigint) {
   const { p, w } = await inError();
   await p.a.drv.modifyQp(p.a.qp, QpState.ERROR);
   await p.settle();
-  // the drain's marker: posted in ERROR, and no REFLUSH after it (the driver double sends none)
-  p.a.drv.postSend(p.a.qp, [w(99n)]);
+  p.a.drv.postSend(p.a.qp, [w(wrId)]);
   await p.settle();
+  return p;
+}
+
+t.test("a WQE posted in ERROR after the last REFLUSH stays until released", async (t) => {
+  const p = await postedInError(99n);
   t.same(p.a.drv.pollWc(p.a.scq), [], "never flushed: the device flushes only what a REFLUSH named");
   t.same(p.a.dev.release(), [p.a.qp.qpn], "the QP in ERROR with a WQE outstanding is released");
   await p.settle();
@@ -47,11 +55,7 @@ t.test("QPs not in ERROR, or with nothing outstanding, are left alone", async (t
 });
 
 t.test('the control channel: "release" names the QPs it let go', async (t) => {
-  const { p, w } = await inError();
-  await p.a.drv.modifyQp(p.a.qp, QpState.ERROR);
-  await p.settle();
-  p.a.drv.postSend(p.a.qp, [w(7n)]);
-  await p.settle();
+  const p = await postedInError(7n);
   const dev = { faults: p.a.dev.faults, snapshot: () => ({}), release: () => p.a.dev.release() };
   t.same(handleControl(new Map([["erdma0", dev]]), '{"op":"release"}'), { ok: true, qps: [p.a.qp.qpn] });
   const mute = { faults: p.a.dev.faults, snapshot: () => ({}) };

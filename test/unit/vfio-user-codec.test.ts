@@ -86,32 +86,17 @@ t.test("VERSION: major, minor, NUL-terminated JSON", async (t) => {
     Errno.EINVAL,
     "NUL in the middle",
   );
-  throwsErrno(t, () => decodeVersion(encodeVersion(0, 0, "{nope")), Errno.EINVAL, "not JSON");
-  throwsErrno(t, () => decodeVersion(encodeVersion(0, 0, "[1]")), Errno.EINVAL, "not an object");
-  throwsErrno(
-    t,
-    () => decodeVersion(encodeVersion(0, 0, '{"capabilities":3}')),
-    Errno.EINVAL,
-    "caps not object",
-  );
-  throwsErrno(
-    t,
-    () => decodeVersion(encodeVersion(0, 0, '{"capabilities":{"max_msg_fds":-1}}')),
-    Errno.EINVAL,
-    "negative max_msg_fds",
-  );
-  throwsErrno(
-    t,
-    () => decodeVersion(encodeVersion(0, 0, '{"capabilities":{"max_data_xfer_size":"big"}}')),
-    Errno.EINVAL,
-    "string max_data_xfer_size",
-  );
-  throwsErrno(
-    t,
-    () => decodeVersion(encodeVersion(0, 0, '{"capabilities":{"twin_socket":{"fd_index":0}}}')),
-    Errno.EINVAL,
-    "fd_index in a request",
-  );
+  // JSON the decoder refuses: [what, JSON]
+  const badJson: [string, string][] = [
+    ["not JSON", "{nope"],
+    ["not an object", "[1]"],
+    ["caps not object", '{"capabilities":3}'],
+    ["negative max_msg_fds", '{"capabilities":{"max_msg_fds":-1}}'],
+    ["string max_data_xfer_size", '{"capabilities":{"max_data_xfer_size":"big"}}'],
+    ["fd_index in a request", '{"capabilities":{"twin_socket":{"fd_index":0}}}'],
+  ];
+  for (const [what, json] of badJson)
+    throwsErrno(t, () => decodeVersion(encodeVersion(0, 0, json)), Errno.EINVAL, what);
   // Unknown capabilities are tolerated (forward compatibility).
   t.same(decodeVersion(encodeVersion(0, 0, '{"capabilities":{"future":1}}')).capabilities, { future: 1 });
 });

@@ -78,3 +78,18 @@ export async function until(cond: () => boolean, ms = 3000, what = "condition"):
 export async function waitDisconnected(h: Harness): Promise<void> {
   await until(() => !h.server.connected, 3000, "the server to drop its client");
 }
+
+/**
+ * Runs `body` on a fresh harness with one negotiated client; then closes the client, waits for the
+ * server to see it go and closes the harness (which checks nothing is left behind). Returns the
+ * closed harness, for what its trace and stats say afterwards.
+ */
+export async function withClient(body: (c: VfioUserClient, h: Harness) => Promise<void>): Promise<Harness> {
+  const h = await startHarness();
+  const c = await h.client();
+  await body(c, h);
+  await c.close();
+  await waitDisconnected(h);
+  await h.close();
+  return h;
+}

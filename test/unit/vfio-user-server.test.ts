@@ -8,9 +8,9 @@ import { Reg, TESTDEV_ID_VALUE, TestDevice } from "../../qemu/testdev/device.ts"
 import { drainEventFd, VfioUserClient } from "../../qemu/vfio-user/client.ts";
 import type { DeviceModel } from "../../qemu/vfio-user/device.ts";
 import { closeFd, countOpenFds } from "../../qemu/vfio-user/libc.ts";
-import { Command, Errno, encodeIrqSet, Flags, Vfio } from "../../qemu/vfio-user/protocol.ts";
+import { Command, Errno, Flags, Vfio } from "../../qemu/vfio-user/protocol.ts";
 import { startServer } from "../../qemu/vfio-user/server.ts";
-import { startHarness, until, waitDisconnected } from "./vfio-user-helpers.ts";
+import { startHarness, until, waitDisconnected, withClient } from "./vfio-user-helpers.ts";
 
 t.test("lifecycle: socket created, stale one replaced, live one refused, all removed on close", async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "hil-vfu-life-"));
@@ -39,35 +39,32 @@ t.test("lifecycle: socket created, stale one replaced, live one refused, all rem
 });
 
 t.test("realize as QEMU does it: version, info, regions 0-7, IRQ info, config space", async (t) => {
-  const h = await startHarness();
-  const c = await h.client();
-  const info = await c.deviceInfo();
-  t.same(info, {
-    argsz: 16,
-    flags: Vfio.DEVICE_FLAGS_RESET | Vfio.DEVICE_FLAGS_PCI,
-    numRegions: 9,
-    numIrqs: 5,
+  await withClient(async (c) => {
+    const info = await c.deviceInfo();
+    t.same(info, {
+      argsz: 16,
+      flags: Vfio.DEVICE_FLAGS_RESET | Vfio.DEVICE_FLAGS_PCI,
+      numRegions: 9,
+      numIrqs: 5,
+    });
+    const sizes = [];
+    for (let i = 0; i < 9; i++) {
+      const r = await c.regionInfo(i);
+      t.equal(r.index, i);
+      sizes.push(Number(r.size));
+      t.equal(r.flags, r.size > 0n ? 3 : 0, `region ${i} flags`);
+    }
+    t.same(
+      sizes,
+      [0x1000, 0, 0x1000, 0, 0, 0, 0, 4096, 0],
+      "BAR0 (64-bit: BAR1 empty), BAR2, no ROM, config, no VGA",
+    );
+    t.same(await c.irqInfo(Vfio.PCI_MSIX_IRQ_INDEX), { argsz: 16, flags: 9, index: 2, count: 4 });
+    for (const i of [0, 1, 3, 4]) t.equal((await c.irqInfo(i)).count, 0, `IRQ index ${i} has no vectors`);
+    const cfg = await c.regionRead(Vfio.PCI_CONFIG_REGION_INDEX, 0, 4096);
+    t.equal(cfg.readUInt32LE(0), 0x7e571ded);
+    t.equal(cfg[0x34], 0x40, "capability pointer");
   });
-  const sizes = [];
-  for (let i = 0; i < 9; i++) {
-    const r = await c.regionInfo(i);
-    t.equal(r.index, i);
-    sizes.push(Number(r.size));
-    t.equal(r.flags, r.size > 0n ? 3 : 0, `region ${i} flags`);
-  }
-  t.same(
-    sizes,
-    [0x1000, 0, 0x1000, 0, 0, 0, 0, 4096, 0],
-    "BAR0 (64-bit: BAR1 empty), BAR2, no ROM, config, no VGA",
-  );
-  t.same(await c.irqInfo(Vfio.PCI_MSIX_IRQ_INDEX), { argsz: 16, flags: 9, index: 2, count: 4 });
-  for (const i of [0, 1, 3, 4]) t.equal((await c.irqInfo(i)).count, 0, `IRQ index ${i} has no vectors`);
-  const cfg = await c.regionRead(Vfio.PCI_CONFIG_REGION_INDEX, 0, 4096);
-  t.equal(cfg.readUInt32LE(0), 0x7e571ded);
-  t.equal(cfg[0x34], 0x40, "capability pointer");
-  await c.close();
-  await waitDisconnected(h);
-  await h.close();
 });
 
 t.test(
@@ -96,104 +93,95 @@ t.test(
 );
 
 t.test("BAR access: any size and alignment is split into naturally aligned accesses", async (t) => {
-  const h = await startHarness();
-  const c = await h.client();
-  await c.regionWrite(0, Reg.SCRATCH64, Buffer.from("0123456789abcdef", "hex"));
-  t.equal((await c.regionRead(0, Reg.SCRATCH64, 8)).toString("hex"), "0123456789abcdef", "8-byte access");
-  t.equal((await c.regionRead(0, Reg.SCRATCH64 + 1, 5)).toString("hex"), "23456789ab", "odd offset, 5 bytes");
-  await c.regionWrite(0, Reg.SCRATCH64 + 3, Buffer.from("ffff", "hex"));
-  t.equal((await c.regionRead(0, Reg.SCRATCH64, 8)).toString("hex"), "012345ffff abcdef".replace(" ", ""));
-  t.equal((await c.regionRead(0, 0, 4)).readUInt32LE(0), TESTDEV_ID_VALUE);
-  await c.regionWrite(0, Reg.ID, Buffer.alloc(4));
-  t.equal((await c.regionRead(0, 0, 4)).readUInt32LE(0), TESTDEV_ID_VALUE, "read-only register");
-  t.equal((await c.regionRead(0, 0x800, 16)).toString("hex"), "0".repeat(32), "unused space reads zero");
-  await c.close();
-  await waitDisconnected(h);
-  await h.close();
+  await withClient(async (c) => {
+    await c.regionWrite(0, Reg.SCRATCH64, Buffer.from("0123456789abcdef", "hex"));
+    t.equal((await c.regionRead(0, Reg.SCRATCH64, 8)).toString("hex"), "0123456789abcdef", "8-byte access");
+    t.equal(
+      (await c.regionRead(0, Reg.SCRATCH64 + 1, 5)).toString("hex"),
+      "23456789ab",
+      "odd offset, 5 bytes",
+    );
+    await c.regionWrite(0, Reg.SCRATCH64 + 3, Buffer.from("ffff", "hex"));
+    t.equal((await c.regionRead(0, Reg.SCRATCH64, 8)).toString("hex"), "012345ffff abcdef".replace(" ", ""));
+    t.equal((await c.regionRead(0, 0, 4)).readUInt32LE(0), TESTDEV_ID_VALUE);
+    await c.regionWrite(0, Reg.ID, Buffer.alloc(4));
+    t.equal((await c.regionRead(0, 0, 4)).readUInt32LE(0), TESTDEV_ID_VALUE, "read-only register");
+    t.equal((await c.regionRead(0, 0x800, 16)).toString("hex"), "0".repeat(32), "unused space reads zero");
+  });
 });
 
 t.test("MSI-X table and PBA in BAR2; a vector without an eventfd is marked pending", async (t) => {
-  const h = await startHarness();
-  const c = await h.client();
-  const table = await c.regionRead(2, 0, 64);
-  for (let v = 0; v < 4; v++) t.equal(table.readUInt32LE(v * 16 + 12), 1, `vector ${v} masked at reset`);
-  await c.regionWrite(2, 16, Buffer.from("00f0e0fe00000000aa000000", "hex"));
-  t.equal((await c.regionRead(2, 16, 12)).toString("hex"), "00f0e0fe00000000aa000000", "table entry written");
-  // Trigger vector 2 (no eventfd yet) through SET_IRQS DATA_BOOL.
-  await c.request(
-    Command.DEVICE_SET_IRQS,
-    encodeIrqSet({
+  await withClient(async (c, h) => {
+    const table = await c.regionRead(2, 0, 64);
+    for (let v = 0; v < 4; v++) t.equal(table.readUInt32LE(v * 16 + 12), 1, `vector ${v} masked at reset`);
+    await c.regionWrite(2, 16, Buffer.from("00f0e0fe00000000aa000000", "hex"));
+    t.equal(
+      (await c.regionRead(2, 16, 12)).toString("hex"),
+      "00f0e0fe00000000aa000000",
+      "table entry written",
+    );
+    // Trigger vector 2 (no eventfd yet) through SET_IRQS DATA_BOOL.
+    await c.setIrqs({
       flags: Vfio.IRQ_SET_DATA_BOOL | Vfio.IRQ_SET_ACTION_TRIGGER,
       index: 2,
       start: 2,
       count: 1,
       data: Buffer.from([1]),
-    }),
-  );
-  t.equal((await c.regionRead(2, 0x800, 8)).readBigUInt64LE(0), 0b100n, "PBA bit 2");
-  await c.regionWrite(2, 0x800, Buffer.alloc(8, 0xff));
-  t.equal((await c.regionRead(2, 0x800, 8)).readBigUInt64LE(0), 0b100n, "PBA is read-only");
-  const fds = await c.setMsixEventFds(0, 4);
-  t.equal(h.server.irqs.raised[2], 0);
-  await c.request(
-    Command.DEVICE_SET_IRQS,
-    encodeIrqSet({
+    });
+    t.equal((await c.regionRead(2, 0x800, 8)).readBigUInt64LE(0), 0b100n, "PBA bit 2");
+    await c.regionWrite(2, 0x800, Buffer.alloc(8, 0xff));
+    t.equal((await c.regionRead(2, 0x800, 8)).readBigUInt64LE(0), 0b100n, "PBA is read-only");
+    const fds = await c.setMsixEventFds(0, 4);
+    t.equal(h.server.irqs.raised[2], 0);
+    await c.setIrqs({
       flags: Vfio.IRQ_SET_DATA_NONE | Vfio.IRQ_SET_ACTION_TRIGGER,
       index: 2,
       start: 2,
       count: 2,
-    }),
-  );
-  t.same(fds.map(drainEventFd), [0, 0, 1, 1], "DATA_NONE fires vectors 2 and 3");
-  await c.reset();
-  t.equal((await c.regionRead(2, 0x800, 8)).readBigUInt64LE(0), 0n, "reset clears the PBA");
-  t.ok(h.server.irqs.hasEventFd(0), "eventfds survive a device reset");
-  for (const fd of fds) closeFd(fd);
-  await c.close();
-  await waitDisconnected(h);
-  await h.close();
+    });
+    t.same(fds.map(drainEventFd), [0, 0, 1, 1], "DATA_NONE fires vectors 2 and 3");
+    await c.reset();
+    t.equal((await c.regionRead(2, 0x800, 8)).readBigUInt64LE(0), 0n, "reset clears the PBA");
+    t.ok(h.server.irqs.hasEventFd(0), "eventfds survive a device reset");
+    for (const fd of fds) closeFd(fd);
+  });
 });
 
 t.test("DEVICE_RESET: registers, config space and command register back to power-on", async (t) => {
-  const h = await startHarness();
-  const c = await h.client();
-  await c.write32(0, Reg.SCRATCH, 77);
-  await c.regionWrite(Vfio.PCI_CONFIG_REGION_INDEX, 4, Buffer.from([0x06, 0x00]));
-  t.ok(h.server.config.busMaster);
-  await c.reset();
-  t.equal(await c.read32(0, Reg.SCRATCH), 0);
-  t.notOk(h.server.config.busMaster, "command register cleared");
-  t.ok(
-    h.trace.some((e) => e.kind === "device" && e.event === "reset"),
-    "reset traced",
-  );
-  await c.close();
-  await waitDisconnected(h);
-  await h.close();
+  await withClient(async (c, h) => {
+    await c.write32(0, Reg.SCRATCH, 77);
+    await c.regionWrite(Vfio.PCI_CONFIG_REGION_INDEX, 4, Buffer.from([0x06, 0x00]));
+    t.ok(h.server.config.busMaster);
+    await c.reset();
+    t.equal(await c.read32(0, Reg.SCRATCH), 0);
+    t.notOk(h.server.config.busMaster, "command register cleared");
+    t.ok(
+      h.trace.some((e) => e.kind === "device" && e.event === "reset"),
+      "reset traced",
+    );
+  });
 });
 
 t.test("trace: every message in and out, with decoded fields; config changes", async (t) => {
-  const h = await startHarness();
-  const c = await h.client();
-  await c.write32(0, Reg.SCRATCH, 5);
-  await c.regionWrite(Vfio.PCI_CONFIG_REGION_INDEX, 4, Buffer.from([0x06, 0x00]));
-  await until(() => h.trace.filter((e) => e.kind === "send").length >= 3, 1000, "replies traced");
-  const recv = h.trace.filter((e) => e.kind === "recv");
-  t.same(
-    recv.map((e) => e.kind === "recv" && e.command),
-    ["VERSION", "REGION_WRITE", "REGION_WRITE"],
-  );
-  const w = recv[1];
-  t.same(w?.kind === "recv" && w.info, { region: 0, offset: "0x4", count: 4, value: "0x00000005" });
-  t.ok(h.trace.some((e) => e.kind === "config" && e.change.busMaster === true));
-  t.ok(
-    h.trace.every((e, i, a) => i === 0 || e.t >= (a[i - 1]?.t ?? 0)),
-    "timestamps are monotonic",
-  );
-  await c.close();
-  await waitDisconnected(h);
-  t.ok(h.trace.some((e) => e.kind === "disconnect"));
-  await h.close();
+  const closed = await withClient(async (c, h) => {
+    await c.write32(0, Reg.SCRATCH, 5);
+    await c.regionWrite(Vfio.PCI_CONFIG_REGION_INDEX, 4, Buffer.from([0x06, 0x00]));
+    await until(() => h.trace.filter((e) => e.kind === "send").length >= 3, 1000, "replies traced");
+    const recv = h.trace.filter((e) => e.kind === "recv");
+    t.same(
+      recv.map((e) => e.kind === "recv" && e.command),
+      ["VERSION", "REGION_WRITE", "REGION_WRITE"],
+    );
+    const w = recv[1];
+    t.same(w?.kind === "recv" && w.info, { region: 0, offset: "0x4", count: 4, value: "0x00000005" });
+    t.ok(h.trace.some((e) => e.kind === "config" && e.change.busMaster === true));
+    t.ok(
+      h.trace.every((e, i, a) => i === 0 || e.t >= (a[i - 1]?.t ?? 0)),
+      "timestamps are monotonic",
+    );
+  });
+  // withClient waited for the server to drop the client before closing it: that disconnect
+  t.ok(closed.trace.some((e) => e.kind === "disconnect"));
 });
 
 t.test("a device handler that throws gets EIO; the server carries on", async (t) => {
@@ -239,31 +227,25 @@ t.test("a device handler that throws gets EIO; the server carries on", async (t)
 });
 
 t.test("MSI-X function mask: interrupts go pending while masked and are delivered on unmask", async (t) => {
-  const h = await startHarness();
-  const c = await h.client();
-  const fds = await c.setMsixEventFds(0, 4);
-  const control = 0x7c + 2; // MSI-X capability + Message Control
-  await c.regionWrite(Vfio.PCI_CONFIG_REGION_INDEX, control, Buffer.from([0x03, 0xc0])); // enable + mask, as QEMU writes
-  const fire = (vector: number) =>
-    c.request(
-      Command.DEVICE_SET_IRQS,
-      encodeIrqSet({
+  await withClient(async (c) => {
+    const fds = await c.setMsixEventFds(0, 4);
+    const control = 0x7c + 2; // MSI-X capability + Message Control
+    await c.regionWrite(Vfio.PCI_CONFIG_REGION_INDEX, control, Buffer.from([0x03, 0xc0])); // enable + mask, as QEMU writes
+    const fire = (vector: number) =>
+      c.setIrqs({
         flags: Vfio.IRQ_SET_DATA_NONE | Vfio.IRQ_SET_ACTION_TRIGGER,
         index: 2,
         start: vector,
         count: 1,
-      }),
-    );
-  await fire(1);
-  t.equal(drainEventFd(fds[1] as number), 0, "not delivered while masked");
-  t.equal((await c.regionRead(2, 0x800, 8)).readBigUInt64LE(0), 0b10n, "pending in the PBA");
-  await c.regionWrite(Vfio.PCI_CONFIG_REGION_INDEX, control, Buffer.from([0x03, 0x80])); // unmask
-  t.equal(drainEventFd(fds[1] as number), 1, "delivered on unmask");
-  t.equal((await c.regionRead(2, 0x800, 8)).readBigUInt64LE(0), 0n, "no longer pending");
-  await fire(1);
-  t.equal(drainEventFd(fds[1] as number), 1, "unmasked: delivered at once");
-  for (const fd of fds) closeFd(fd);
-  await c.close();
-  await waitDisconnected(h);
-  await h.close();
+      });
+    await fire(1);
+    t.equal(drainEventFd(fds[1] as number), 0, "not delivered while masked");
+    t.equal((await c.regionRead(2, 0x800, 8)).readBigUInt64LE(0), 0b10n, "pending in the PBA");
+    await c.regionWrite(Vfio.PCI_CONFIG_REGION_INDEX, control, Buffer.from([0x03, 0x80])); // unmask
+    t.equal(drainEventFd(fds[1] as number), 1, "delivered on unmask");
+    t.equal((await c.regionRead(2, 0x800, 8)).readBigUInt64LE(0), 0n, "no longer pending");
+    await fire(1);
+    t.equal(drainEventFd(fds[1] as number), 1, "unmasked: delivered at once");
+    for (const fd of fds) closeFd(fd);
+  });
 });

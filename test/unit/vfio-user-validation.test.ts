@@ -454,36 +454,24 @@ t.test("SET_IRQS: count 0 needs start 0 and DATA_NONE", async (t) => {
 });
 t.test("SET_IRQS: the well-formed cases work (assign, trigger by BOOL, unassign, disable all)", async (t) => {
   const fds = await c.setMsixEventFds(0, 4);
-  await c.request(
-    Command.DEVICE_SET_IRQS,
-    encodeIrqSet({
-      flags: Vfio.IRQ_SET_DATA_BOOL | Vfio.IRQ_SET_ACTION_TRIGGER,
-      index: 2,
-      start: 0,
-      count: 2,
-      data: Buffer.from([0, 1]),
-    }),
-  );
+  await c.setIrqs({
+    flags: Vfio.IRQ_SET_DATA_BOOL | Vfio.IRQ_SET_ACTION_TRIGGER,
+    index: 2,
+    start: 0,
+    count: 2,
+    data: Buffer.from([0, 1]),
+  });
   t.equal(drainEventFd(fds[0] as number), 0);
   t.equal(drainEventFd(fds[1] as number), 1, "vector 1 fired");
   // Eventfd flag without fds: unassign vectors 1..2 (QEMU does this).
-  const r = await c.request(
-    Command.DEVICE_SET_IRQS,
-    encodeIrqSet({ flags: TRIGGER_FD, index: 2, start: 1, count: 2 }),
-  );
+  const r = await c.setIrqs({ flags: TRIGGER_FD, index: 2, start: 1, count: 2 });
   t.equal(r.header.flags & Flags.ERROR, 0);
   t.notOk(h.server.irqs.hasEventFd(1));
   t.ok(h.server.irqs.hasEventFd(0));
-  await c.request(
-    Command.DEVICE_SET_IRQS,
-    encodeIrqSet({ flags: TRIGGER_NONE, index: 2, start: 0, count: 0 }),
-  );
+  await c.setIrqs({ flags: TRIGGER_NONE, index: 2, start: 0, count: 0 });
   t.notOk(h.server.irqs.hasEventFd(0), "disable all");
   // Disabling an index without vectors (INTx) is accepted, as QEMU does at reset.
-  const intx = await c.request(
-    Command.DEVICE_SET_IRQS,
-    encodeIrqSet({ flags: TRIGGER_NONE, index: 0, start: 0, count: 0 }),
-  );
+  const intx = await c.setIrqs({ flags: TRIGGER_NONE, index: 0, start: 0, count: 0 });
   t.equal(intx.header.flags & Flags.ERROR, 0);
   for (const fd of fds) closeFd(fd);
 });

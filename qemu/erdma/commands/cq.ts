@@ -6,41 +6,26 @@
  */
 import { get32, hex } from "../bits.ts";
 import { CompletionQueue } from "../cq.ts";
-import { CQE_SIZE, HW_PAGE_SHIFT, RdmaOp, SubMod } from "../hw.ts";
+import { CQE_SIZE, CreateCqReq, HW_PAGE_SHIFT } from "../hw.ts";
 import { resolveQueueBuffer } from "../mtt.ts";
 import { CmdStatus, fail } from "../status.ts";
+import { rdmaCommand } from "./define.ts";
 import { checkNewId, existing } from "./object-ids.ts";
-import type { Command } from "./types.ts";
-
-/** cfg0/cfg1/cfg2 fields (hw.h:223-235) */
-const F = {
-  DEPTH: [31, 24],
-  PAGESIZE: [23, 20],
-  CQN: [19, 0],
-  MTT_CNT: [31, 16],
-  MTT_LEVEL: [15, 15],
-  MTT_DB_CFG: [11, 11],
-  EQN: [9, 0],
-  DB_CFG: [15, 0],
-} as const;
 
 /** struct erdma_cmdq_create_cq_req (hw.h:237-246): cfg0 8, qbuf 12/16, cfg1 20, dbrec 24, offset 32, cfg2 36. */
-export const createCq: Command = {
-  name: "CREATE_CQ",
-  submod: SubMod.RDMA,
-  opcode: RdmaOp.CREATE_CQ,
+export const createCq = rdmaCommand("CREATE_CQ", {
   async run(s, req) {
     const cfg0 = req.u32(8, "cfg0");
     const qbuf = BigInt(req.u32(12, "qbuf_addr_l")) | (BigInt(req.u32(16, "qbuf_addr_h")) << 32n);
     const cfg1 = req.u32(20, "cfg1");
     const dbrec = req.u64(24, "cq_dbrec_dma");
     const offset = req.u32(32, "first_page_offset");
-    const cqn = get32(cfg0, F.CQN);
-    const depthLog = get32(cfg0, F.DEPTH);
-    const pageShift = get32(cfg0, F.PAGESIZE) + HW_PAGE_SHIFT;
-    const count = get32(cfg1, F.MTT_CNT);
-    const level = get32(cfg1, F.MTT_LEVEL);
-    const eqn = get32(cfg1, F.EQN);
+    const cqn = get32(cfg0, CreateCqReq.CQN);
+    const depthLog = get32(cfg0, CreateCqReq.DEPTH);
+    const pageShift = get32(cfg0, CreateCqReq.PAGESIZE) + HW_PAGE_SHIFT;
+    const count = get32(cfg1, CreateCqReq.MTT_CNT);
+    const level = get32(cfg1, CreateCqReq.MTT_LEVEL);
+    const eqn = get32(cfg1, CreateCqReq.EQN);
     const detail: Record<string, unknown> = {
       cqn,
       depthLog,
@@ -58,8 +43,8 @@ export const createCq: Command = {
     const direct = level === 0 || count === 1;
     if (direct && count > 1) fail(CmdStatus.BAD_PARAM, `level 0 with ${count} pages`);
     let cdb: number | undefined;
-    if (get32(cfg1, F.MTT_DB_CFG) === 1) {
-      cdb = get32(req.u32(36, "cfg2"), F.DB_CFG);
+    if (get32(cfg1, CreateCqReq.MTT_DB_CFG) === 1) {
+      cdb = get32(req.u32(36, "cfg2"), CreateCqReq.DB_CFG);
       if (!s.extDb.isAllocated("cdb", cdb))
         fail(CmdStatus.BAD_PARAM, `CQ doorbell page ${cdb} not allocated`);
       detail.cdb = cdb;
@@ -78,13 +63,10 @@ export const createCq: Command = {
     s.tracer.emit({ kind: "state", object: "cq", id: cqn, from: "none", to: "created" });
     return { detail: { ...detail, depth } };
   },
-};
+});
 
 /** struct erdma_cmdq_destroy_cq_req (hw.h:160-163): cqn at 8. */
-export const destroyCq: Command = {
-  name: "DESTROY_CQ",
-  submod: SubMod.RDMA,
-  opcode: RdmaOp.DESTROY_CQ,
+export const destroyCq = rdmaCommand("DESTROY_CQ", {
   run(s, req) {
     const cqn = req.u32(8, "cqn");
     existing(s.cqs, cqn);
@@ -96,4 +78,4 @@ export const destroyCq: Command = {
     s.tracer.emit({ kind: "state", object: "cq", id: cqn, from: "created", to: "destroyed" });
     return { detail: { cqn } };
   },
-};
+});

@@ -3,26 +3,13 @@
  * FREE_DB. Request layouts from hw.h (6.12) structs; offsets are from the start of the SQE.
  */
 import { get32, hex, put64 } from "../bits.ts";
-import {
-  CapFlag,
-  CommonOp,
-  DevCap0,
-  DevCap1,
-  HW_RESP_MAGIC,
-  HW_RESP_SIZE,
-  RdmaOp,
-  STATS_RESP_LEN,
-  SubMod,
-} from "../hw.ts";
+import { CapFlag, DevCap0, DevCap1, HW_RESP_MAGIC, HW_RESP_SIZE, STATS_RESP_LEN } from "../hw.ts";
 import { STAT_NAMES } from "../state.ts";
 import { CmdStatus, fail } from "../status.ts";
-import type { Command } from "./types.ts";
+import { commonCommand, rdmaCommand } from "./define.ts";
 
 /** erdma_main.c:384-406 reads these; 7.2 adds max_gid and max_ah (erdma_main.c (7.2):394-395). */
-export const queryDevice: Command = {
-  name: "QUERY_DEVICE",
-  submod: SubMod.RDMA,
-  opcode: RdmaOp.QUERY_DEVICE,
+export const queryDevice = rdmaCommand("QUERY_DEVICE", {
   run(s) {
     const c = s.profile.caps;
     const flags =
@@ -41,36 +28,27 @@ export const queryDevice: Command = {
       put64(c.maxMwLog2, DevCap1.MAX_MW);
     return { resp0, resp1, detail: { flags } };
   },
-};
+});
 
 /** erdma_main.c:419-426: cap0 bits 31:0 are the firmware version (hw.h:417). */
-export const queryFwInfo: Command = {
-  name: "QUERY_FW_INFO",
-  submod: SubMod.COMMON,
-  opcode: CommonOp.QUERY_FW_INFO,
+export const queryFwInfo = commonCommand("QUERY_FW_INFO", {
   run(s) {
     return { resp0: BigInt(s.profile.fwVersion >>> 0), resp1: 0n };
   },
-};
+});
 
 /** struct erdma_cmdq_config_mtu_req (hw.h:198-201): u32 mtu at 8. Sent on NETDEV_CHANGEMTU. */
-export const confMtu: Command = {
-  name: "CONF_MTU",
-  submod: SubMod.COMMON,
-  opcode: CommonOp.CONF_MTU,
+export const confMtu = commonCommand("CONF_MTU", {
   run(s, req) {
     const mtu = req.u32(8, "mtu");
     if (mtu < 68 || mtu > 65535) fail(CmdStatus.BAD_PARAM, `MTU ${mtu}`);
     s.mtu = mtu;
     return { detail: { mtu } };
   },
-};
+});
 
 /** struct erdma_cmdq_config_device_req (hw.h:188-196): cfg at 8, PS_EN bit 31, PGSHIFT 4:0. */
-export const confDevice: Command = {
-  name: "CONF_DEVICE",
-  submod: SubMod.COMMON,
-  opcode: CommonOp.CONF_DEVICE,
+export const confDevice = commonCommand("CONF_DEVICE", {
   available: (p) => p.confDeviceCommand,
   run(s, req) {
     const cfg = req.u32(8, "cfg");
@@ -80,16 +58,13 @@ export const confDevice: Command = {
     s.hostPageShift = enable ? shift : undefined;
     return { detail: { pageShiftEnabled: enable, pageShift: shift } };
   },
-};
+});
 
 /**
  * struct erdma_cmdq_query_req (hw.h:361-368): index at 12, target_addr at 16, target_length at 24.
  * The device writes struct erdma_cmdq_query_stats_resp there (magic 0x5566, hw.h:370-395).
  */
-export const getStats: Command = {
-  name: "GET_STATS",
-  submod: SubMod.COMMON,
-  opcode: CommonOp.GET_STATS,
+export const getStats = commonCommand("GET_STATS", {
   available: (p) => p.statsCommand,
   async run(s, req) {
     const index = req.u32(12, "index");
@@ -111,16 +86,13 @@ export const getStats: Command = {
     await s.dma.write(target, out, "GET_STATS response");
     return { detail: { target: hex(target), length } };
   },
-};
+});
 
 /** ALLOC_DB/FREE_DB cfg bits (hw.h:203-206); struct erdma_cmdq_ext_db_req (hw.h:208-216). */
 const ALL = (1 << 0) | (1 << 1) | (1 << 2);
 
 /** Response qword 0: SDB 15:0, CDB 47:32, RDB 63:48 (hw.h:218-221; erdma_verbs.c:1393-1395). */
-export const allocDb: Command = {
-  name: "ALLOC_DB",
-  submod: SubMod.COMMON,
-  opcode: CommonOp.ALLOC_DB,
+export const allocDb = commonCommand("ALLOC_DB", {
   available: (p) => p.caps.extendDb,
   run(s, req) {
     const cfg = req.u32(8, "cfg");
@@ -132,12 +104,9 @@ export const allocDb: Command = {
     const resp0 = put64(a.sdb, [15, 0]) | put64(a.cdb, [47, 32]) | put64(a.rdb, [63, 48]);
     return { resp0, resp1: 0n, detail: { ...a } };
   },
-};
+});
 
-export const freeDb: Command = {
-  name: "FREE_DB",
-  submod: SubMod.COMMON,
-  opcode: CommonOp.FREE_DB,
+export const freeDb = commonCommand("FREE_DB", {
   available: (p) => p.caps.extendDb,
   run(s, req) {
     const a = { rdb: req.u16(12, "rdb_off"), sdb: req.u16(14, "sdb_off"), cdb: req.u16(18, "cdb_off") };
@@ -148,4 +117,4 @@ export const freeDb: Command = {
       });
     return { detail: a };
   },
-};
+});

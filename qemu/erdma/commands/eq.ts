@@ -5,16 +5,13 @@
  */
 import { hex } from "../bits.ts";
 import { EventQueue } from "../eq.ts";
-import { CommonOp, EQE_SIZE, EqType, SubMod } from "../hw.ts";
+import { EQE_SIZE, EqType } from "../hw.ts";
 import { CmdStatus, fail } from "../status.ts";
+import { commonCommand } from "./define.ts";
 import { checkNewId, existing } from "./object-ids.ts";
-import type { Command } from "./types.ts";
 
 /** struct erdma_cmdq_create_eq_req (hw.h:168-177). */
-export const createEq: Command = {
-  name: "CREATE_EQ",
-  submod: SubMod.COMMON,
-  opcode: CommonOp.CREATE_EQ,
+export const createEq = commonCommand("CREATE_EQ", {
   run(s, req) {
     const base = req.u64(8, "qbuf_addr");
     const vector = req.u8(16, "vector_idx");
@@ -37,13 +34,10 @@ export const createEq: Command = {
     s.tracer.emit({ kind: "state", object: "eq", id: eqn, from: "none", to: "created" });
     return { detail: { ...detail, depth } };
   },
-};
+});
 
 /** struct erdma_cmdq_destroy_eq_req (hw.h:179-186): vector_idx at 16, eqn 17, qtype 19. */
-export const destroyEq: Command = {
-  name: "DESTROY_EQ",
-  submod: SubMod.COMMON,
-  opcode: CommonOp.DESTROY_EQ,
+export const destroyEq = commonCommand("DESTROY_EQ", {
   run(s, req) {
     const vector = req.u8(16, "vector_idx");
     const eqn = req.u8(17, "eqn");
@@ -56,4 +50,4 @@ export const destroyEq: Command = {
     s.tracer.emit({ kind: "state", object: "eq", id: eqn, from: "created", to: "destroyed" });
     return { detail: { eqn, vector } };
   },
-};
+});

@@ -6,40 +6,23 @@
  * high bits of size and count, erdma_verbs.c:172-178).
  */
 import { get32, hex } from "../bits.ts";
-import { MR_MAX_MTT_CNT, MrType, RdmaOp, SubMod } from "../hw.ts";
+import { MR_MAX_MTT_CNT, MrType, RegMrReq } from "../hw.ts";
 import { MemoryRegion, rightsNames } from "../mr.ts";
 import type { MttDescriptor } from "../mtt.ts";
 import { CmdStatus, fail } from "../status.ts";
+import { rdmaCommand } from "./define.ts";
 import type { Command } from "./types.ts";
 
-/** cfg0/cfg1/cfg2 (hw.h:248-263) */
-const F = {
-  VALID: [31, 31],
-  VERSION: [30, 28],
-  KEY: [27, 20],
-  MPT: [19, 0],
-  PD: [31, 12],
-  TYPE: [7, 6],
-  RIGHTS: [5, 1],
-  PAGESIZE: [31, 27],
-  MTT_PAGESIZE: [26, 24],
-  MTT_LEVEL: [21, 20],
-  MTT_CNT: [19, 0],
-} as const;
-
 /** struct erdma_cmdq_reg_mr_req (hw.h:265-280): cfg0 8, cfg1 12, start_va 16, size 24, cfg2 28, phy_addr 32.. */
-export const regMr: Command = {
-  name: "REG_MR",
-  submod: SubMod.RDMA,
-  opcode: RdmaOp.REG_MR,
+export const regMr = rdmaCommand("REG_MR", {
   run(s, req) {
     const cfg0 = req.u32(8, "cfg0");
     const cfg1 = req.u32(12, "cfg1");
-    const mpt = get32(cfg0, F.MPT);
-    const key = get32(cfg0, F.KEY);
-    const type = get32(cfg1, F.TYPE);
-    const pd = get32(cfg1, F.PD);
-    const rights = (get32(cfg1, F.RIGHTS) << 1) >>> 0;
+    const mpt = get32(cfg0, RegMrReq.MPT);
+    const key = get32(cfg0, RegMrReq.KEY);
+    const type = get32(cfg1, RegMrReq.TYPE);
+    const pd = get32(cfg1, RegMrReq.PD);
+    const rights = (get32(cfg1, RegMrReq.RIGHTS) << 1) >>> 0;
     const detail: Record<string, unknown> = {
       stag: hex(((mpt << 8) | key) >>> 0),
       pd,
@@ -54,9 +37,9 @@ export const regMr: Command = {
       mr = new MemoryRegion(mpt, key, pd, "dma", rights, true, 0n, 0n, undefined, s.dma);
     } else if (type === MrType.FRMR) {
       const cfg2 = req.u32(28, "cfg2");
-      const count = get32(cfg2, F.MTT_CNT);
-      const level = get32(cfg2, F.MTT_LEVEL);
-      const pageShift = get32(cfg2, F.PAGESIZE);
+      const count = get32(cfg2, RegMrReq.MTT_CNT);
+      const level = get32(cfg2, RegMrReq.MTT_LEVEL);
+      const pageShift = get32(cfg2, RegMrReq.PAGESIZE);
       const table = req.u64(32, "phy_addr[0]");
       if (level !== 1) fail(CmdStatus.BAD_PARAM, `FRMR MTT level ${level}`);
       if (count === 0 || count > MR_MAX_MTT_CNT) fail(CmdStatus.BAD_PARAM, `FRMR MTT count ${count}`);
@@ -64,7 +47,18 @@ export const regMr: Command = {
       if (!s.dma.mapped(table, count * 8, "read"))
         fail(CmdStatus.DMA_FAULT, `FRMR MTT ${hex(table)} unmapped`);
       const mtt: MttDescriptor = { pageShift, level, count, offset: 0, entries: [table] };
-      mr = new MemoryRegion(mpt, key, pd, "frmr", rights, get32(cfg0, F.VALID) === 1, 0n, 0n, mtt, s.dma);
+      mr = new MemoryRegion(
+        mpt,
+        key,
+        pd,
+        "frmr",
+        rights,
+        get32(cfg0, RegMrReq.VALID) === 1,
+        0n,
+        0n,
+        mtt,
+        s.dma,
+      );
       Object.assign(detail, { level, count, table: hex(table) });
     } else if (type === MrType.NORMAL) {
       mr = normalMr(s, req, cfg0, { mpt, key, pd, rights }, detail);
@@ -81,7 +75,7 @@ export const regMr: Command = {
     });
     return { detail };
   },
-};
+});
 
 function normalMr(
   s: Parameters<Command["run"]>[0],
@@ -92,11 +86,11 @@ function normalMr(
 ): MemoryRegion {
   const va = req.u64(16, "start_va");
   const cfg2 = req.u32(28, "cfg2");
-  const version = get32(cfg0, F.VERSION);
-  const pageShift = get32(cfg2, F.PAGESIZE);
-  const level = get32(cfg2, F.MTT_LEVEL);
+  const version = get32(cfg0, RegMrReq.VERSION);
+  const pageShift = get32(cfg2, RegMrReq.PAGESIZE);
+  const level = get32(cfg2, RegMrReq.MTT_LEVEL);
   let size = BigInt(req.u32(24, "size"));
-  let count = get32(cfg2, F.MTT_CNT);
+  let count = get32(cfg2, RegMrReq.MTT_CNT);
   if (version === 1) {
     size |= BigInt(req.u32(40, "size_h")) << 32n;
     count += req.u32(44, "mtt_cnt_h") * 2 ** 20;
@@ -118,7 +112,7 @@ function normalMr(
     if (level > 1 && version !== 1) fail(CmdStatus.BAD_PARAM, `MTT level ${level} needs version 1`);
     const top = req.u64(32, "phy_addr[0]");
     mtt.entries.push(top);
-    const tps = 4096 * 2 ** get32(cfg2, F.MTT_PAGESIZE);
+    const tps = 4096 * 2 ** get32(cfg2, RegMrReq.MTT_PAGESIZE);
     mtt.tablePageSize = tps;
     const perPage = tps / 8;
     if (count > perPage ** level && level > 1)
@@ -135,7 +129,7 @@ function normalMr(
     id.pd,
     "normal",
     id.rights,
-    get32(cfg0, F.VALID) === 1,
+    get32(cfg0, RegMrReq.VALID) === 1,
     va,
     size,
     mtt,
@@ -148,14 +142,11 @@ function stag(mpt: number, key: number): number {
 }
 
 /** struct erdma_cmdq_dereg_mr_req (hw.h:282-285): cfg at 8, MPT index 19:0 and key 27:20. */
-export const deregMr: Command = {
-  name: "DEREG_MR",
-  submod: SubMod.RDMA,
-  opcode: RdmaOp.DEREG_MR,
+export const deregMr = rdmaCommand("DEREG_MR", {
   run(s, req) {
     const cfg = req.u32(8, "cfg");
-    const mpt = get32(cfg, F.MPT);
-    const key = get32(cfg, F.KEY);
+    const mpt = get32(cfg, RegMrReq.MPT);
+    const key = get32(cfg, RegMrReq.KEY);
     const mr = s.mrs.get(mpt);
     if (!mr) fail(CmdStatus.NOT_FOUND, `MPT index ${mpt} not registered`, { kind: "mr", id: stag(mpt, key) });
     if (mr.key !== key)
@@ -174,4 +165,4 @@ export const deregMr: Command = {
     });
     return { detail: { stag: hex(mr.stag) } };
   },
-};
+});

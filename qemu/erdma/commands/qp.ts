@@ -6,16 +6,15 @@
  */
 import { get32, hex, put64 } from "../bits.ts";
 import {
+  CreateQpReq,
   HW_PAGE_SHIFT,
   IwarpState,
   MAX_INLINE_MTT_ENTRIES,
   MAX_SEND_WR,
   MAX_WQEBB_PER_SQE,
   QpType,
-  RdmaOp,
   RQE_SIZE,
   SQEBB_SIZE,
-  SubMod,
   WQ_INDEX_BITS,
 } from "../hw.ts";
 import { type MttDescriptor, resolveQueueBuffer } from "../mtt.ts";
@@ -24,23 +23,9 @@ import type { Req } from "../req.ts";
 import { distance } from "../ring.ts";
 import type { DeviceState } from "../state.ts";
 import { CmdStatus, fail } from "../status.ts";
+import { rdmaCommand } from "./define.ts";
 import { checkNewId, existing } from "./object-ids.ts";
-import type { Command } from "./types.ts";
 
-/** create_qp fields (hw.h:304-324) */
-const F = {
-  DEPTH: [31, 20],
-  QPN: [19, 0],
-  PD: [19, 0],
-  PAGE_SIZE: [31, 28],
-  DB_CFG: [25, 25],
-  CQN: [23, 0],
-  MTT_CNT: [11, 1],
-  MTT_LEVEL: [0, 0],
-  SQDB: [31, 16],
-  RQDB: [15, 0],
-  TYPE: [3, 0],
-} as const;
 const PAGE_OFFSET_MASK = 0xffff_f000; // hw.h:318 GENMASK(31, 12), the offset itself (4 KiB aligned)
 
 interface QueueFields {
@@ -61,12 +46,12 @@ async function buildQueue(
   depth: number,
   elem: number,
 ) {
-  const cqn = get32(q.cqnCfg, F.CQN);
+  const cqn = get32(q.cqnCfg, CreateQpReq.CQN);
   existing(s.cqs, cqn, `${q.name} cqn`);
-  const count = get32(q.mttCfg, F.MTT_CNT);
-  const level = get32(q.mttCfg, F.MTT_LEVEL);
+  const count = get32(q.mttCfg, CreateQpReq.MTT_CNT);
+  const level = get32(q.mttCfg, CreateQpReq.MTT_LEVEL);
   const mtt: MttDescriptor = {
-    pageShift: get32(q.cqnCfg, F.PAGE_SIZE) + HW_PAGE_SHIFT,
+    pageShift: get32(q.cqnCfg, CreateQpReq.PAGE_SIZE) + HW_PAGE_SHIFT,
     level,
     count,
     offset: (q.mttCfg & PAGE_OFFSET_MASK) >>> 0,
@@ -86,18 +71,15 @@ async function buildQueue(
 }
 
 /** struct erdma_cmdq_create_qp_req (hw.h:328-345; 6.1 ends after rq_dbrec at 64; 7.2 adds cfg2 at 116). */
-export const createQp: Command = {
-  name: "CREATE_QP",
-  submod: SubMod.RDMA,
-  opcode: RdmaOp.CREATE_QP,
+export const createQp = rdmaCommand("CREATE_QP", {
   async run(s, req) {
     const cfg0 = req.u32(8, "cfg0");
     const cfg1 = req.u32(12, "cfg1");
     const sqCqnCfg = req.u32(16, "sq_cqn_mtt_cfg");
-    const qpn = get32(cfg0, F.QPN);
-    const sqDepthLog = get32(cfg0, F.DEPTH);
-    const rqDepthLog = get32(cfg1, F.DEPTH);
-    const pd = get32(cfg1, F.PD);
+    const qpn = get32(cfg0, CreateQpReq.QPN);
+    const sqDepthLog = get32(cfg0, CreateQpReq.DEPTH);
+    const rqDepthLog = get32(cfg1, CreateQpReq.DEPTH);
+    const pd = get32(cfg1, CreateQpReq.PD);
     const detail: Record<string, unknown> = { qpn, pd, sqDepthLog, rqDepthLog };
     checkNewId(s.qps, qpn);
     // sq_size = roundup_pow_of_two(max_send_wr * 4) WQEBBs (erdma_verbs.c:968-970)
@@ -106,14 +88,14 @@ export const createQp: Command = {
     if (rqDepthLog > s.profile.caps.maxRecvWrLog2) fail(CmdStatus.BAD_PARAM, `RQ depth 2^${rqDepthLog}`);
     let type: "rc" | "ud" = "rc";
     if (s.proto === "rocev2" && req.has(116, 4)) {
-      const t = get32(req.u32(116, "cfg2"), F.TYPE);
+      const t = get32(req.u32(116, "cfg2"), CreateQpReq.TYPE);
       if (t !== QpType.RC && t !== QpType.UD) fail(CmdStatus.BAD_PARAM, `QP type ${t}`);
       type = t === QpType.UD ? "ud" : "rc";
     }
     let extDb: { sdb: number; rdb: number } | undefined;
-    if (get32(sqCqnCfg, F.DB_CFG) === 1) {
+    if (get32(sqCqnCfg, CreateQpReq.DB_CFG) === 1) {
       const dbCfg = req.u32(112, "db_cfg");
-      extDb = { sdb: get32(dbCfg, F.SQDB), rdb: get32(dbCfg, F.RQDB) };
+      extDb = { sdb: get32(dbCfg, CreateQpReq.SQDB), rdb: get32(dbCfg, CreateQpReq.RQDB) };
       if (!s.extDb.isAllocated("sdb", extDb.sdb) || !s.extDb.isAllocated("rdb", extDb.rdb)) {
         fail(CmdStatus.BAD_PARAM, `doorbell pages ${JSON.stringify(extDb)} not allocated`);
       }
@@ -160,13 +142,10 @@ export const createQp: Command = {
       detail: { ...detail, type, sqCqn: sq.cqn, rqCqn: rq.cqn, cookie },
     };
   },
-};
+});
 
 /** struct erdma_cmdq_destroy_qp_req (hw.h:347-350): qpn at 8. */
-export const destroyQp: Command = {
-  name: "DESTROY_QP",
-  submod: SubMod.RDMA,
-  opcode: RdmaOp.DESTROY_QP,
+export const destroyQp = rdmaCommand("DESTROY_QP", {
   run(s, req) {
     const qpn = req.u32(8, "qpn");
     const qp = existing(s.qps, qpn);
@@ -179,7 +158,7 @@ export const destroyQp: Command = {
     };
     return { detail: { qpn, state: qp.stateName, pending } };
   },
-};
+});
 
 const MODIFY = { STATE: [31, 24], CC: [23, 20], QPN: [19, 0] } as const;
 
@@ -209,10 +188,7 @@ const RoceMask = { STATE: 1, QKEY: 2, AV: 4, SQ_PSN: 8, RQ_PSN: 16, DST_QPN: 32 
  * sport 24, dport 26 (BE), send_nxt 28, recv_nxt 32. RoCEv2: struct erdma_cmdq_mod_qp_req_rocev2
  * (hw.h (7.2):355-363): cfg0 8, cfg1 12 (dst qpn), attr_mask 16, qkey 20, rq_psn 24, sq_psn 28, av 32.
  */
-export const modifyQp: Command = {
-  name: "MODIFY_QP",
-  submod: SubMod.RDMA,
-  opcode: RdmaOp.MODIFY_QP,
+export const modifyQp = rdmaCommand("MODIFY_QP", {
   run(s, req) {
     const cfg = req.u32(8, "cfg");
     const qpn = get32(cfg, MODIFY.QPN);
@@ -263,17 +239,14 @@ export const modifyQp: Command = {
     setState(s, qp, to);
     return { detail };
   },
-};
+});
 
 /**
  * struct erdma_cmdq_reflush_req (hw.h:352-357): qpn 8, sq_pi 12, rq_pi 16. Sent by
  * erdma_flush_worker (erdma_verbs.c:429-442) after the QP entered ERROR and after every post while
  * flushing (erdma_qp.c:533-535, :591-593). The driver ignores the status.
  */
-export const reflush: Command = {
-  name: "REFLUSH",
-  submod: SubMod.RDMA,
-  opcode: RdmaOp.REFLUSH,
+export const reflush = rdmaCommand("REFLUSH", {
   available: (p) => p.reflush !== "unsupported",
   run(s, req) {
     const qpn = req.u32(8, "qpn");
@@ -289,13 +262,10 @@ export const reflush: Command = {
     if (mode === "honour") s.p.qpEvents?.reflushed(qp);
     return { detail: { qpn, sqPi, rqPi, mode, state: qp.stateName } };
   },
-};
+});
 
 /** RoCEv2 only (hw.h (7.2):366-375, erdma_verbs.c (7.2):1894-1912). */
-export const queryQp: Command = {
-  name: "QUERY_QP",
-  submod: SubMod.RDMA,
-  opcode: RdmaOp.QUERY_QP,
+export const queryQp = rdmaCommand("QUERY_QP", {
   available: (p) => p.protocol === "rocev2",
   run(s, req) {
     const qpn = req.u32(8, "qpn");
@@ -306,4 +276,4 @@ export const queryQp: Command = {
       put64(qp.state, [55, 48]);
     return { resp0, resp1: 0n, detail: { qpn, state: qp.stateName } };
   },
-};
+});

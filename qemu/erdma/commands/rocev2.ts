@@ -3,18 +3,14 @@
  * not used yet: the data path models iWARP. Unknown opcodes on an iWARP device.
  */
 import { get32, hex } from "../bits.ts";
-import { RdmaOp, SubMod } from "../hw.ts";
 import type { ErdmaProfile } from "../profile.ts";
 import { CmdStatus, fail } from "../status.ts";
-import type { Command } from "./types.ts";
+import { rdmaCommand } from "./define.ts";
 
 const rocev2 = (p: ErdmaProfile) => p.protocol === "rocev2";
 
 /** struct erdma_cmdq_set_gid_req (hw.h (7.2):494-498): cfg 8 (index 15:0, ntype 16, op 31), gid 12. */
-export const setGid: Command = {
-  name: "SET_GID",
-  submod: SubMod.RDMA,
-  opcode: RdmaOp.SET_GID,
+export const setGid = rdmaCommand("SET_GID", {
   available: rocev2,
   run(s, req) {
     const cfg = req.u32(8, "cfg");
@@ -30,13 +26,10 @@ export const setGid: Command = {
     s.gids.set(index, { index, ntype: get32(cfg, [16, 16]), gid });
     return { detail: { index, op: "add", gid } };
   },
-};
+});
 
 /** struct erdma_cmdq_create_ah_req (hw.h (7.2):322-327): pdn 8, ahn 12, av_cfg 16 (36 bytes). */
-export const createAh: Command = {
-  name: "CREATE_AH",
-  submod: SubMod.RDMA,
-  opcode: RdmaOp.CREATE_AH,
+export const createAh = rdmaCommand("CREATE_AH", {
   available: rocev2,
   run(s, req) {
     const pdn = req.u32(8, "pdn");
@@ -63,17 +56,14 @@ export const createAh: Command = {
     s.ahs.set(ahn, entry);
     return { detail: { ...entry, pdn: hex(pdn) } };
   },
-};
+});
 
 /** struct erdma_cmdq_destroy_ah_req (hw.h (7.2):329-333). */
-export const destroyAh: Command = {
-  name: "DESTROY_AH",
-  submod: SubMod.RDMA,
-  opcode: RdmaOp.DESTROY_AH,
+export const destroyAh = rdmaCommand("DESTROY_AH", {
   available: rocev2,
   run(s, req) {
     const ahn = req.u32(12, "ahn");
     if (!s.ahs.delete(ahn)) fail(CmdStatus.NOT_FOUND, `ahn ${ahn} does not exist`, { kind: "ah", id: ahn });
     return { detail: { ahn } };
   },
-};
+});
