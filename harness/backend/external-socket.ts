@@ -4,10 +4,9 @@
  * faults) and keeps no hardware trace of it; one guest at a time can have it.
  */
 import { externalErdma } from "../../qemu/device-server/attach.ts";
-import { HilError } from "../../util/errors.ts";
 import { DEFAULT_GUEST_MAC } from "../boot.ts";
+import { refuseEmulatedDeviceOptions } from "./attached-device.ts";
 import type { DeviceBackend } from "./backend.ts";
-import { softwareDriverWithDevice } from "./no-device.ts";
 
 /** An external vfio-user device server, already listening (see --device-socket). */
 export interface ExternalDevice {
@@ -46,17 +45,10 @@ export const externalSocket: DeviceBackend<ExternalDevice, ExternalRun> = {
   asks: (values) => values.deviceSocket !== undefined && values.devicePci === undefined,
   choose(values, extra) {
     const socket = values.deviceSocket ?? "";
-    if (!values.device) throw new HilError("--device-socket and --no-device contradict each other");
-    if (values.deviceProfile)
-      throw new HilError(
-        "--device-profile sets the emulated erdma device's behaviour; the external device of --device-socket has its own",
-      );
-    if (extra.traceFile)
-      throw new HilError(
-        "--trace keeps the emulated device's hardware trace; hil cannot record an external device's (drop --trace or --device-socket)",
-      );
-    const withSoftware = softwareDriverWithDevice(extra.driver, "--device-socket");
-    if (withSoftware) throw withSoftware;
+    refuseEmulatedDeviceOptions("--device-socket", values, extra, {
+      ownProfile: "the external device of --device-socket has its own",
+      noTrace: "hil cannot record an external device's",
+    });
     const mac = values.mac ?? DEFAULT_GUEST_MAC;
     return { kind: "external", socketPath: externalErdma(socket).socketPath, mac };
   },
