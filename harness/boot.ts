@@ -227,21 +227,31 @@ function withDevice(
   );
 }
 
-/** The guest's properties that an extended guest reads through, as they change (running, qemuExit). */
-const GUEST_FIELDS = [
-  "pid",
-  "sshPort",
-  "workDir",
-  "timings",
-  "keys",
-  "running",
-  "qemuExit",
-] as const satisfies readonly (keyof Guest)[];
-
 /** `guest` with `extra` beside it; dispose() disposes of the guest, then runs `alsoDispose`. */
 function extendGuest<E extends object>(guest: Guest, extra: E, alsoDispose: () => Promise<void>): Guest & E {
-  const extended: Omit<Guest, (typeof GUEST_FIELDS)[number]> = {
+  return {
     ...extra,
+    get pid() {
+      return guest.pid;
+    },
+    get sshPort() {
+      return guest.sshPort;
+    },
+    get workDir() {
+      return guest.workDir;
+    },
+    get timings() {
+      return guest.timings;
+    },
+    get keys() {
+      return guest.keys;
+    },
+    get running() {
+      return guest.running;
+    },
+    get qemuExit() {
+      return guest.qemuExit;
+    },
     exec: (command: string, o?: ExecOptions) => guest.exec(command, o),
     execStream: (command, o) => guest.execStream(command, o),
     shell: (io) => guest.shell(io),
@@ -258,9 +268,6 @@ function extendGuest<E extends object>(guest: Guest, extra: E, alsoDispose: () =
       }
     },
   };
-  for (const field of GUEST_FIELDS)
-    Object.defineProperty(extended, field, { get: () => guest[field], enumerable: true });
-  return extended as Guest & E;
 }
 
 /** Boots a guest, runs `fn` with it, and always shuts it down and removes its temp files. */
