@@ -3,6 +3,17 @@ import { HilError } from "../../util/errors.ts";
 import type { DeviceOptionExtras, DeviceOptionValues } from "./backend.ts";
 import { softwareDriverWithDevice } from "./no-device.ts";
 
+/** Why a two-guest scenario is a SKIP on a device one guest at a time can have. */
+export const ONE_DEVICE_NO_PAIR = "two guests need the emulated erdma fabric";
+
+/** What hil cannot do with a device it does not run: no profile to plan with, no faults to arm, one guest, no pair. */
+export const ATTACHED_DEVICE_LIMITS = {
+  profileOf: () => undefined,
+  canArmFaults: false,
+  maxGuests: 1,
+  twoGuests: { skip: ONE_DEVICE_NO_PAIR },
+} as const;
+
 /** How the errors name the attached device: it has its own behaviour, and no trace hil can keep. */
 export interface AttachedDeviceWords {
   /** after "--device-profile sets the emulated erdma device's behaviour; " */

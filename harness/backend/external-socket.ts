@@ -5,7 +5,11 @@
  */
 import { externalErdma } from "../../qemu/device-server/attach.ts";
 import { DEFAULT_GUEST_MAC } from "../boot.ts";
-import { refuseEmulatedDeviceOptions } from "./attached-device.ts";
+import {
+  ATTACHED_DEVICE_LIMITS,
+  ONE_DEVICE_NO_PAIR,
+  refuseEmulatedDeviceOptions,
+} from "./attached-device.ts";
 import type { DeviceBackend } from "./backend.ts";
 
 /** An external vfio-user device server, already listening (see --device-socket). */
@@ -28,8 +32,8 @@ export function externalFaultReason(socket: string): string {
   return `the external device at ${socket} has no fault control (no control channel to arm faults on)`;
 }
 
-/** Why a two-guest scenario is a SKIP on a device one guest at a time can have. */
-export const ONE_DEVICE_NO_PAIR = "two guests need the emulated erdma fabric";
+/** (defined with the other limits of an attached device; named here too, where the backend tests take it) */
+export { ONE_DEVICE_NO_PAIR };
 
 export const externalSocket: DeviceBackend<ExternalDevice, ExternalRun> = {
   kind: "external",
@@ -52,13 +56,10 @@ export const externalSocket: DeviceBackend<ExternalDevice, ExternalRun> = {
     const mac = values.mac ?? DEFAULT_GUEST_MAC;
     return { kind: "external", socketPath: externalErdma(socket).socketPath, mac };
   },
-  profileOf: () => undefined,
+  ...ATTACHED_DEVICE_LIMITS,
   boot: (d) => ({ external: d.socketPath }),
   smoke: (d) => ({ external: d.socketPath, mac: d.mac }),
-  canArmFaults: false,
   faultSkip: (d) => externalFaultReason(d.socketPath),
-  maxGuests: 1,
-  twoGuests: { skip: ONE_DEVICE_NO_PAIR },
   record: (d) => ({ external: d.socketPath, mac: d.mac }),
   runs: {
     read: (r) =>

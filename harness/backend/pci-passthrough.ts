@@ -6,9 +6,8 @@
 import { checkPassthrough, parseBdf, realHostPci } from "../../qemu/launch/vfio-pci.ts";
 import { HilError } from "../../util/errors.ts";
 import { DEFAULT_GUEST_MAC } from "../boot.ts";
-import { refuseEmulatedDeviceOptions } from "./attached-device.ts";
+import { ATTACHED_DEVICE_LIMITS, refuseEmulatedDeviceOptions } from "./attached-device.ts";
 import type { DeviceBackend } from "./backend.ts";
-import { ONE_DEVICE_NO_PAIR } from "./external-socket.ts";
 
 /** A host PCI function passed through with QEMU's vfio-pci (see --device-pci): a real device. */
 export interface PassthroughDevice {
@@ -60,14 +59,11 @@ export const pciPassthrough: DeviceBackend<PassthroughDevice, PassthroughRun> = 
     checkPassthrough(extra.host ?? realHostPci(), bdf);
     return { kind: "pci", bdf, mac: values.mac ?? DEFAULT_GUEST_MAC };
   },
-  profileOf: () => undefined,
+  ...ATTACHED_DEVICE_LIMITS,
   boot: (d) => ({ pci: d.bdf }),
   // a real device: no profile to compare with, no hardware trace, like an external one
   smoke: (d) => ({ external: passthroughName(d.bdf), mac: d.mac }),
-  canArmFaults: false,
   faultSkip: (d) => passthroughFaultReason(d.bdf),
-  maxGuests: 1,
-  twoGuests: { skip: ONE_DEVICE_NO_PAIR },
   record: (d) => ({ pci: d.bdf, mac: d.mac }),
   runs: {
     read: (r) => (r.device?.pci !== undefined ? { kind: "pci", bdf: r.device.pci } : undefined),
