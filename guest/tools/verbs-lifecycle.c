@@ -17,6 +17,7 @@
  * same bookworm libibverbs.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,29 @@ static void fail(const char *step, const char *why)
 static void fail_errno(const char *step, int err)
 {
 	fail(step, strerror(err ? err : EIO));
+}
+
+/* A release call's line: "ok " and what `fmt` says, or its FAIL line when it returned `err`. */
+static void __attribute__((format(printf, 3, 4))) released(const char *step, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err) {
+		fail_errno(step, err);
+		return;
+	}
+	printf("ok ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+static void dereg(struct ibv_mr *mr, const char *name)
+{
+	unsigned int key = mr->lkey;
+
+	released("dereg_mr", ibv_dereg_mr(mr), "dereg_mr name=%s lkey=0x%x", name, key);
 }
 
 static const char *state_name(enum ibv_qp_state s)
@@ -180,65 +204,22 @@ out:
 	if (qp) {
 		unsigned int qpn = qp->qp_num;
 
-		err = ibv_destroy_qp(qp);
-		if (err)
-			fail_errno("destroy_qp", err);
-		else
-			printf("ok destroy_qp qpn=%u\n", qpn);
+		released("destroy_qp", ibv_destroy_qp(qp), "destroy_qp qpn=%u", qpn);
 	}
-	if (rcq) {
-		err = ibv_destroy_cq(rcq);
-		if (err)
-			fail_errno("destroy_cq", err);
-		else
-			printf("ok destroy_cq name=recv\n");
-	}
-	if (scq) {
-		err = ibv_destroy_cq(scq);
-		if (err)
-			fail_errno("destroy_cq", err);
-		else
-			printf("ok destroy_cq name=send\n");
-	}
-	if (chan) {
-		err = ibv_destroy_comp_channel(chan);
-		if (err)
-			fail_errno("destroy_comp_channel", err);
-		else
-			printf("ok destroy_comp_channel\n");
-	}
-	if (mr_b) {
-		unsigned int key = mr_b->lkey;
-
-		err = ibv_dereg_mr(mr_b);
-		if (err)
-			fail_errno("dereg_mr", err);
-		else
-			printf("ok dereg_mr name=b lkey=0x%x\n", key);
-	}
-	if (mr_a) {
-		unsigned int key = mr_a->lkey;
-
-		err = ibv_dereg_mr(mr_a);
-		if (err)
-			fail_errno("dereg_mr", err);
-		else
-			printf("ok dereg_mr name=a lkey=0x%x\n", key);
-	}
-	if (pd) {
-		err = ibv_dealloc_pd(pd);
-		if (err)
-			fail_errno("dealloc_pd", err);
-		else
-			printf("ok dealloc_pd\n");
-	}
-	if (ctx) {
-		err = ibv_close_device(ctx);
-		if (err)
-			fail_errno("close_device", err);
-		else
-			printf("ok close_device\n");
-	}
+	if (rcq)
+		released("destroy_cq", ibv_destroy_cq(rcq), "destroy_cq name=recv");
+	if (scq)
+		released("destroy_cq", ibv_destroy_cq(scq), "destroy_cq name=send");
+	if (chan)
+		released("destroy_comp_channel", ibv_destroy_comp_channel(chan), "destroy_comp_channel");
+	if (mr_b)
+		dereg(mr_b, "b");
+	if (mr_a)
+		dereg(mr_a, "a");
+	if (pd)
+		released("dealloc_pd", ibv_dealloc_pd(pd), "dealloc_pd");
+	if (ctx)
+		released("close_device", ibv_close_device(ctx), "close_device");
 	free(buf_a);
 	free(buf_b);
 	fflush(stdout);

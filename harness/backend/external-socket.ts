@@ -4,10 +4,13 @@
  * faults) and keeps no hardware trace of it; one guest at a time can have it.
  */
 import { externalErdma } from "../../qemu/device-server/attach.ts";
-import { HilError } from "../../util/errors.ts";
 import { DEFAULT_GUEST_MAC } from "../boot.ts";
+import {
+  ATTACHED_DEVICE_LIMITS,
+  ONE_DEVICE_NO_PAIR,
+  refuseEmulatedDeviceOptions,
+} from "./attached-device.ts";
 import type { DeviceBackend } from "./backend.ts";
-import { softwareDriverWithDevice } from "./no-device.ts";
 
 /** An external vfio-user device server, already listening (see --device-socket). */
 export interface ExternalDevice {
@@ -29,8 +32,8 @@ export function externalFaultReason(socket: string): string {
   return `the external device at ${socket} has no fault control (no control channel to arm faults on)`;
 }
 
-/** Why a two-guest scenario is a SKIP on a device one guest at a time can have. */
-export const ONE_DEVICE_NO_PAIR = "two guests need the emulated erdma fabric";
+/** (defined with the other limits of an attached device; named here too, where the backend tests take it) */
+export { ONE_DEVICE_NO_PAIR };
 
 export const externalSocket: DeviceBackend<ExternalDevice, ExternalRun> = {
   kind: "external",
@@ -46,27 +49,17 @@ export const externalSocket: DeviceBackend<ExternalDevice, ExternalRun> = {
   asks: (values) => values.deviceSocket !== undefined && values.devicePci === undefined,
   choose(values, extra) {
     const socket = values.deviceSocket ?? "";
-    if (!values.device) throw new HilError("--device-socket and --no-device contradict each other");
-    if (values.deviceProfile)
-      throw new HilError(
-        "--device-profile sets the emulated erdma device's behaviour; the external device of --device-socket has its own",
-      );
-    if (extra.traceFile)
-      throw new HilError(
-        "--trace keeps the emulated device's hardware trace; hil cannot record an external device's (drop --trace or --device-socket)",
-      );
-    const withSoftware = softwareDriverWithDevice(extra.driver, "--device-socket");
-    if (withSoftware) throw withSoftware;
+    refuseEmulatedDeviceOptions("--device-socket", values, extra, {
+      ownProfile: "the external device of --device-socket has its own",
+      noTrace: "hil cannot record an external device's",
+    });
     const mac = values.mac ?? DEFAULT_GUEST_MAC;
     return { kind: "external", socketPath: externalErdma(socket).socketPath, mac };
   },
-  profileOf: () => undefined,
+  ...ATTACHED_DEVICE_LIMITS,
   boot: (d) => ({ external: d.socketPath }),
   smoke: (d) => ({ external: d.socketPath, mac: d.mac }),
-  canArmFaults: false,
   faultSkip: (d) => externalFaultReason(d.socketPath),
-  maxGuests: 1,
-  twoGuests: { skip: ONE_DEVICE_NO_PAIR },
   record: (d) => ({ external: d.socketPath, mac: d.mac }),
   runs: {
     read: (r) =>

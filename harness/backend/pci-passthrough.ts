@@ -6,9 +6,8 @@
 import { checkPassthrough, parseBdf, realHostPci } from "../../qemu/launch/vfio-pci.ts";
 import { HilError } from "../../util/errors.ts";
 import { DEFAULT_GUEST_MAC } from "../boot.ts";
+import { ATTACHED_DEVICE_LIMITS, refuseEmulatedDeviceOptions } from "./attached-device.ts";
 import type { DeviceBackend } from "./backend.ts";
-import { ONE_DEVICE_NO_PAIR } from "./external-socket.ts";
-import { softwareDriverWithDevice } from "./no-device.ts";
 
 /** A host PCI function passed through with QEMU's vfio-pci (see --device-pci): a real device. */
 export interface PassthroughDevice {
@@ -52,29 +51,19 @@ export const pciPassthrough: DeviceBackend<PassthroughDevice, PassthroughRun> = 
       throw new HilError(
         "--device-pci and --device-socket each attach a device instead of the emulated one: pick one",
       );
-    if (!values.device) throw new HilError("--device-pci and --no-device contradict each other");
-    if (values.deviceProfile)
-      throw new HilError(
-        "--device-profile sets the emulated erdma device's behaviour; the real device of --device-pci has its own",
-      );
-    if (extra.traceFile)
-      throw new HilError(
-        "--trace keeps the emulated device's hardware trace; a real device passed through has none (drop --trace or --device-pci)",
-      );
-    const withSoftware = softwareDriverWithDevice(extra.driver, "--device-pci");
-    if (withSoftware) throw withSoftware;
+    refuseEmulatedDeviceOptions("--device-pci", values, extra, {
+      ownProfile: "the real device of --device-pci has its own",
+      noTrace: "a real device passed through has none",
+    });
     // the IOMMU group, its viability and the function's users, now: before anything is built
     checkPassthrough(extra.host ?? realHostPci(), bdf);
     return { kind: "pci", bdf, mac: values.mac ?? DEFAULT_GUEST_MAC };
   },
-  profileOf: () => undefined,
+  ...ATTACHED_DEVICE_LIMITS,
   boot: (d) => ({ pci: d.bdf }),
   // a real device: no profile to compare with, no hardware trace, like an external one
   smoke: (d) => ({ external: passthroughName(d.bdf), mac: d.mac }),
-  canArmFaults: false,
   faultSkip: (d) => passthroughFaultReason(d.bdf),
-  maxGuests: 1,
-  twoGuests: { skip: ONE_DEVICE_NO_PAIR },
   record: (d) => ({ pci: d.bdf, mac: d.mac }),
   runs: {
     read: (r) => (r.device?.pci !== undefined ? { kind: "pci", bdf: r.device.pci } : undefined),

@@ -14,13 +14,7 @@ import type { RemoteTarget } from "../backend/remote-target.ts";
 import { DEFAULT_GUEST_MAC } from "../boot.ts";
 import { renderRepeatedTable, renderScenarioTable } from "../report/scenario-table.ts";
 import { renderVerdictTable } from "../report/table.ts";
-import {
-  DRIVERS,
-  type DriverName,
-  EXECUTORS,
-  type ExecutorKind,
-  type OracleProfile,
-} from "../scenario/schema.ts";
+import { DRIVERS, type DriverName, EXECUTORS } from "../scenario/schema.ts";
 import { selectScenarios } from "../scenario/select.ts";
 import { MAX_DEFAULT_GUESTS, MAX_GUESTS } from "../suite/guests.ts";
 import { HW_TRACE_FILE } from "../suite/hw-trace.ts";
@@ -32,18 +26,20 @@ import { type JobRecord, type JobSpec, runJob } from "../workflows/job/job.ts";
 import { addDeviceOptions, type DeviceOptionValues } from "./device-options.ts";
 import { addKernelOptions, type KernelOptionValues, resolvedKernelRequest } from "./kernel-options.ts";
 import { addRulesOption } from "./rules-option.ts";
+import type { SuiteOptionValues } from "./suite-options.ts";
 import { addTargetOptions, checkTargetOptions, type TargetOptionValues } from "./target-options.ts";
 
 /** The hardware trace of the emulated device, in the run directory (hw-trace-<n>.jsonl for the n-th boot). */
 export { HW_TRACE_FILE };
 
-interface RunOptionValues extends KernelOptionValues, DeviceOptionValues, TargetOptionValues {
+interface RunOptionValues
+  extends KernelOptionValues,
+    DeviceOptionValues,
+    TargetOptionValues,
+    SuiteOptionValues {
   runDir?: string;
   json?: boolean;
   scenario?: string;
-  executor?: ExecutorKind;
-  driver?: DriverName;
-  rules?: OracleProfile[];
   repeat?: number;
   guests?: number;
   strict?: boolean;

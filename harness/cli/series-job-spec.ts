@@ -4,22 +4,14 @@ import { type Command, Option } from "commander";
 import { HilError } from "../../util/errors.ts";
 import { deviceProfileWithoutDevice } from "../backend/no-device.ts";
 import { impliedProfile } from "../backend/registry.ts";
-import {
-  DRIVERS,
-  type DriverName,
-  EXECUTORS,
-  type ExecutorKind,
-  type OracleProfile,
-} from "../scenario/schema.ts";
+import { DRIVERS, EXECUTORS } from "../scenario/schema.ts";
 import type { JobSpec } from "../workflows/job/job.ts";
+import type { SuiteOptionValues } from "./suite-options.ts";
 
-export interface SeriesJobOptionValues {
+export interface SeriesJobOptionValues extends SuiteOptionValues {
   kernel: string;
   config: string[];
   deviceProfile?: string;
-  executor?: ExecutorKind;
-  driver?: DriverName;
-  rules?: OracleProfile[];
 }
 
 /** The spec without a series (each command adds it where it belongs); a driver without a device takes no device profile. */

@@ -5,6 +5,7 @@
  * same command language may run it in one go. Each is made for a booted guest by a factory.
  */
 import type { PreparedGuest } from "../boot.ts";
+import type { ModuleShell } from "../image/kmod.ts";
 import type { StuckObservation } from "../protocol/observations.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
@@ -64,13 +65,7 @@ export interface ScenarioExecutor {
   close(): Promise<void>;
 }
 
-/** What an executor is made with: the running guest and what was built for it. */
-export interface ExecutorGuest {
-  exec(
-    command: string,
-    opts?: { timeoutMs?: number },
-  ): Promise<{ exitCode: number; stdout: string; stderr: string }>;
-  copyTo(localPath: string, remotePath: string, opts?: { mode?: number }): Promise<void>;
-}
+/** What an executor is made with: the running guest (a shell and a way to copy files in, as loading a module needs) and what was built for it. */
+export type ExecutorGuest = ModuleShell;
 
 export type ExecutorFactory = (guest: ExecutorGuest, prepared: PreparedGuest) => Promise<ScenarioExecutor>;

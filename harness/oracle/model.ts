@@ -123,6 +123,11 @@ export function cqeRefs(completions: readonly Completion[]): number[] {
   return completions.map((c) => c.at);
 }
 
+/** The completions whose WR the trace saw posted (a stray CQE has none). */
+export function completionsOfPostedWrs(model: TraceModel): Array<Completion & { wr: Wr }> {
+  return model.completions.filter((c): c is Completion & { wr: Wr } => c.wr !== undefined);
+}
+
 /** The WR as a reason says it: "WR 1003", or "the drain's marker". */
 export function wrName(w: Wr): string {
   return w.marker ? "the drain's marker" : `WR ${w.wrId}`;

@@ -9,10 +9,11 @@
  * declares: microsoft/playwright, packages/playwright-core/src/server/registry/index.ts,
  * EXECUTABLE_PATHS.
  */
-import { accessSync, constants, readdirSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { HilError } from "../../util/errors.ts";
+import { isExecutable } from "../../util/executable.ts";
 
 /** The Debian package and the binary it installs. */
 export const CHROMIUM_PACKAGE = "chromium";
@@ -33,15 +34,6 @@ export interface FindOptions {
   debianBinary?: string;
   /** Playwright's default cache (default ~/.cache/ms-playwright) */
   playwrightCache?: string;
-}
-
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Playwright's browser directories and the executable inside each, by kind. */

@@ -114,12 +114,7 @@ export function renderDiffJunit(d: RunDiff, when = new Date()): string {
       {
         name: "diff",
         timeSec: 0,
-        properties: [
-          ["old", d.old.dir],
-          ["old.label", d.old.label],
-          ["new", d.new.dir],
-          ["new.label", d.new.label],
-        ],
+        properties: [...sideProperties("old", d.old), ...sideProperties("new", d.new)],
         cases,
         out: diffSummary(d),
       },
@@ -183,6 +178,14 @@ export function renderDiffHtml(d: RunDiff): string {
     "</body></html>",
     "",
   ].join("\n");
+}
+
+/** A compared run or matrix as JUnit properties: its directory under `name`, its label under `name`.label. */
+export function sideProperties(name: string, side: { dir: string; label: string }): Array<[string, string]> {
+  return [
+    [name, side.dir],
+    [`${name}.label`, side.label],
+  ];
 }
 
 /** The diff in one format. */

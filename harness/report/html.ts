@@ -11,11 +11,10 @@
  */
 
 import {
-  describeDevice,
-  deviceOf,
   loadHwTrace,
   loadVerbsTrace,
   type RunDir,
+  runSetting,
   scenariosOf,
   stabilityOf,
   stageChecks,
@@ -191,12 +190,8 @@ async function scenarioSection(run: RunDir, s: RunScenario): Promise<Section> {
 
 export async function renderHtml(run: RunDir): Promise<string> {
   const r = run.record;
-  const device = deviceOf(run);
   const meta = [
-    `kernel ${r.kernel}${r.release ? ` (${r.release})` : ""}`,
-    r.driver && `driver ${r.driver}`,
-    r.executor && `executor ${r.executor}`,
-    device && describeDevice(device),
+    ...runSetting(run),
     r.boots !== undefined && `${r.boots} boot(s)`,
     r.wallMs !== undefined && `${(r.wallMs / 1000).toFixed(1)} s`,
   ].filter(Boolean);

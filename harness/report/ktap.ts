@@ -38,10 +38,9 @@
  */
 
 import {
-  describeDevice,
-  deviceOf,
   type RunDir,
   repetitionOf,
+  runSetting,
   scenariosOf,
   stabilityOf,
   stageChecks,
@@ -191,13 +190,7 @@ export function renderKtapCases(
 
 export function renderKtap(run: RunDir): string {
   const r = run.record;
-  const device = deviceOf(run);
-  const what = [
-    `kernel ${r.kernel}${r.release ? ` (${r.release})` : ""}`,
-    r.driver && `driver ${r.driver}`,
-    r.executor && `executor ${r.executor}`,
-    device && describeDevice(device),
-  ].filter(Boolean);
+  const what = runSetting(run);
   const count = (v: Verdict) => r.results.filter((x) => x.verdict === v).length;
   const trailer = [
     `totals: pass:${count("PASS")} fail:${count("FAIL")} xfail:${count("XFAIL")} xpass:${count("XPASS")} skip:${count("SKIP")} error:${count("ERROR")} miss:${count("MISS")}`,

@@ -12,6 +12,7 @@
  * the post records of its WRs found by qp, queue and wr_id, and all their completions, marked as
  * inferred.
  */
+import { groupInOrder } from "../../util/group-by.ts";
 import type { TraceRecord } from "../protocol/trace.ts";
 import type { RunRule, RunScenario } from "../rundir/schema.ts";
 import { eventRowId } from "./event-table.ts";
@@ -154,18 +155,7 @@ function problemRefs(scope: string, p: ProblemEvents): string[] {
 
 /** The problems, those alike (the same reason but for their numbers) folded under the first. */
 function problemItems(scope: string, l: RuleLink): string {
-  const groups: ProblemEvents[][] = [];
-  const byShape = new Map<string, ProblemEvents[]>();
-  for (const p of l.problems) {
-    const shape = shapeOf(p.reason);
-    const g = byShape.get(shape);
-    if (g) g.push(p);
-    else {
-      const fresh = [p];
-      byShape.set(shape, fresh);
-      groups.push(fresh);
-    }
-  }
+  const groups = groupInOrder(l.problems, (p) => shapeOf(p.reason));
   const items = groups.slice(0, MAX_PROBLEMS).map((g) => {
     const [first, ...alike] = g as [ProblemEvents, ...ProblemEvents[]];
     const refs = problemRefs(scope, first);
@@ -196,18 +186,7 @@ function sameness(l: RuleLink): string {
  */
 export function ruleList(scope: string, links: readonly RuleLink[], records: readonly TraceRecord[]): string {
   if (links.length === 0) return "";
-  const groups: RuleLink[][] = [];
-  const bySameness = new Map<string, RuleLink[]>();
-  for (const l of links) {
-    const key = sameness(l);
-    const g = bySameness.get(key);
-    if (g) g.push(l);
-    else {
-      const fresh = [l];
-      bySameness.set(key, fresh);
-      groups.push(fresh);
-    }
-  }
+  const groups = groupInOrder(links, sameness);
   const items = groups.map((g) => {
     const l = g[0] as RuleLink;
     const r = l.rule;

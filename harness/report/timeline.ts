@@ -159,20 +159,17 @@ function hwLane(e: ErdmaTraceEvent, qpns: ReadonlySet<number>): LaneId | undefin
   }
 }
 
+/** A WQE's or CQE's kind by its completion status: its own on success, else a flush or an error. */
+function byStatus(status: number, success: string): string {
+  return status === WcStatus.SUCCESS ? success : status === WcStatus.FLUSH_ERR ? "hw-flush" : "hw-error";
+}
+
 function hwKind(e: ErdmaTraceEvent): string {
   switch (e.kind) {
     case "wqe":
-      return e.status === WcStatus.SUCCESS
-        ? "hw-wqe"
-        : e.status === WcStatus.FLUSH_ERR
-          ? "hw-flush"
-          : "hw-error";
+      return byStatus(e.status, "hw-wqe");
     case "cqe":
-      return e.syndrome === WcStatus.SUCCESS
-        ? "hw-cqe"
-        : e.syndrome === WcStatus.FLUSH_ERR
-          ? "hw-flush"
-          : "hw-error";
+      return byStatus(e.syndrome, "hw-cqe");
     case "flush":
       return "hw-flush";
     case "reflush":

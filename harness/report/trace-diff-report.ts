@@ -14,7 +14,7 @@ import type {
   ScenarioTraceDiff,
   TraceDiff,
 } from "../workflows/trace-diff/trace-diff.ts";
-import { diffFiles } from "./diff-report.ts";
+import { diffFiles, sideProperties } from "./diff-report.ts";
 import { type JCase, type JSuite, renderJunitSuites } from "./junit.ts";
 import { type KtapCase, renderKtapCases } from "./ktap.ts";
 
@@ -226,12 +226,7 @@ export function renderTraceDiffJunit(d: TraceDiff, when = new Date()): string {
     return {
       name: `${cand} vs ${ref}`,
       timeSec: 0,
-      properties: [
-        ["reference", d.reference.dir],
-        ["reference.label", d.reference.label],
-        ["candidate", c.candidate.dir],
-        ["candidate.label", c.candidate.label],
-      ],
+      properties: [...sideProperties("reference", d.reference), ...sideProperties("candidate", c.candidate)],
       cases,
       out: candidateSummary(d, c),
     };

@@ -14,6 +14,7 @@ import {
   type RunRecord,
   type RunScenario,
   type RunStability,
+  runRecordIssues,
   runRecordSchema,
   VERDICTS_FILE,
 } from "./schema.ts";
@@ -58,11 +59,10 @@ export async function readRunRecord(runDir: string): Promise<RunRecord> {
   }
   const r = runRecordSchema.safeParse(json);
   if (!r.success) {
-    const issues = r.error.issues
-      .slice(0, 8)
-      .map((x) => `${x.path.join(".") || "(top)"}: ${x.message}`)
-      .join("\n");
-    throw new HilError(`${VERDICTS_FILE} is not a hil run record`, { where: file, detail: issues });
+    throw new HilError(`${VERDICTS_FILE} is not a hil run record`, {
+      where: file,
+      detail: runRecordIssues(r.error),
+    });
   }
   return r.data;
 }
@@ -92,6 +92,18 @@ export function deviceOf(run: RunDir): RunDevice | undefined {
 /** The device in a few words, as the reports' headers say it. */
 export function describeDevice(d: RunDevice): string {
   return runViews(d).describe(d);
+}
+
+/** What a run ran on, in the words of the reports' headers: the kernel, the driver, the executor, the device. */
+export function runSetting(run: RunDir): string[] {
+  const r = run.record;
+  const device = deviceOf(run);
+  return [
+    `kernel ${r.kernel}${r.release ? ` (${r.release})` : ""}`,
+    r.driver && `driver ${r.driver}`,
+    r.executor && `executor ${r.executor}`,
+    device && describeDevice(device),
+  ].filter((part): part is string => Boolean(part));
 }
 
 /** The scenarios of a run; a run of the smoke checks alone has none. */

@@ -256,3 +256,11 @@ export type RunStability = z.infer<typeof stability>;
 export type RunRecord = z.infer<typeof runRecordSchema>;
 export type RunJob = z.infer<typeof job>;
 export type RunVersions = z.infer<typeof versions>;
+
+/** Why a value is not a run record: its first issues, one a line, each at its path. */
+export function runRecordIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 8)
+    .map((x) => `${x.path.join(".") || "(top)"}: ${x.message}`)
+    .join("\n");
+}

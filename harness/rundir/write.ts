@@ -8,7 +8,7 @@
 import { join, relative } from "node:path";
 import { diskFullError, writeFileAtomic, writtenPathOf } from "../../util/atomic-write.ts";
 import { ENVIRONMENT_EXIT, HilError, isHilError } from "../../util/errors.ts";
-import { type RunRecord, runRecordSchema, VERDICTS_FILE } from "./schema.ts";
+import { type RunRecord, runRecordIssues, runRecordSchema, VERDICTS_FILE } from "./schema.ts";
 
 /**
  * The one error a full file system under the run directory becomes (`what`: the file, default the
@@ -48,13 +48,9 @@ export async function writeRunFile(runDir: string, name: string, data: string | 
 export async function writeRunRecord(runDir: string, record: RunRecord): Promise<void> {
   const checked = runRecordSchema.safeParse(record);
   if (!checked.success) {
-    const issues = checked.error.issues
-      .slice(0, 8)
-      .map((x) => `${x.path.join(".") || "(top)"}: ${x.message}`)
-      .join("\n");
     throw new HilError(`refusing to write a ${VERDICTS_FILE} its readers would not accept`, {
       where: `${runDir}/${VERDICTS_FILE}`,
-      detail: issues,
+      detail: runRecordIssues(checked.error),
     });
   }
   await writeRunFile(runDir, VERDICTS_FILE, `${JSON.stringify(record, null, 2)}\n`);

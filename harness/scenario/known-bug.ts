@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { globToRegExp } from "../../util/glob.ts";
+import { compilesAsRegExp } from "../../util/reg-exp.ts";
 import { YamlSource } from "../../util/yaml-source.ts";
 import { DRIVERS, EXECUTORS, ORACLE_PROFILES } from "./axes.ts";
 
@@ -45,20 +46,7 @@ export const ruleRef = z.union([
 ]);
 
 /** A regular expression, checked to compile. */
-const pattern = z
-  .string()
-  .min(1)
-  .refine(
-    (re) => {
-      try {
-        new RegExp(re);
-        return true;
-      } catch {
-        return false;
-      }
-    },
-    { message: "not a valid regular expression" },
-  );
+const pattern = z.string().min(1).refine(compilesAsRegExp, { message: "not a valid regular expression" });
 
 /**
  * A driver bug a scenario is known to hit: where it applies (driver, and optionally kernels,

@@ -21,14 +21,17 @@ export {
 } from "./axes.ts";
 export type { KnownBug };
 
-export const FAULT_KINDS = [
-  "error-wqe",
+const cqeFaults = [
   "drop-cqe",
   "delay-cqe",
   "duplicate-cqe",
   "reorder-cqe",
   "wrong-index",
   "wrong-cq",
+] as const;
+export const FAULT_KINDS = [
+  "error-wqe",
+  ...cqeFaults,
   "lose-irq",
   "stall-queue",
   "ignore-doorbell",
@@ -36,14 +39,7 @@ export const FAULT_KINDS = [
 ] as const;
 export type FaultKindName = (typeof FAULT_KINDS)[number];
 /** faults on a completion: the CQE of WR wr_id (or the next one) on the queue's CQ */
-export const CQE_FAULTS: readonly FaultKindName[] = [
-  "drop-cqe",
-  "delay-cqe",
-  "duplicate-cqe",
-  "reorder-cqe",
-  "wrong-index",
-  "wrong-cq",
-];
+export const CQE_FAULTS: readonly FaultKindName[] = cqeFaults;
 
 const count = z.number().int().min(1).max(4096);
 /**

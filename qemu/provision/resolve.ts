@@ -1,6 +1,6 @@
-import { accessSync, constants } from "node:fs";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
 import { HilError } from "../../util/errors.ts";
+import { isExecutable } from "../../util/executable.ts";
 import { progress } from "../../util/progress.ts";
 import type { QemuInstall } from "../launch/types.ts";
 import { hostFirmwareDirs } from "./firmware.ts";
@@ -19,15 +19,6 @@ export interface QemuProviders {
   build: () => Promise<QemuInstall>;
   /** a build already in the cache, if any (nothing to explain then) */
   built?: () => Promise<QemuInstall | undefined>;
-}
-
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** The first executable `name` on `pathVar` (a PATH value), like `command -v`. */

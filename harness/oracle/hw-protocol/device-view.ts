@@ -74,6 +74,17 @@ function num(v: unknown): number | undefined {
   return typeof v === "number" && Number.isInteger(v) ? v : undefined;
 }
 
+/** The commands that make or remove an object with no state event: its kind, the detail naming it, which of the two. */
+const OBJECT_COMMANDS: Partial<
+  Record<string, { kind: ObjectKind; idField: string; creates: (detail: Record<string, unknown>) => boolean }>
+> = {
+  CREATE_AH: { kind: "ah", idField: "ahn", creates: () => true },
+  DESTROY_AH: { kind: "ah", idField: "ahn", creates: () => false },
+  SET_GID: { kind: "gid", idField: "index", creates: (d) => d.op !== "del" },
+  ALLOC_DB: { kind: "db", idField: "sdb", creates: () => true },
+  FREE_DB: { kind: "db", idField: "sdb", creates: () => false },
+};
+
 export class DeviceView {
   private readonly lives = new Map<string, Life>();
   private readonly qpFacts = new Map<number, QpFacts>();
@@ -102,31 +113,17 @@ export class DeviceView {
   command(e: ErdmaTraceEventOf<"cmd">): void {
     if (e.status !== 0) return;
     const d = e.detail ?? {};
-    switch (e.name) {
-      case "CREATE_QP": {
-        const qpn = num(d.qpn);
-        if (qpn !== undefined)
-          this.facts(qpn).cqns = [num(d.sqCqn), num(d.rqCqn)].filter((x): x is number => x !== undefined);
-        return;
-      }
-      case "CREATE_AH":
-        if (num(d.ahn) !== undefined) this.create("ah", num(d.ahn) as number, e.t);
-        return;
-      case "DESTROY_AH":
-        if (num(d.ahn) !== undefined) this.destroy("ah", num(d.ahn) as number, e.t);
-        return;
-      case "SET_GID":
-        if (num(d.index) === undefined) return;
-        if (d.op === "del") this.destroy("gid", num(d.index) as number, e.t);
-        else this.create("gid", num(d.index) as number, e.t);
-        return;
-      case "ALLOC_DB":
-        if (num(d.sdb) !== undefined) this.create("db", num(d.sdb) as number, e.t);
-        return;
-      case "FREE_DB":
-        if (num(d.sdb) !== undefined) this.destroy("db", num(d.sdb) as number, e.t);
-        return;
+    if (e.name === "CREATE_QP") {
+      const qpn = num(d.qpn);
+      if (qpn !== undefined)
+        this.facts(qpn).cqns = [num(d.sqCqn), num(d.rqCqn)].filter((x): x is number => x !== undefined);
+      return;
     }
+    const made = OBJECT_COMMANDS[e.name];
+    const id = made && num(d[made.idField]);
+    if (made === undefined || id === undefined) return;
+    if (made.creates(d)) this.create(made.kind, id, e.t);
+    else this.destroy(made.kind, id, e.t);
   }
 
   /** Takes a WQE the device executed: a fast registration gives its MPT a new key. */

@@ -2,7 +2,7 @@
  * Rule 4: the completions of one work queue come back in the order its WRs were posted (an
  * unsignaled WR that completed without a completion leaves a gap, never a swap).
  */
-import { type Completion, cqeRefs, quote, ref, type Wr, wrName } from "../model.ts";
+import { type Completion, completionsOfPostedWrs, cqeRefs, quote, ref, type Wr, wrName } from "../model.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 
 export const rule4: Rule = {
@@ -11,7 +11,7 @@ export const rule4: Rule = {
   citation:
     "IBTA Vol 1 ch. 10.8 (RC work queues: WQEs complete in the order posted); Linux verbs.c __ib_drain_sq/__ib_drain_rq rely on it (the marker completes last)",
   judge({ model }) {
-    const known = model.completions.filter((c): c is Completion & { wr: Wr } => c.wr !== undefined);
+    const known = completionsOfPostedWrs(model);
     if (known.length === 0) return skip("no completions of posted WRs");
     const lastSeq = new Map<string, { seq: number; at: number; wr: Wr; c: Completion }>();
     const problems: Problem[] = [];

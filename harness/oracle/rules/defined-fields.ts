@@ -4,7 +4,7 @@
  */
 import type { PostOp } from "../../protocol/commands.ts";
 import { WC_SUCCESS } from "../../protocol/trace.ts";
-import { type Completion, cqeRefs, quote, ref, type Wr } from "../model.ts";
+import { completionsOfPostedWrs, cqeRefs, quote, ref } from "../model.ts";
 import { fail, type Problem, pass, type Rule, skip } from "../rule.ts";
 
 /** The IB_WC opcode names a successful completion of each posted op may carry. */
@@ -26,7 +26,7 @@ export const rule7: Rule = {
   citation:
     "IBTA Vol 1 11.4.2.1 Poll for Completion; ibv_poll_cq(3): if the status is not success only wr_id, status, qp_num and vendor_err are valid",
   judge({ model }) {
-    const known = model.completions.filter((c): c is Completion & { wr: Wr } => c.wr !== undefined);
+    const known = completionsOfPostedWrs(model);
     if (known.length === 0) return skip("no completions of posted WRs");
     const problems: Problem[] = [];
     for (const c of known) {

@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { listProfiles } from "../../../qemu/erdma/profile-file.ts";
 import { HilError } from "../../../util/errors.ts";
+import { compilesAsRegExp } from "../../../util/reg-exp.ts";
 import { type YamlProblem, YamlSource } from "../../../util/yaml-source.ts";
 import { takesProfile } from "../../backend/registry.ts";
 import { DEBIAN_BASES } from "../../kernel/base-spec.ts";
@@ -46,21 +47,7 @@ const expectationSchema = z.strictObject({
           });
     }),
   /** a regular expression one line of the evidence of the FAILing rules (above) must match */
-  evidence: z
-    .string()
-    .min(1)
-    .refine(
-      (s) => {
-        try {
-          new RegExp(s);
-          return true;
-        } catch {
-          return false;
-        }
-      },
-      { message: "not a regular expression" },
-    )
-    .optional(),
+  evidence: z.string().min(1).refine(compilesAsRegExp, { message: "not a regular expression" }).optional(),
 });
 export type Expectation = z.infer<typeof expectationSchema>;
 
