@@ -13,6 +13,7 @@ import { erdmaTraceEventSchema } from "../../qemu/erdma/trace-schema.ts";
 import { REPO_ROOT } from "../support/cli.ts";
 import { cmdEventBody } from "../support/hw-trace-events.ts";
 import { pair, SUCCESS, TraceBuilder } from "../support/oracle-trace.ts";
+import { thrownMessage } from "../support/unit-errors.ts";
 
 const TARGET = { driver: "erdma" as const, executor: "kernel" as const };
 
@@ -434,14 +435,8 @@ t.test(
 );
 
 t.test("premise files are checked: one clear error naming the field", async (t) => {
-  const bad = (premise: string) => {
-    try {
-      scenario(`steps:\n  - drain: { which: qp }\npremise:\n${premise}`);
-      return "";
-    } catch (err) {
-      return (err as Error).message;
-    }
-  };
+  const bad = (premise: string) =>
+    thrownMessage(() => scenario(`steps:\n  - drain: { which: qp }\npremise:\n${premise}`));
   t.match(bad("  - flushed: { queue: xq }"), /^premise\[0\]\.flushed\.queue: Invalid option/);
   t.match(
     bad("  - outstanding: { queue: sq }"),
