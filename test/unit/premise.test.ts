@@ -13,6 +13,7 @@ import { erdmaTraceEventSchema } from "../../qemu/erdma/trace-schema.ts";
 import { REPO_ROOT } from "../support/cli.ts";
 import { cmdEventBody } from "../support/hw-trace-events.ts";
 import { pair, SUCCESS, TraceBuilder } from "../support/oracle-trace.ts";
+import { drainedReceives } from "../support/unit-drain-trace.ts";
 import { thrownMessage } from "../support/unit-errors.ts";
 
 const TARGET = { driver: "erdma" as const, executor: "kernel" as const };
@@ -97,13 +98,7 @@ t.test("an injected fault that never fired is a MISS, not an oracle that missed 
       "  - flushed: { queue: rq }",
     ].join("\n"),
   );
-  const records = pair()
-    .post("qp", "rq", 2000, 2)
-    .drain("qp", "qp")
-    .markerDone()
-    .flush("qp", "rq", 2000, 2)
-    .markerDone()
-    .drained("ERR").records;
+  const { records } = drainedReceives(2000, 2);
   const armed = { kind: "fault", action: "armed", id: 1, fault: { kind: "drop-cqe" } };
   const never = judgeScenarioRun(s, ["ib"], { records, observations: [], sent: [], hw: hw(armed) }, TARGET);
   t.equal(never.judgements[0]?.verdict, "MISS");
@@ -137,12 +132,7 @@ t.test(
         "  - device_flushed: { queue: rq }",
       ].join("\n"),
     );
-    const records = pair()
-      .post("qp", "rq", 2000, 2)
-      .drain("qp", "rq")
-      .flush("qp", "rq", 2000, 2)
-      .markerDone()
-      .drained("ERR").records;
+    const { records } = drainedReceives(2000, 2, "rq");
     const judged = judgeScenarioRun(
       s,
       ["linux"],
