@@ -1,18 +1,7 @@
 // hil cache prune: runs mark the entries they use, prune removes those unused for long enough (and
 // only those, under their locks), the apt lists stay, and the CLI says what it did or would do.
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  rmSync,
-  statSync,
-  utimesSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import t, { type Test } from "tap";
 import { parseUnusedFor } from "../../harness/cli/cache-command.ts";
@@ -21,9 +10,10 @@ import { COMPLETE_MARK } from "../../util/cache-manifest.ts";
 import { type DependenciesOf, removeEntries, unusedEntries } from "../../util/cache-prune.ts";
 import { allEntries } from "../../util/cache-transfer.ts";
 import { LAST_USE_DIR, lastUsed, lastUseMark, markUsed } from "../../util/cache-use.ts";
+import { HIL_BIN } from "../support/cli.ts";
 import { privateCacheDir } from "../support/private-cache.ts";
+import { tempDir } from "../support/temp-dir.ts";
 
-const HIL = fileURLToPath(new URL("../../bin/hil", import.meta.url));
 const DAY = 24 * 60 * 60 * 1000;
 
 const withCacheDir = (t: Test) => privateCacheDir(t, "hil-prune-test-");
@@ -75,8 +65,7 @@ t.test("a run marks what it uses, at most once an hour", async (t) => {
   age(root, "kernel", "k1", 40, false);
   t.ok(Date.now() - (await lastUsed(root, "kernel", "k1", dir)) > 39 * DAY, "no mark: when it was built");
 
-  const readOnly = join(mkdtempSync(join(tmpdir(), "hil-prune-ro-")), "a-file");
-  t.teardown(() => rmSync(join(readOnly, ".."), { recursive: true, force: true }));
+  const readOnly = join(tempDir(t, "hil-prune-ro-"), "a-file");
   writeFileSync(readOnly, "");
   await t.resolves(markUsed(readOnly, "kernel", "k1"), "a mark that cannot be written fails nothing");
 });
@@ -158,8 +147,7 @@ t.test("an entry another needs counts as used when that one is (a kernel's sourc
 });
 
 t.test("hil cache prune: a dry run, then the prune, then a bad duration", async (t) => {
-  const root = mkdtempSync(join(tmpdir(), "hil-prune-cli-"));
-  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  const root = tempDir(t, "hil-prune-cli-");
   const saved = process.env.HIL_CACHE_DIR;
   process.env.HIL_CACHE_DIR = root;
   await entry("kernel", "a".repeat(64), 2_000_000);
@@ -168,7 +156,10 @@ t.test("hil cache prune: a dry run, then the prune, then a bad duration", async 
   else process.env.HIL_CACHE_DIR = saved;
   age(root, "kernel", "a".repeat(64), 40);
   const hil = (args: string[]) =>
-    execa(HIL, ["cache", "prune", ...args], { env: { ...process.env, HIL_CACHE_DIR: root }, reject: false });
+    execa(HIL_BIN, ["cache", "prune", ...args], {
+      env: { ...process.env, HIL_CACHE_DIR: root },
+      reject: false,
+    });
 
   const dry = await hil(["--dry-run"]);
   t.equal(dry.exitCode, 0, dry.stderr);

@@ -16,19 +16,17 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
 import { execa } from "execa";
 import t from "tap";
 import { bundleCacheDir, bundleKey } from "../../bin/cli-bundle.mjs";
 import { startDevicesProcess } from "../../qemu/device-server/process.ts";
 import { VfioUserClient } from "../../qemu/vfio-user/client.ts";
 import { PACKAGE_ROOT } from "../../util/package.ts";
+import { HIL_BIN } from "../support/cli.ts";
 import { tempDir } from "../support/temp-dir.ts";
 
-const HIL = fileURLToPath(new URL("../../bin/hil", import.meta.url));
-
 function hil(args: string[], env: Record<string, string>) {
-  return execa(HIL, args, {
+  return execa(HIL_BIN, args, {
     env: { ...process.env, HIL_BUNDLE_DIR: "", ...env },
     reject: false,
     cwd: tmpdir(),

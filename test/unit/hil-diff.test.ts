@@ -6,7 +6,7 @@
 // KTAP and JUnit it writes are read back by tap's parser and by junitparser.
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import t from "tap";
+import t, { type Test } from "tap";
 import type { RunRecord } from "../../harness/rundir/schema.ts";
 import { stabilityOf } from "../../harness/suite/repeat.ts";
 import type { Verdict } from "../../harness/verdict.ts";
@@ -51,6 +51,12 @@ function writeRun(dir: string, r: RunRecord): string {
   return dir;
 }
 
+/** The two runs a diff compares, written as a/ and b/ of a new test dir. */
+function twoRuns(t: Test, old: RunRecord, neu: RunRecord): { root: string; a: string; b: string } {
+  const root = t.testdir({});
+  return { root, a: writeRun(join(root, "a"), old), b: writeRun(join(root, "b"), neu) };
+}
+
 const NEW_FAIL: Cell[] = [
   ["post-send-in-error", "ib", "FAIL", { 1: "FAIL", 5: "PASS" }],
   ["post-send-in-error", "linux", "PASS", { 1: "PASS", 5: "PASS" }],
@@ -58,9 +64,7 @@ const NEW_FAIL: Cell[] = [
 ];
 
 t.test("a new FAIL: listed with its rule's reason and the events it quotes, exit 1", async (t) => {
-  const root = t.testdir({});
-  const a = writeRun(join(root, "a"), record(BASE));
-  const b = writeRun(join(root, "b"), record(NEW_FAIL));
+  const { a, b } = twoRuns(t, record(BASE), record(NEW_FAIL));
   const r = await hil(["diff", a, b]);
   t.equal(r.exitCode, 1, r.stderr);
   t.match(
@@ -94,9 +98,7 @@ t.test("a new FAIL: listed with its rule's reason and the events it quotes, exit
 });
 
 t.test("the same verdicts: no change, exit 0", async (t) => {
-  const root = t.testdir({});
-  const a = writeRun(join(root, "a"), record(BASE));
-  const b = writeRun(join(root, "b"), record(BASE));
+  const { a, b } = twoRuns(t, record(BASE), record(BASE));
   const r = await hil(["diff", a, b]);
   t.equal(r.exitCode, 0, r.stderr);
   t.match(r.stdout, /^no change: the same 4 verdicts on both sides$/m);
@@ -171,17 +173,13 @@ function repeatedRecord(
 }
 
 t.test("flaky from repeats: a cell whose repetitions disagree, on either side", async (t) => {
-  const root = t.testdir({});
   // last night: stable; tonight: post-send-in-error fails in its 2nd repetition of 3
-  const a = writeRun(
-    join(root, "a"),
+  const { root, a, b } = twoRuns(
+    t,
     repeatedRecord([
       ["post-send-in-error", "ib", ["PASS", "PASS", "PASS"]],
       ["drain-qp-idle", "linux", ["PASS", "FAIL", "PASS"]],
     ]),
-  );
-  const b = writeRun(
-    join(root, "b"),
     repeatedRecord([
       ["post-send-in-error", "ib", ["PASS", "FAIL", "PASS"]],
       ["drain-qp-idle", "linux", ["PASS", "PASS", "PASS"]],
@@ -340,10 +338,9 @@ t.test(
 );
 
 t.test("--out-dir writes every format; KTAP and JUnit read back", async (t) => {
-  const root = t.testdir({});
-  const a = writeRun(join(root, "a"), record(BASE));
-  const b = writeRun(
-    join(root, "b"),
+  const { root, a, b } = twoRuns(
+    t,
+    record(BASE),
     record([
       ["post-send-in-error", "ib", "FAIL", { 1: "FAIL", 5: "PASS" }],
       ["post-send-in-error", "linux", "MISS", { 1: "MISS" }],

@@ -49,38 +49,10 @@ import { parsePlan } from "../../harness/workflows/matrix/plan.ts";
 import { HilError } from "../../util/errors.ts";
 import { hilErrorOf } from "../support/hil-error.ts";
 
-// Lines of Debian's /boot/config-6.12.95+deb12-amd64 (linux-image-6.12.95+deb12-amd64-unsigned
-// 6.12.95-1~bpo12+1, bookworm-backports): the options the suite's fragments name.
-const DEBIAN_6_12_CONFIG = parseDotConfig(`
-CONFIG_SMP=y
-CONFIG_NR_CPUS=8192
-CONFIG_PCI=y
-CONFIG_VIRTIO_PCI=y
-CONFIG_VIRTIO_NET=m
-CONFIG_INFINIBAND=m
-CONFIG_INFINIBAND_USER_ACCESS=m
-CONFIG_INFINIBAND_ADDR_TRANS=y
-# CONFIG_INFINIBAND_ERDMA is not set
-CONFIG_RDMA_RXE=m
-# CONFIG_RDMA_SIW is not set
-# CONFIG_INFINIBAND_RTRS_CLIENT is not set
-# CONFIG_INFINIBAND_RTRS_SERVER is not set
-CONFIG_NET_UDP_TUNNEL=m
-CONFIG_BLOCK=y
-CONFIG_BLK_DEV=y
-CONFIG_CONFIGFS_FS=m
-CONFIG_BLK_DEV_NULL_BLK=m
-CONFIG_NVME_RDMA=m
-CONFIG_NVME_TARGET=m
-CONFIG_NVME_TARGET_RDMA=m
-CONFIG_SLUB=y
-# CONFIG_KASAN is not set
-CONFIG_KFENCE=y
-# CONFIG_PROVE_LOCKING is not set
-# CONFIG_DEBUG_ATOMIC_SLEEP is not set
-CONFIG_DEBUG_LIST=y
-CONFIG_DEFAULT_HUNG_TASK_TIMEOUT=120
-`);
+// Lines of Debian's 6.12.95 amd64 image's /boot/config: the options the suite's fragments name.
+const DEBIAN_6_12_CONFIG = parseDotConfig(
+  readFileSync(new URL("../fixtures/kernel-config/debian-6.12.95-amd64.config", import.meta.url), "utf8"),
+);
 
 const fragment = (name: string) => readFragment(resolveFragmentPath(name), name);
 

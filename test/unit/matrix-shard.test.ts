@@ -19,6 +19,7 @@ import {
   shareShards,
 } from "../../harness/workflows/matrix/shards.ts";
 import { HilError } from "../../util/errors.ts";
+import { thrownMessage } from "../support/unit-errors.ts";
 
 const PLAN = {
   kernels: ["debian:6.1", "debian:6.12", "debian:7.2"],
@@ -60,13 +61,7 @@ t.test("--shard i/n", async (t) => {
   for (const bad of ["0/4", "5/4", "1/0", "a/b", "1", "1/2/3", "-1/2", ""])
     t.throws(() => parseShard(bad), HilError, `"${bad}" is refused`);
   t.match(
-    (() => {
-      try {
-        parseShard("3/2");
-      } catch (e) {
-        return (e as Error).message;
-      }
-    })(),
+    thrownMessage(() => parseShard("3/2")),
     /expected i\/n with 1 <= i <= n/,
   );
 });

@@ -26,6 +26,12 @@ const cmd = (name: string, detail: Record<string, unknown>, status = 0): ErdmaTr
   ...cmdEventBody(name, status, { detail }),
 });
 
+/** A QP as the device tells of it: its state event, then the CREATE_QP naming its CQs. */
+function createQp(v: DeviceView, qpn: number, cqns: { sqCqn?: number; rqCqn?: number }): void {
+  v.state(state("qp", qpn, "none", "IDLE"));
+  v.command(cmd("CREATE_QP", { qpn, ...cqns }));
+}
+
 const regMrWqe = (stag: string, status = 0, op = "REG_MR"): ErdmaTraceEventOf<"wqe"> => ({
   ...base(),
   kind: "wqe",
@@ -156,10 +162,8 @@ t.test("a command the device refused, or one without its number, changes nothing
 
 t.test("CREATE_QP tells the CQs a QP completes on, and a CQ which QPs complete on it", (t) => {
   const v = new DeviceView();
-  v.state(state("qp", 2, "none", "IDLE"));
-  v.command(cmd("CREATE_QP", { qpn: 2, sqCqn: 1, rqCqn: 3 }));
-  v.state(state("qp", 4, "none", "IDLE"));
-  v.command(cmd("CREATE_QP", { qpn: 4, sqCqn: 3 }));
+  createQp(v, 2, { sqCqn: 1, rqCqn: 3 });
+  createQp(v, 4, { sqCqn: 3 });
   t.same(v.cqnsOf(2), [1, 3]);
   t.same(v.cqnsOf(4), [3], "a CQ number missing is left out");
   t.same(v.cqnsOf(9), [], "a QP the trace never created completes on no CQ");
@@ -201,8 +205,7 @@ t.test(
 
 t.test("a device reset loses every object that was not gone; the driver's own reset says so", (t) => {
   const v = new DeviceView();
-  v.state(state("qp", 1, "none", "IDLE"));
-  v.command(cmd("CREATE_QP", { qpn: 1, sqCqn: 1, rqCqn: 1 }));
+  createQp(v, 1, { sqCqn: 1, rqCqn: 1 });
   v.state(state("qp", 1, "IDLE", "ERROR"));
   v.state(state("cq", 1, "none", "VALID"));
   v.state(state("mr", 0x200, "none", "VALID"));
@@ -252,8 +255,7 @@ t.test("absence and names in the words problems quote", (t) => {
 
 t.test("one object's events leave the others' facts alone", (t) => {
   const v = new DeviceView();
-  v.state(state("qp", 1, "none", "IDLE"));
-  v.command(cmd("CREATE_QP", { qpn: 1, sqCqn: 1, rqCqn: 3 }));
+  createQp(v, 1, { sqCqn: 1, rqCqn: 3 });
   t.equal(v.mptKey(0), undefined, "a QP's state events set no MPT key");
   v.state(state("cq", 1, "none", "VALID"));
   t.same(v.cqnsOf(1), [1, 3], "creating CQ 1 leaves QP 1's CQs");

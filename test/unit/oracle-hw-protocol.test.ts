@@ -106,6 +106,14 @@ function reasons(r: RuleResult): string[] {
   return (r.problems ?? []).map((p) => p.reason);
 }
 
+/** The device model and the driver double with one CQ of `cqDepth` entries and one QP on it. */
+async function modelQp(cqDepth: number, maxSendWr: number) {
+  const s = await setupErdma();
+  const { cq } = await s.drv.createCq(cqDepth);
+  const { qp } = await s.drv.createQp({ scq: cq, rcq: cq, maxSendWr, maxRecvWr: 4 });
+  return { s, qp };
+}
+
 t.test("no hardware trace: not judged; a trace with nothing the driver did: nothing to judge", async (t) => {
   const none = judge(undefined);
   t.same([none.verdict, none.applies], ["SKIP", false]);
@@ -135,9 +143,7 @@ t.test(
 t.test(
   "(a) the same, written by the device model for the driver double's REFLUSH after DESTROY_QP",
   async (t) => {
-    const s = await setupErdma();
-    const { cq } = await s.drv.createCq(8);
-    const { qp } = await s.drv.createQp({ scq: cq, rcq: cq, maxSendWr: 4, maxRecvWr: 4 });
+    const { s, qp } = await modelQp(8, 4);
     await s.drv.destroyQp(qp);
     await s.drv.flushWorker(qp);
     const r = judge(s.host.events);
@@ -246,9 +252,7 @@ t.test("(b) SQ/RQ doorbells: within the ring, past it, for a QP that is gone", a
 t.test(
   "(b) an RQ posted past its depth, on the device model (erdma_post_recv has no full check)",
   async (t) => {
-    const s = await setupErdma();
-    const { cq } = await s.drv.createCq(16);
-    const { qp } = await s.drv.createQp({ scq: cq, rcq: cq, maxSendWr: 2, maxRecvWr: 4 });
+    const { s, qp } = await modelQp(16, 2);
     for (let i = 0; i < 6; i++) s.drv.postRecv(qp);
     await s.drv.settle();
     const r = judge(s.host.events);
@@ -292,9 +296,7 @@ t.test("(c) REFLUSH indexes against the doorbells", async (t) => {
 });
 
 t.test("(c) the driver double's REFLUSH with an index one past its posts, on the device model", async (t) => {
-  const s = await setupErdma();
-  const { cq } = await s.drv.createCq(16);
-  const { qp } = await s.drv.createQp({ scq: cq, rcq: cq, maxSendWr: 2, maxRecvWr: 4 });
+  const { s, qp } = await modelQp(16, 2);
   s.drv.postRecv(qp);
   s.drv.postRecv(qp);
   await s.drv.modifyQp(qp, QpState.ERROR);

@@ -120,11 +120,19 @@ t.test(
   },
 );
 
+/** An ib_drain_sq that posts its marker, which completes, after an ERR transition returning `rc`
+ * (null: no modify_ret in the trace), or after none; the drain returns with the QP in ERR. */
+function sqMarkerAfter(rc: number | null | "no transition"): TraceBuilder {
+  const b = pair();
+  drainStart(b, "sq");
+  if (rc !== "no transition") errTransition(b, 51, rc);
+  markerPost(b, "sq").markerCqe(DRAIN, "qp", "sq");
+  drainRet(b, "ERR");
+  return b;
+}
+
 t.test("the ERR transition must come, and succeed, before the marker", async (t) => {
-  const none = pair();
-  drainStart(none, "sq");
-  markerPost(none, "sq").markerCqe(DRAIN, "qp", "sq");
-  drainRet(none, "ERR");
+  const none = sqMarkerAfter("no transition");
   t.same(verdictOf(none, "9").problems, [
     {
       reason: "ib_drain_sq on qp posted its marker without an ERR transition the trace shows",
@@ -133,22 +141,14 @@ t.test("the ERR transition must come, and succeed, before the marker", async (t)
     },
   ]);
 
-  const unanswered = pair();
-  drainStart(unanswered, "sq");
-  errTransition(unanswered, 51, null);
-  markerPost(unanswered, "sq").markerCqe(DRAIN, "qp", "sq");
-  drainRet(unanswered, "ERR");
+  const unanswered = sqMarkerAfter(null);
   t.same(
     verdictOf(unanswered, "9").problems?.map((p) => p.reason),
     ["ib_drain_sq on qp posted its marker without an ERR transition the trace shows"],
     "a modify whose return the trace lacks is not a transition it shows",
   );
 
-  const failed = pair();
-  drainStart(failed, "sq");
-  errTransition(failed, 51, -22);
-  markerPost(failed, "sq").markerCqe(DRAIN, "qp", "sq");
-  drainRet(failed, "ERR");
+  const failed = sqMarkerAfter(-22);
   t.same(verdictOf(failed, "9").problems, [
     {
       reason: "ib_drain_sq on qp posted its marker though moving qp to ERR returned -22",

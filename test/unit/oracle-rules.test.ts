@@ -7,6 +7,7 @@ import { combineVerdicts, judgeTrace, RULES } from "../../harness/oracle/judge.t
 import type { Observation } from "../../harness/protocol/observations.ts";
 import type { SentCommand } from "../../harness/scenario/sent-command.ts";
 import { LOC_PROT_ERR, pair, SUCCESS, TraceBuilder, verdictOf } from "../support/oracle-trace.ts";
+import { drainedReceives } from "../support/unit-drain-trace.ts";
 
 t.test("every rule has a citation and a title", async (t) => {
   t.same(
@@ -227,13 +228,7 @@ t.test("rule 7: defined fields; an error completion's opcode is not judged", asy
 });
 
 t.test("rule 9: the Linux drain contract, judged on the observed drain", async (t) => {
-  const ok = pair()
-    .post("qp", "rq", 10, 2)
-    .drain("qp", "qp")
-    .markerDone()
-    .flush("qp", "rq", 10, 2)
-    .markerDone()
-    .drained();
+  const ok = drainedReceives(10, 2);
   t.equal(verdictOf(ok, "9").verdict, "PASS", verdictOf(ok, "9").reason);
   t.equal(verdictOf(ok, "9").judged, 1);
   const underIb = verdictOf(ok, "9", "ib");

@@ -13,11 +13,13 @@ import { erdmaTraceEventSchema } from "../../qemu/erdma/trace-schema.ts";
 import { REPO_ROOT } from "../support/cli.ts";
 import { cmdEventBody } from "../support/hw-trace-events.ts";
 import { pair, SUCCESS, TraceBuilder } from "../support/oracle-trace.ts";
+import { drainedReceives } from "../support/unit-drain-trace.ts";
+import { thrownMessage } from "../support/unit-errors.ts";
 
 const TARGET = { driver: "erdma" as const, executor: "kernel" as const };
 
-function scenario(body: string) {
-  return parseScenario(`description: a test\ncovers: [5]\n${body}`, "test.yaml");
+function scenario(lines: readonly string[]) {
+  return parseScenario(["description: a test", "covers: [5]", ...lines].join("\n"), "test.yaml");
 }
 
 /** Device events, each checked against the hardware trace's schema. */
@@ -25,15 +27,13 @@ function hw(...events: Record<string, unknown>[]): HwTraceEvent[] {
   return events.map((e, i) => erdmaTraceEventSchema.parse({ t: i + 1, dev: "erdma", ...e }));
 }
 
-const READS = scenario(
-  [
-    "steps:",
-    "  - post_send: { op: read, count: 2 }",
-    "  - drain: { which: qp }",
-    "premise:",
-    "  - flushed: { queue: sq, op: read }",
-  ].join("\n"),
-);
+const READS = scenario([
+  "steps:",
+  "  - post_send: { op: read, count: 2 }",
+  "  - drain: { which: qp }",
+  "premise:",
+  "  - flushed: { queue: sq, op: read }",
+]);
 
 /** Two READs posted, each completing as `status`, then ib_drain_qp. */
 function reads(status: number): TraceBuilder {
@@ -84,25 +84,17 @@ t.test("a premise met is a PASS row before the rules", async (t) => {
 });
 
 t.test("an injected fault that never fired is a MISS, not an oracle that missed it", async (t) => {
-  const s = scenario(
-    [
-      "drivers: [erdma]",
-      "steps:",
-      "  - post_recv: { count: 2 }",
-      "  - fault: { kind: drop-cqe, queue: rq, wr_id: 2001 }",
-      "  - drain: { which: qp }",
-      "expect_fail: { rules: [5], why: the device drops a flush completion }",
-      "premise:",
-      "  - flushed: { queue: rq }",
-    ].join("\n"),
-  );
-  const records = pair()
-    .post("qp", "rq", 2000, 2)
-    .drain("qp", "qp")
-    .markerDone()
-    .flush("qp", "rq", 2000, 2)
-    .markerDone()
-    .drained("ERR").records;
+  const s = scenario([
+    "drivers: [erdma]",
+    "steps:",
+    "  - post_recv: { count: 2 }",
+    "  - fault: { kind: drop-cqe, queue: rq, wr_id: 2001 }",
+    "  - drain: { which: qp }",
+    "expect_fail: { rules: [5], why: the device drops a flush completion }",
+    "premise:",
+    "  - flushed: { queue: rq }",
+  ]);
+  const { records } = drainedReceives(2000, 2);
   const armed = { kind: "fault", action: "armed", id: 1, fault: { kind: "drop-cqe" } };
   const never = judgeScenarioRun(s, ["ib"], { records, observations: [], sent: [], hw: hw(armed) }, TARGET);
   t.equal(never.judgements[0]?.verdict, "MISS");
@@ -127,21 +119,14 @@ t.test("an injected fault that never fired is a MISS, not an oracle that missed 
 t.test(
   "a device condition where there is no hardware trace is not observable: the rules decide",
   async (t) => {
-    const s = scenario(
-      [
-        "steps:",
-        "  - post_recv: { count: 2 }",
-        "  - drain: { which: rq }",
-        "premise:",
-        "  - device_flushed: { queue: rq }",
-      ].join("\n"),
-    );
-    const records = pair()
-      .post("qp", "rq", 2000, 2)
-      .drain("qp", "rq")
-      .flush("qp", "rq", 2000, 2)
-      .markerDone()
-      .drained("ERR").records;
+    const s = scenario([
+      "steps:",
+      "  - post_recv: { count: 2 }",
+      "  - drain: { which: rq }",
+      "premise:",
+      "  - device_flushed: { queue: rq }",
+    ]);
+    const { records } = drainedReceives(2000, 2, "rq");
     const judged = judgeScenarioRun(
       s,
       ["linux"],
@@ -195,9 +180,7 @@ t.test(
 );
 
 t.test("premise: none says why and adds no row", async (t) => {
-  const s = scenario(
-    ["steps:", "  - drain: { which: qp }", "premise:", "  none: nothing is posted"].join("\n"),
-  );
+  const s = scenario(["steps:", "  - drain: { which: qp }", "premise:", "  none: nothing is posted"]);
   const records = pair().drain("qp", "qp").markerDone().markerDone().drained("ERR").records;
   const judged = judgeScenarioRun(s, ["linux"], { records, observations: [], sent: [] }, TARGET);
   t.same(judged.premise, { none: "nothing is posted" });
@@ -206,7 +189,7 @@ t.test("premise: none says why and adds no row", async (t) => {
 
 /** One condition checked on a trace and device events. */
 function holds(condition: string, records: TraceBuilder, events: HwTraceEvent[] = []) {
-  const s = scenario(["steps:", "  - drain: { which: qp }", "premise:", `  - ${condition}`].join("\n"));
+  const s = scenario(["steps:", "  - drain: { which: qp }", "premise:", `  - ${condition}`]);
   const r = checkPremise(s.premise, { records: records.records, hw: events, driver: "erdma", faults: false });
   if (!r || "none" in r) throw new Error("no conditions");
   return r.conditions[0];
@@ -434,14 +417,8 @@ t.test(
 );
 
 t.test("premise files are checked: one clear error naming the field", async (t) => {
-  const bad = (premise: string) => {
-    try {
-      scenario(`steps:\n  - drain: { which: qp }\npremise:\n${premise}`);
-      return "";
-    } catch (err) {
-      return (err as Error).message;
-    }
-  };
+  const bad = (premise: string) =>
+    thrownMessage(() => scenario(["steps:", "  - drain: { which: qp }", "premise:", premise]));
   t.match(bad("  - flushed: { queue: xq }"), /^premise\[0\]\.flushed\.queue: Invalid option/);
   t.match(
     bad("  - outstanding: { queue: sq }"),

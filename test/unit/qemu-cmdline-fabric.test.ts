@@ -13,22 +13,7 @@ import {
 } from "../../qemu/launch/cmdline.ts";
 import { createFabricNetwork, FABRIC_IPS, FABRIC_MACS } from "../../qemu/launch/fabric-net.ts";
 import { createRunDir, sweepStaleRunDirs } from "../../qemu/launch/rundir.ts";
-
-function spec(over: Partial<GuestSpec> = {}): GuestSpec {
-  return {
-    accel: "tcg",
-    memoryMiB: 512,
-    cpus: 2,
-    kernel: "/k/bzImage",
-    initrd: "/k/initramfs.cpio.gz",
-    loglevel: 7,
-    consoleLog: "/run/x/console.log",
-    qmpSocket: "/run/x/qmp.sock",
-    network: { sshPort: 40022, mac: "52:54:00:12:34:56" },
-    firmwareDirs: [],
-    ...over,
-  };
-}
+import { argsOf, guestSpec } from "../support/unit-guest-spec.ts";
 
 const NIC: FabricNic = {
   mac: "52:54:00:FA:B0:01",
@@ -36,17 +21,13 @@ const NIC: FabricNic = {
   link: { localPath: "/run/f/guest0.sock", remotePath: "/run/f/guest1.sock" },
 };
 
-function all(argv: string[], flag: string): string[] {
-  return argv.flatMap((a, i) => (a === flag ? [argv[i + 1] ?? ""] : []));
-}
-
 t.test("the fabric NIC comes after the SSH NIC, on a dgram netdev, with its MAC in lower case", async (t) => {
-  const argv = qemuArgv(spec({ fabric: NIC, extraArgs: ["-device", "vfio-user-pci"] }));
-  t.same(all(argv, "-netdev"), [
+  const argv = qemuArgv(guestSpec({ fabric: NIC, extraArgs: ["-device", "vfio-user-pci"] }));
+  t.same(argsOf(argv, "-netdev"), [
     "user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:40022-:22",
     "dgram,id=fabric0,local.type=unix,local.path=/run/f/guest0.sock,remote.type=unix,remote.path=/run/f/guest1.sock",
   ]);
-  t.same(all(argv, "-device"), [
+  t.same(argsOf(argv, "-device"), [
     "virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56,romfile=",
     "virtio-net-pci,netdev=fabric0,mac=52:54:00:fa:b0:01,romfile=",
     "vfio-user-pci",
@@ -55,17 +36,17 @@ t.test("the fabric NIC comes after the SSH NIC, on a dgram netdev, with its MAC 
 });
 
 t.test("init learns which NIC is on the fabric and its address", async (t) => {
-  const words = kernelCommandLine(spec({ fabric: NIC, kernelArgs: ["hil.hostname=x"] })).split(" ");
+  const words = kernelCommandLine(guestSpec({ fabric: NIC, kernelArgs: ["hil.hostname=x"] })).split(" ");
   t.ok(words.includes("hil.fabric_mac=52:54:00:fa:b0:01"));
   t.ok(words.includes("hil.fabric_ip=10.99.0.1/24"));
   t.equal(words.at(-1), "hil.hostname=x", "caller's arguments stay last (they win)");
 });
 
 t.test("no fabric: the command line is what it always was", async (t) => {
-  const argv = qemuArgv(spec());
-  t.equal(all(argv, "-netdev").length, 1);
-  t.equal(all(argv, "-device").length, 1);
-  t.notMatch(kernelCommandLine(spec()), /hil\.fabric/);
+  const argv = qemuArgv(guestSpec());
+  t.equal(argsOf(argv, "-netdev").length, 1);
+  t.equal(argsOf(argv, "-device").length, 1);
+  t.notMatch(kernelCommandLine(guestSpec()), /hil\.fabric/);
 });
 
 t.test("commas in socket paths are doubled", async (t) => {
@@ -78,7 +59,7 @@ t.test("commas in socket paths are doubled", async (t) => {
 
 t.test("bad fabric specs are HilErrors naming what is wrong", async (t) => {
   const bad = (fabric: Partial<FabricNic>, over: Partial<GuestSpec> = {}) =>
-    qemuArgv(spec({ fabric: { ...NIC, ...fabric }, ...over }));
+    qemuArgv(guestSpec({ fabric: { ...NIC, ...fabric }, ...over }));
   t.throws(() => bad({ mac: "52:54:00:fa:b0" }), { name: "HilError", message: /bad fabric NIC MAC address/ });
   t.throws(() => bad({ mac: "01:00:5e:00:00:01" }), { message: /fabric NIC MAC address .* multicast/ });
   t.throws(() => bad({ mac: "52:54:00:12:34:56" }), { message: /both have the MAC 52:54:00:12:34:56/ });

@@ -22,29 +22,29 @@ function scenario(run: RunDir, name: string): RunScenario {
 /** The rerun's first words for a run on the default kernel, driver and executor. */
 const DEFAULT_HEAD = ["run", "--kernel", "debian:6.12", "--driver", "erdma", "--executor", "kernel"];
 
+/** The rerun of `scenario` from such a run on the erdma-reflush device profile. */
+const reflushRerun = (scenario: string) => [
+  ...DEFAULT_HEAD,
+  "--device-profile",
+  "erdma-reflush",
+  "--scenario",
+  scenario,
+];
+
 t.test("a real run: the exact argv per scenario, and the command that made it", async (t) => {
   const run = await loadRunDir(FAIL_RUN);
   const shipped = rerunScenario(run, scenario(run, "fault-duplicate-cqe"));
-  t.same(shipped.argv, [
-    ...DEFAULT_HEAD,
-    "--device-profile",
-    "erdma-reflush",
-    "--scenario",
-    "fault-duplicate-cqe",
-  ]);
+  t.same(shipped.argv, reflushRerun("fault-duplicate-cqe"));
   t.equal(
     shipped.line,
     "hil run --kernel debian:6.12 --driver erdma --executor kernel --device-profile erdma-reflush --scenario fault-duplicate-cqe",
   );
   t.same(shipped.notes, []);
   const fromFile = rerunScenario(run, scenario(run, "sq-flush-drops-oldest"));
-  t.same(fromFile.argv, [
-    ...DEFAULT_HEAD,
-    "--device-profile",
-    "erdma-reflush",
-    "--scenario",
-    "/work/wt/html-report/fixtures/cases/scenarios/sq-flush-drops-oldest.yaml",
-  ]);
+  t.same(
+    fromFile.argv,
+    reflushRerun("/work/wt/html-report/fixtures/cases/scenarios/sq-flush-drops-oldest.yaml"),
+  );
   const made = madeBy(run);
   t.same(made?.argv, [
     "run",
@@ -205,7 +205,7 @@ t.test("a repro run: the hil run line, and a note that repro judges without know
 t.test("a record from before the job was recorded: what it has, and what it cannot tell", async (t) => {
   const run = await loadRunDir(OLD_RUN);
   const r = rerunScenario(run, scenario(run, "drain-sq-idle"));
-  t.same(r.argv, [...DEFAULT_HEAD, "--device-profile", "erdma-reflush", "--scenario", "drain-sq-idle"]);
+  t.same(r.argv, reflushRerun("drain-sq-idle"));
   t.match(r.notes.join("\n"), /did not record the job/);
   t.equal(madeBy(run), undefined, "no invocation in the record");
   const relative = record({

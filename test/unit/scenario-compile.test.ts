@@ -176,10 +176,7 @@ t.test("--scenario patterns", async (t) => {
 t.test(
   "lines are compiled for their executor: the user executor's CQs carry no kernel poll context",
   async (t) => {
-    const s = parseScenario(
-      ["description: d", "covers: [5]", "qp: { poll: softirq }", "steps:", "  - drain: {}"].join("\n"),
-      "p.yaml",
-    );
+    const s = scenario(["qp: { poll: softirq }", "steps:", "  - drain: {}"]);
     const kernel = compileScenario(s, { addr: "10.0.2.15", port: 7600 });
     const user = compileScenario(s, { addr: "10.0.2.15", port: 7600, executor: "user" });
     t.same(
@@ -195,16 +192,11 @@ t.test(
 );
 
 t.test("a count per driver: compiled for the run's driver, every driver of the scenario given", async (t) => {
-  const s = parseScenario(
-    [
-      "description: d",
-      "covers: [4]",
-      "steps:",
-      "  - post_send: { count: { siw: 15, erdma: 63, rxe: 30 } }",
-      "  - post_send: { count: 2 }",
-    ].join("\n"),
-    "c.yaml",
-  );
+  const s = scenario([
+    "steps:",
+    "  - post_send: { count: { siw: 15, erdma: 63, rxe: 30 } }",
+    "  - post_send: { count: 2 }",
+  ]);
   const on = (driver: "siw" | "erdma" | "rxe") =>
     compileScenario(s, { addr: "10.0.2.15", port: 7600, driver }).steps.map((x) => x.commands[0]);
   t.same(on("erdma"), [
@@ -219,14 +211,9 @@ t.test("a count per driver: compiled for the run's driver, every driver of the s
     "post_send qp=qp wr_id=1000 op=send count=30 signal=all",
     "post_send qp=qp wr_id=1030 op=send count=2 signal=all",
   ]);
-  t.throws(
-    () =>
-      parseScenario(
-        ["description: d", "covers: [4]", "steps:", "  - post_send: { count: { siw: 15 } }"].join("\n"),
-        "c.yaml",
-      ),
-    { message: /steps\[0\]\.post_send\.count: no count for erdma, a driver the scenario runs on/ },
-  );
+  t.throws(() => scenario(["steps:", "  - post_send: { count: { siw: 15 } }"]), {
+    message: /steps\[0\]\.post_send\.count: no count for erdma, a driver the scenario runs on/,
+  });
 });
 
 t.test("a fanout: more connected pairs, a CQ per QP sized for its queues, posts on every pair", async (t) => {

@@ -33,6 +33,18 @@ function scenario(lines: string[]) {
   return parseScenario(["description: d", "covers: [5]", "drivers: [erdma]", ...lines].join("\n"), "f.yaml");
 }
 
+/** Eight receives posted (wr_ids 2000 to 2007), a `kind` fault on receive 2003, ib_drain_qp. */
+const rqFaultScenario = (kind: string) =>
+  compileScenario(
+    scenario([
+      "steps:",
+      "  - post_recv: { count: 8 }",
+      `  - fault: { kind: ${kind}, queue: rq, wr_id: 2003 }`,
+      "  - drain: { which: qp }",
+    ]),
+    OPTS,
+  );
+
 let seq = 0;
 const mk = (f: Record<string, unknown>): TraceRecord =>
   traceRecordSchema.parse({ seq: seq++, ns: seq, ...f });
@@ -71,13 +83,7 @@ const cqe = (queue: "sq" | "rq", wrId: number, status = 5) =>
   });
 
 t.test("a scenario fault as the model's FaultSpec", async (t) => {
-  const s = scenario([
-    "steps:",
-    "  - post_recv: { count: 8 }",
-    "  - fault: { kind: drop-cqe, queue: rq, wr_id: 2003 }",
-    "  - drain: { which: qp }",
-  ]);
-  const c = compileScenario(s, OPTS);
+  const c = rqFaultScenario("drop-cqe");
   const step = c.steps[1];
   if (!step) throw new Error("no step");
   const records = [created("qp", 17), created("peer", 18), ...posted(1, "rq", 2000, 8)];
@@ -214,15 +220,7 @@ class Runner implements CommandRunner {
 }
 
 t.test("the step runner arms a fault at its step", async (t) => {
-  const c = compileScenario(
-    scenario([
-      "steps:",
-      "  - post_recv: { count: 8 }",
-      "  - fault: { kind: reorder-cqe, queue: rq, wr_id: 2003 }",
-      "  - drain: { which: qp }",
-    ]),
-    OPTS,
-  );
+  const c = rqFaultScenario("reorder-cqe");
   const control = new FakeControl();
   const runner = new Runner();
   const order: string[] = [];

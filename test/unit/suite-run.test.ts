@@ -283,69 +283,68 @@ t.test("owed completions per CQ", async (t) => {
   ]);
 });
 
+/** A kernel-executor run of one boot, as `hil run` reports it. */
+function oneBootReport(driver: SuiteReport["driver"], scenarios: SuiteReport["scenarios"]): SuiteReport {
+  return { driver, executor: "kernel", boots: 1, timings: { bootMs: 1, runMs: 1, judgeMs: 1 }, scenarios };
+}
+
 t.test("verdict rows and the table", async (t) => {
-  const report: SuiteReport = {
-    driver: "siw",
-    executor: "kernel",
-    boots: 1,
-    timings: { bootMs: 1, runMs: 1, judgeMs: 1 },
-    scenarios: [
-      {
-        name: "drain-a",
-        file: "a.yaml",
-        durationMs: 1,
-        judgements: [
-          {
-            profile: "ib",
-            verdict: "PASS",
-            rules: [
-              {
-                rule: "9",
-                title: "",
-                citation: "",
-                verdict: "SKIP",
-                reason: "linux only",
-                judged: 0,
-                applies: false,
-              },
-            ],
-          },
-          {
-            profile: "linux",
-            verdict: "FAIL",
-            rules: [
-              {
-                rule: "4",
-                title: "",
-                citation: "",
-                verdict: "PASS",
-                reason: "in order",
-                judged: 3,
-                applies: true,
-              },
-              {
-                rule: "9",
-                title: "",
-                citation: "",
-                verdict: "FAIL",
-                reason: "did not return",
-                evidence: ["stack: x"],
-                judged: 1,
-                applies: true,
-              },
-            ],
-          },
-        ],
-      },
-      {
-        name: "fault-b",
-        file: "b.yaml",
-        durationMs: 0,
-        outcome: { verdict: "SKIP", reason: "meant for erdma, not siw" },
-        judgements: [{ profile: "linux", verdict: "SKIP", rules: [] }],
-      },
-    ],
-  };
+  const report = oneBootReport("siw", [
+    {
+      name: "drain-a",
+      file: "a.yaml",
+      durationMs: 1,
+      judgements: [
+        {
+          profile: "ib",
+          verdict: "PASS",
+          rules: [
+            {
+              rule: "9",
+              title: "",
+              citation: "",
+              verdict: "SKIP",
+              reason: "linux only",
+              judged: 0,
+              applies: false,
+            },
+          ],
+        },
+        {
+          profile: "linux",
+          verdict: "FAIL",
+          rules: [
+            {
+              rule: "4",
+              title: "",
+              citation: "",
+              verdict: "PASS",
+              reason: "in order",
+              judged: 3,
+              applies: true,
+            },
+            {
+              rule: "9",
+              title: "",
+              citation: "",
+              verdict: "FAIL",
+              reason: "did not return",
+              evidence: ["stack: x"],
+              judged: 1,
+              applies: true,
+            },
+          ],
+        },
+      ],
+    },
+    {
+      name: "fault-b",
+      file: "b.yaml",
+      durationMs: 0,
+      outcome: { verdict: "SKIP", reason: "meant for erdma, not siw" },
+      judgements: [{ profile: "linux", verdict: "SKIP", rules: [] }],
+    },
+  ]);
   const results = suiteResults(report);
   t.same(
     results.map((r) => [r.id, r.verdict, r.reason]),
@@ -570,16 +569,10 @@ t.test("an XFAIL says what made it expected: the scenario's injected fault or a 
     durationMs: 1,
     judgements: [{ profile: "linux" as const, verdict: "XFAIL" as const, rules: [xfailRule(extra)] }],
   });
-  const report: SuiteReport = {
-    driver: "erdma",
-    executor: "kernel",
-    boots: 1,
-    timings: { bootMs: 1, runMs: 1, judgeMs: 1 },
-    scenarios: [
-      scenario("fault-x", { injectedFault: true }),
-      scenario("bug-y", { knownBug: { reference: "erdma_qp.c:erdma_post_recv", note: "n" } }),
-    ],
-  };
+  const report = oneBootReport("erdma", [
+    scenario("fault-x", { injectedFault: true }),
+    scenario("bug-y", { knownBug: { reference: "erdma_qp.c:erdma_post_recv", note: "n" } }),
+  ]);
   const results = suiteResults(report);
   t.same(
     results.map((r) => [r.id, r.expectedBy]),

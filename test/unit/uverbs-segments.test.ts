@@ -12,6 +12,7 @@ import {
   runUverbs,
   runUverbsSegments,
   UVERBS_EXIT,
+  type UverbsRunOptions,
 } from "../../harness/executor/uverbs-driver.ts";
 import type { TraceRecord } from "../../harness/protocol/trace.ts";
 import { compileScenario } from "../../harness/scenario/compile.ts";
@@ -226,12 +227,23 @@ t.test("segments: each is written once the ones before are done and the callback
   t.equal(g.calls.filter((c) => c.includes("kill")).length, 0, "the watchdog stayed quiet");
 });
 
-t.test("one segment: all lines, then EOF, no callback", async (t) => {
+/** Runs the segments on a fake guest, counting the calls of the callback between segments. */
+async function runCounted(segments: string[][], opts?: UverbsRunOptions) {
   const g = fakeGuest();
   let called = 0;
-  const run = await runUverbsSegments(g, [["sleep ms=1", "sleep ms=1"]], () => {
-    called++;
-  });
+  const run = await runUverbsSegments(
+    g,
+    segments,
+    () => {
+      called++;
+    },
+    opts,
+  );
+  return { g, run, called };
+}
+
+t.test("one segment: all lines, then EOF, no callback", async (t) => {
+  const { g, run, called } = await runCounted([["sleep ms=1", "sleep ms=1"]]);
   t.equal(called, 0);
   t.same(g.procs[0]?.writes, ["sleep ms=1\nsleep ms=1\n"]);
   t.equal(run.done.length, 2);
@@ -263,16 +275,9 @@ t.test("a throwing callback stops the input: EOF, the run says where it stopped"
 });
 
 t.test("a drain that hangs ends the run: no callback, nothing more written", async (t) => {
-  const g = fakeGuest();
-  let called = 0;
-  const run = await runUverbsSegments(
-    g,
-    [["sleep ms=1", "drain qp=qp hang"], ["sleep ms=2"]],
-    () => {
-      called++;
-    },
-    { check: false },
-  );
+  const { g, run, called } = await runCounted([["sleep ms=1", "drain qp=qp hang"], ["sleep ms=2"]], {
+    check: false,
+  });
   t.equal(called, 0, "the callback is not called for a run that ended");
   t.same(g.procs[0]?.writes, ["sleep ms=1\ndrain qp=qp hang\n"]);
   t.equal(run.exitCode, UVERBS_EXIT.hang);
@@ -280,16 +285,9 @@ t.test("a drain that hangs ends the run: no callback, nothing more written", asy
 });
 
 t.test("a rejected line ends the run", async (t) => {
-  const g = fakeGuest();
-  let called = 0;
-  const run = await runUverbsSegments(
-    g,
-    [["sleep ms=1", "bogus x=1"], ["sleep ms=2"]],
-    () => {
-      called++;
-    },
-    { check: false },
-  );
+  const { g, run, called } = await runCounted([["sleep ms=1", "bogus x=1"], ["sleep ms=2"]], {
+    check: false,
+  });
   t.equal(called, 0);
   t.equal(run.exitCode, UVERBS_EXIT.rejected);
   t.same(g.procs[0]?.writes.length, 1);
@@ -302,16 +300,10 @@ t.test("a rejected line ends the run", async (t) => {
 });
 
 t.test("a stuck command: the watchdog collects its stack and kills it", async (t) => {
-  const g = fakeGuest();
-  let called = 0;
-  const run = await runUverbsSegments(
-    g,
-    [["sleep ms=1", "stuck"], ["sleep ms=2"]],
-    () => {
-      called++;
-    },
-    { timeoutMs: 100, check: false },
-  );
+  const { g, run, called } = await runCounted([["sleep ms=1", "stuck"], ["sleep ms=2"]], {
+    timeoutMs: 100,
+    check: false,
+  });
   t.equal(called, 0);
   t.match(run.killed, { pid: 81, state: "S (sleeping)", stack: "[<0>] do_nanosleep+0x6d/0x1a0" });
   t.ok((run.killed?.afterMs ?? 0) >= 100, "after the timeout");
