@@ -195,8 +195,8 @@ const fault = z.strictObject({
     vector: z.number().int().min(0).max(64).optional(),
     /** how many consecutive events it hits (default 1) */
     count: z.number().int().min(1).max(4096).optional(),
-    /** stall-queue: the stall lasts until the QP enters ERROR */
-    until: z.literal("error").optional(),
+    /** stall-queue: `error`, the stall lasts until the QP enters ERROR; delay-cqe: `flush`, the completion is written once the queue's flush reaches it (at most ms) */
+    until: z.enum(["error", "flush"]).optional(),
     /** stall-queue: the queue executes this many more WQEs first, then stalls */
     after: z.number().int().min(0).max(4096).optional(),
     /**
@@ -572,11 +572,23 @@ function faultProblems(f: FaultStep): { field: string; message: string }[] {
     refuses("queue");
     refuses("wr_id");
   }
-  if (f.kind !== "stall-queue") {
-    refuses("until");
-    refuses("after");
-  } else if (f.until !== undefined && f.ms !== undefined)
-    out.push({ field: "until", message: "a stall lasts ms or until ERROR, not both" });
+  if (f.kind !== "stall-queue") refuses("after");
+  if (f.kind === "stall-queue") {
+    if (f.until === "flush")
+      out.push({
+        field: "until",
+        message: "a stall lasts ms or until ERROR (until: error), not until flush",
+      });
+    else if (f.until !== undefined && f.ms !== undefined)
+      out.push({ field: "until", message: "a stall lasts ms or until ERROR, not both" });
+  } else if (f.kind === "delay-cqe") {
+    if (f.until === "error")
+      out.push({
+        field: "until",
+        message:
+          "a delayed completion waits ms or until its queue's flush reaches it (until: flush), not until ERROR",
+      });
+  } else refuses("until");
   if (f.kind === "stall-queue" || f.kind === "ignore-doorbell") {
     needs("queue", "sq or rq");
     refuses("wr_id");

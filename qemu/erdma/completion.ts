@@ -23,6 +23,11 @@ export interface CompletionEnv {
    * pendingKey: the WQE indexes; a flush of that queue holds until they are written
    */
   pending: Map<string, number[]>;
+  /**
+   * by pendingKey: how to write now the delayed completions that may come early (a delay-cqe
+   * `until: flush`), oldest first (releaseEarly)
+   */
+  early: Map<string, (() => void)[]>;
   /** a pending completion of the queue was written (or dropped by a reset) */
   settled(qp: QueuePair, queue: "sq" | "rq"): void;
 }
@@ -38,6 +43,24 @@ function settle(env: CompletionEnv, qp: QueuePair, queue: "sq" | "rq", index: nu
   if (left.length > 0) env.pending.set(key, left);
   else env.pending.delete(key);
   env.settled(qp, queue);
+}
+
+function forgetEarly(env: CompletionEnv, key: string, release: () => void): void {
+  const left = (env.early.get(key) ?? []).filter((w) => w !== release);
+  if (left.length > 0) env.early.set(key, left);
+  else env.early.delete(key);
+}
+
+/**
+ * The queue's flush reached a WQE behind its delayed completions: those that may come early
+ * (`until: flush`) are written now. Returns how many.
+ */
+export function releaseEarly(env: Pick<CompletionEnv, "early">, qp: QueuePair, queue: "sq" | "rq"): number {
+  const key = pendingKey(qp.qpn, queue);
+  const writes = env.early.get(key) ?? [];
+  env.early.delete(key);
+  for (const w of writes) w();
+  return writes.length;
 }
 
 export interface WqeCompletion {
@@ -90,18 +113,25 @@ export async function writeCompletion(
   if (delay) {
     const key = pendingKey(qp.qpn, queue);
     env.pending.set(key, [...(env.pending.get(key) ?? []), index]);
-    setTimeout(
-      () =>
-        env.jobs.post(
-          `delayed CQE ${cqn}`,
-          async () => {
-            await cq.post(fields);
-            settle(env, qp, queue, index);
-          },
-          () => settle(env, qp, queue, index),
-        ),
-      delay.ms,
-    ).unref();
+    // written when its time comes or, `until: flush`, when the queue's flush reaches it (releaseEarly)
+    const release = () => {
+      faults.timerDone(delay);
+      write();
+    };
+    const write = () => {
+      clearTimeout(timer);
+      forgetEarly(env, key, release);
+      env.jobs.post(
+        `delayed CQE ${cqn}`,
+        async () => {
+          await cq.post(fields);
+          settle(env, qp, queue, index);
+        },
+        () => settle(env, qp, queue, index),
+      );
+    };
+    const timer = setTimeout(write, delay.ms).unref();
+    if (delay.until === "flush") env.early.set(key, [...(env.early.get(key) ?? []), release]);
     return;
   }
   if (faults.fire("reorder-cqe", ctx, { index })) {

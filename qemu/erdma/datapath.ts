@@ -10,7 +10,7 @@
  */
 
 import { type AccessFailure, gather, resolveAccess, scatter } from "./access.ts";
-import { pendingKey, writeCompletion } from "./completion.ts";
+import { pendingKey, releaseEarly, writeCompletion } from "./completion.ts";
 import type { CqeFields } from "./cq.ts";
 import type { WorkQueue as Jobs } from "./engine.ts";
 import type { Fabric, FabricPort } from "./fabric.ts";
@@ -68,6 +68,8 @@ export class DataPath implements FabricPort {
   private readonly held = new Map<number, CqeFields>();
   /** completions on their way to a CQ (a delay-cqe fault), per queue (completion.ts) */
   private readonly pending = new Map<string, number[]>();
+  /** delayed completions the flush may release early, per queue (completion.ts releaseEarly) */
+  private readonly early = new Map<string, (() => void)[]>();
   private readonly leave: () => void;
   private readonly unlisten: () => void;
 
@@ -535,6 +537,9 @@ export class DataPath implements FabricPort {
       complete: (st, qp, queue, index, opcode) =>
         this.complete(st, qp, queue, index, opcode, WcStatus.FLUSH_ERR, 0),
       pending: (qp, queue) => this.pending.get(pendingKey(qp.qpn, queue)) ?? [],
+      reached: (qp, queue) => {
+        releaseEarly({ early: this.early }, qp, queue);
+      },
     };
   }
 
@@ -586,6 +591,7 @@ export class DataPath implements FabricPort {
         ...this.env,
         held: this.held,
         pending: this.pending,
+        early: this.early,
         // a flush held behind this completion goes on once it is written
         settled: (q, queue) => {
           if (this.inError(q)) this.schedule(q, queue);

@@ -30,10 +30,16 @@ export const FaultSpec = z.discriminatedUnion("kind", [
   }),
   z.object({ kind: z.literal("drop-cqe"), queue: queue.optional(), ...syndrome, ...match }),
   z.object({ kind: z.literal("duplicate-cqe"), queue: queue.optional(), ...syndrome, ...match }),
+  /**
+   * the completion is held for `ms`; `until: flush`: at most `ms`, and written as soon as the
+   * queue's flush reaches a WQE behind it (holds for it or overtakes it): the situation it makes
+   * has then happened, and waiting longer shows nothing more
+   */
   z.object({
     kind: z.literal("delay-cqe"),
     queue: queue.optional(),
     ms: z.number().int().positive().max(60_000),
+    until: z.literal("flush").optional(),
     ...syndrome,
     ...match,
   }),
@@ -177,10 +183,16 @@ export class FaultPlan {
       }
       // the caller sets a timer of f.ms for these (completion.ts, device.ts raise)
       if (f.kind === "delay-cqe" || f.kind === "coalesce-irq")
-        this.timed.push({ what: `${f.kind} (fault ${a.id}) fires`, until: Date.now() + f.ms });
+        this.timed.push({ what: `${f.kind} (fault ${a.id}) fires`, until: Date.now() + f.ms, of: f });
       return f as Extract<Fault, { kind: K }>;
     }
     return undefined;
+  }
+
+  /** A fault's timer did its work before its time (a delay-cqe `until: flush`): it is owed no longer. */
+  timerDone(f: Fault): void {
+    const i = this.timed.findIndex((t) => t.of === f);
+    if (i >= 0) this.timed.splice(i, 1);
   }
 
   /** Whether a queue is stalled now (a fired stall-queue that has not run out). */

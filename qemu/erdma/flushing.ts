@@ -19,6 +19,8 @@ export interface FlushIo {
   complete(st: DeviceState, qp: QueuePair, queue: "sq" | "rq", index: number, opcode: number): Promise<void>;
   /** the WQEs of the queue whose completions are still on their way to the CQ (completion.ts) */
   pending(qp: QueuePair, queue: "sq" | "rq"): readonly number[];
+  /** the flush reached a WQE behind the pending completions: those that may come early come now */
+  reached(qp: QueuePair, queue: "sq" | "rq"): void;
 }
 
 /** An SQE's size and opcode, for its flush CQE; an SQE the device cannot read counts as one WQEBB. */
@@ -76,6 +78,7 @@ export async function flushQueue(
         index,
         reason: `flush held (${engine.origins.flushHold}): the completion of WQE ${pending.join(", ")} is not written yet`,
       });
+      io.reached(qp, queue);
       held = true;
       break;
     }
@@ -88,6 +91,7 @@ export async function flushQueue(
     wqes.push(index);
     blocks.push(step.taken);
     if (pending.length > 0) {
+      io.reached(qp, queue);
       overtook.wqes.push(index);
       for (const p of pending) overtook.pending.add(p);
     }

@@ -29,6 +29,8 @@ export interface IdleReport {
 export interface TimedWork {
   what: string;
   until: number;
+  /** the fault that set it, when its work can come early (FaultPlan.timerDone) */
+  of?: object;
 }
 
 /**

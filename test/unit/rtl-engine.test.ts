@@ -342,7 +342,10 @@ t.test("flush steps with a completion pending: the RTL holds where the reference
  * A WRITE's success completion held on its way to the CQ (delay-cqe, 60 ms) while the QP moves to
  * ERROR and a WRITE posted in ERROR is flushed by the REFLUSH that names it.
  */
-async function flushBehindPendingSuccess(engine: QueueEngine) {
+async function flushBehindPendingSuccess(
+  engine: QueueEngine,
+  delay: { ms: number; until?: "flush" } = { ms: 60 },
+) {
   const { p, src, dst } = await pairWithBuffers({ profile: profileReflush, engine });
   const write = (wrId: bigint) => ({
     opcode: "WRITE" as const,
@@ -356,7 +359,7 @@ async function flushBehindPendingSuccess(engine: QueueEngine) {
   const poll = () => {
     for (const w of p.a.drv.pollWc(p.a.scq)) wcs.push([String(w.wrId), w.status]);
   };
-  p.a.dev.faults.add({ kind: "delay-cqe", ms: 60 });
+  p.a.dev.faults.add({ kind: "delay-cqe", ...delay });
   p.a.drv.postSend(p.a.qp, write(1n));
   await p.settle();
   poll();
@@ -366,7 +369,8 @@ async function flushBehindPendingSuccess(engine: QueueEngine) {
   await p.settle();
   poll();
   const early = [...wcs];
-  await new Promise((r) => setTimeout(r, 150));
+  const owedEarly = p.a.dev.faults.timers().map((w) => w.what);
+  if (delay.until === undefined) await new Promise((r) => setTimeout(r, 150));
   await p.settle();
   poll();
   const b = new TraceBuilder().qp("qp", { qpNum: 1 });
@@ -375,6 +379,7 @@ async function flushBehindPendingSuccess(engine: QueueEngine) {
     b.cqe("qp", "sq", Number(wrId), { status: status === S.SUCCESS ? SUCCESS : FLUSH, opcode: "write" });
   return {
     early,
+    owedEarly,
     wcs,
     rule4: verdictOf(b, "4", "ib"),
     flushes: p.a.host.ofKind("flush").filter((e) => e.queue === "sq"),
@@ -411,6 +416,36 @@ t.test("a flush holds behind a success completion still on its way, on each engi
     );
   }
 });
+
+t.test(
+  "delay-cqe until: flush: the held success is written once the flush reaches it, not after its ms",
+  async (t) => {
+    for (const engine of [tsQueueEngine, await rtlEngine()]) {
+      const run = await flushBehindPendingSuccess(engine, { ms: 60_000, until: "flush" });
+      const inOrder = [
+        ["1", S.SUCCESS],
+        ["2", S.FLUSH_ERR],
+      ];
+      t.same(run.early, inOrder, `${engine.name}: both there as soon as the flush of WRITE 2 was held`);
+      t.same(run.owedEarly, [], `${engine.name}: the device owes no timer any more`);
+      t.equal(run.waits.length, 1, `${engine.name}: the flush was held once first`);
+      t.equal(run.rule4.verdict, "PASS", `${engine.name}: rule 4 holds`);
+    }
+    const bug = await flushBehindPendingSuccess(await rtlEngine(["flush-before-success"]), {
+      ms: 60_000,
+      until: "flush",
+    });
+    t.same(
+      bug.early,
+      [
+        ["2", S.FLUSH_ERR],
+        ["1", S.SUCCESS],
+      ],
+      "flush-before-success: the overtaking flush completion, then the success it released",
+    );
+    t.equal(bug.rule4.verdict, "FAIL", "flush-before-success: rule 4 still FAILs");
+  },
+);
 
 t.test(
   "planted bug flush-before-success: the flush overtakes the pending success; rule 4 FAILs",

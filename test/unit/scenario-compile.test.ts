@@ -306,6 +306,24 @@ t.test("coalesce-irq: needs ms, takes a vector, hits no WR", async (t) => {
   t.same(translateFault(c.steps[0] as never, c, []), { kind: "coalesce-irq", vector: 1, ms: 5 });
 });
 
+t.test("until: error for a stall, flush for a delayed completion, nothing else", async (t) => {
+  t.throws(
+    () => scenario(["steps: [ { fault: { kind: stall-queue, queue: sq, until: flush } } ]"]),
+    /a stall lasts ms or until ERROR \(until: error\), not until flush/,
+  );
+  t.throws(
+    () =>
+      scenario([
+        "steps: [ { post_send: { count: 1 } }, { fault: { kind: delay-cqe, ms: 5, until: error } } ]",
+      ]),
+    /a delayed completion waits ms or until its queue's flush reaches it \(until: flush\), not until ERROR/,
+  );
+  t.throws(
+    () => scenario(["steps: [ { fault: { kind: drop-cqe, until: flush } } ]"]),
+    /drop-cqe takes no until/,
+  );
+});
+
 t.test("a QP that is never connected, or whose connect is refused: no peer, no listener", async (t) => {
   for (const [connect, stop] of [
     ["never", "route"],

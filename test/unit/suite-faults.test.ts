@@ -122,6 +122,24 @@ t.test("a scenario fault as the model's FaultSpec", async (t) => {
     status: 10,
   });
 
+  // a delayed completion the queue's flush may release early: the device is told
+  const d = compileScenario(
+    scenario([
+      "steps:",
+      "  - fault: { kind: delay-cqe, queue: sq, wr_id: 1001, ms: 3000, until: flush }",
+      "  - post_send: { count: 2, op: write }",
+    ]),
+    OPTS,
+  );
+  t.same(translateFault(d.steps[0] as never, d, [created("qp", 5)]), {
+    kind: "delay-cqe",
+    qpn: 5,
+    queue: "sq",
+    nth: 2,
+    ms: 3000,
+    until: "flush",
+  });
+
   // completion faults on a send queue count signaled WRs only (a successful unsignaled one writes none)
   const sig = compileScenario(
     scenario([
