@@ -49,6 +49,7 @@ export function retryingShell(
 ): ModuleShell {
   return {
     copyTo: (local, remote, opts) => guest.copyTo(local, remote, opts),
+    ...(guest.execStream ? { execStream: guest.execStream.bind(guest) } : {}),
     async exec(command, opts) {
       for (let attempt = 0; ; attempt++) {
         const r = await guest.exec(command, opts);

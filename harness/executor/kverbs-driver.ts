@@ -11,6 +11,7 @@ import { loadGuestModule } from "../image/kmod.ts";
 import { KVERBS_DEPS, KVERBS_MODULE } from "../image/kverbs-module.ts";
 import { commandLine } from "../protocol/commands.ts";
 import { type DoneRecord, parseTrace, recordsOf, type TraceRecord } from "../protocol/trace.ts";
+import { GuestShell } from "./guest-shell.ts";
 import { addSoftLink } from "./soft-link.ts";
 
 export const KVERBS_DEBUGFS = "/sys/kernel/debug/hil_kverbs";
@@ -165,7 +166,12 @@ export class KverbsDriver {
   /** the worker thread's pid, from the last status read */
   private workerPid: number | undefined;
 
-  constructor(private readonly guest: ModuleShell) {}
+  /** where runGroups' scripts run when the guest can keep a shell open (GuestShell) */
+  private readonly shell: GuestShell | undefined;
+
+  constructor(private readonly guest: ModuleShell) {
+    this.shell = guest.execStream ? new GuestShell({ execStream: guest.execStream.bind(guest) }) : undefined;
+  }
 
   /** Loads the module (after its in-tree dependencies) and returns a driver for it. */
   static async load(
@@ -272,7 +278,9 @@ export class KverbsDriver {
     }
     const script = groupsScript(groups, this.offset, opts);
     const budget = groups.reduce((sum, g) => sum + g.timeoutMs, 0);
-    const r = await this.guest.exec(script, { timeoutMs: budget + 30_000 });
+    const r = this.shell
+      ? await this.shell.run(script, budget + 30_000)
+      : await this.guest.exec(script, { timeoutMs: budget + 30_000 });
     const parts = splitGroupsOutput(r.stdout, opts);
     if (opts.clear) {
       if (parts.oldTrace !== undefined) this.takeTrace(parts.oldTrace);
@@ -319,6 +327,7 @@ export class KverbsDriver {
    */
   async unload(): Promise<void> {
     await this.run([commandLine("reset")]);
+    this.shell?.close();
     await this.sh(`rmmod ${KVERBS_MODULE}`);
     const left = await this.sh(
       `{ [ -d ${KVERBS_DEBUGFS} ] && echo debugfs; [ -d /sys/module/${KVERBS_MODULE} ] && echo module; grep -qx ${KVERBS_MODULE} /proc/[0-9]*/comm && echo thread; } 2>/dev/null; true`,

@@ -7,6 +7,7 @@
 import type { Dirent } from "node:fs";
 import { copyFile, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join, relative } from "node:path";
+import type { ExecStream } from "../../qemu/launch/ssh.ts";
 import { ensureEntry } from "../../util/cache.ts";
 import { HilError, isHilError } from "../../util/errors.ts";
 import { run } from "../../util/exec.ts";
@@ -250,6 +251,8 @@ export interface ModuleShell {
     opts?: { timeoutMs?: number },
   ): Promise<{ exitCode: number; stdout: string; stderr: string }>;
   copyTo(localPath: string, remotePath: string, opts?: { mode?: number }): Promise<void>;
+  /** a command whose stdin is written while it runs (a guest's; absent, scripts go one exec each) */
+  execStream?(command: string, opts?: { timeoutMs?: number }): Promise<ExecStream>;
 }
 
 /**

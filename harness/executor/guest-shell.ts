@@ -1,0 +1,119 @@
+/**
+ * A shell kept open in the guest for scripts run one after another. An SSH exec channel per script
+ * costs a channel and a shell process started in the guest each time; through one open shell a
+ * script's round trip is the script's own time (72 ms against 5 ms for a one-line script, 2 cores
+ * under TCG, 2026-12-07). Each script runs in a subshell, so its `exit` and `cd` stay its own; its
+ * stderr goes to a file the shell prints after it, between two lines that name the script.
+ */
+import { randomBytes } from "node:crypto";
+import type { ExecStream } from "../../qemu/launch/ssh.ts";
+import { HilError } from "../../util/errors.ts";
+
+export interface StreamShell {
+  execStream(command: string, opts?: { timeoutMs?: number }): Promise<ExecStream>;
+}
+
+export interface ScriptResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** An open shell gathers every byte it prints (ExecStream.stdout): past this, the next script opens another. */
+const SESSION_STDOUT_LIMIT = 8 * 1024 * 1024;
+
+/** The parts of a script's output between `from` and its closing line, once that has come. */
+export function scriptOutput(out: string, from: number, tag: string): ScriptResult | undefined {
+  const status = out.indexOf(`\n${tag} `, from);
+  if (status < 0) return undefined;
+  const statusEnd = out.indexOf("\n", status + 1);
+  const close = statusEnd < 0 ? -1 : out.indexOf(`\n${tag}\n`, statusEnd);
+  if (close < 0) return undefined;
+  return {
+    stdout: out.slice(from, status),
+    exitCode: Number.parseInt(out.slice(status + tag.length + 2, statusEnd), 10),
+    stderr: out.slice(statusEnd + 1, close),
+  };
+}
+
+/** The text written to the open shell for one script: the script in a subshell, then its status and stderr. */
+export function scriptInput(script: string, tag: string): string {
+  const err = `/tmp/${tag}.err`;
+  return [
+    `(`,
+    script,
+    `) 2>${err}`,
+    `printf '\\n%s %d\\n' ${tag} $?`,
+    `cat ${err} 2>/dev/null; rm -f ${err}`,
+    `printf '\\n%s\\n' ${tag}`,
+    "",
+  ].join("\n");
+}
+
+export class GuestShell {
+  private session: ExecStream | undefined;
+  private last: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly guest: StreamShell) {}
+
+  /** Runs `script` after the ones before it; as an exec of it would, but through the open shell. */
+  run(script: string, timeoutMs: number): Promise<ScriptResult> {
+    const next = this.last.then(() => this.runNow(script, timeoutMs));
+    this.last = next.catch(() => {});
+    return next;
+  }
+
+  /** Ends the open shell (EOF: it exits). */
+  close(): void {
+    this.session?.end();
+    this.session = undefined;
+  }
+
+  private async open(): Promise<ExecStream> {
+    if (this.session && this.session.stdout.length < SESSION_STDOUT_LIMIT) return this.session;
+    this.close();
+    const session = await this.guest.execStream("exec sh");
+    session.result
+      .catch(() => {})
+      .finally(() => {
+        if (this.session === session) this.session = undefined;
+      });
+    this.session = session;
+    return session;
+  }
+
+  private async runNow(script: string, timeoutMs: number): Promise<ScriptResult> {
+    const session = await this.open();
+    const tag = `hil-sh-${randomBytes(6).toString("hex")}`;
+    const from = session.stdout.length;
+    let timer: NodeJS.Timeout | undefined;
+    let off = () => {};
+    const outcome = await new Promise<ScriptResult | "ended" | "timeout">((resolve) => {
+      const check = () => {
+        const r = scriptOutput(session.stdout, from, tag);
+        if (r) resolve(r);
+      };
+      off = session.onStdout(check);
+      session.result.then(
+        () => resolve("ended"),
+        () => resolve("ended"),
+      );
+      timer = setTimeout(() => resolve("timeout"), timeoutMs);
+      if (!session.write(scriptInput(script, tag))) resolve("ended");
+      check();
+    });
+    clearTimeout(timer);
+    off();
+    if (typeof outcome === "object") return outcome;
+    const seen = session.stdout.slice(from);
+    this.close();
+    session.kill();
+    if (outcome === "timeout")
+      throw new HilError(`guest command timed out after ${timeoutMs} ms: ${script}`, {
+        detail: seen ? `stdout:\n${seen}` : undefined,
+      });
+    throw new HilError(`the guest's shell ended while it ran: ${script}`, {
+      detail: seen ? `stdout:\n${seen}` : undefined,
+    });
+  }
+}
