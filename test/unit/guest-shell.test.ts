@@ -1,0 +1,121 @@
+/**
+ * GuestShell (harness/executor/guest-shell.ts) against a real shell: a local sh behind the same
+ * ExecStream interface the guest's SSH channel gives. Scripts run one after another in one shell,
+ * each with its own exit code, stdout and stderr, its exit and cd its own; a script past its time
+ * ends the shell (the next one opens another); a shell that ends under a script is one error.
+ */
+import { spawn } from "node:child_process";
+import t from "tap";
+import {
+  GuestShell,
+  type StreamShell,
+  scriptInput,
+  scriptOutput,
+} from "../../harness/executor/guest-shell.ts";
+import type { ExecResult, ExecStream } from "../../qemu/launch/ssh.ts";
+import { processGone } from "../support/guest.ts";
+
+/** A local sh as an ExecStream; every shell it opened is listed, for the test to see them gone. */
+function localShells(): StreamShell & { pids: number[]; opened: number } {
+  const pids: number[] = [];
+  const self = {
+    pids,
+    opened: 0,
+    async execStream(command: string): Promise<ExecStream> {
+      self.opened++;
+      // its own process group: kill() takes what the shell started too, as the guest's kill does
+      const child = spawn("sh", ["-c", command], { stdio: ["pipe", "pipe", "pipe"], detached: true });
+      pids.push(child.pid ?? -1);
+      let stdout = "";
+      const listeners = new Set<(chunk: string) => void>();
+      child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+        stdout += chunk;
+        for (const l of [...listeners]) l(chunk);
+      });
+      child.stdin.on("error", () => {});
+      const result = new Promise<ExecResult>((resolve) =>
+        child.on("close", (code) => resolve({ exitCode: code ?? -1, stdout, stderr: "" })),
+      );
+      return {
+        write: (data) => child.stdin.writable && child.stdin.write(data),
+        end: (data) => child.stdin.end(data),
+        get stdout() {
+          return stdout;
+        },
+        onStdout(listener) {
+          listeners.add(listener);
+          return () => listeners.delete(listener);
+        },
+        kill: () => {
+          try {
+            process.kill(-(child.pid ?? 0), "SIGKILL");
+          } catch {}
+        },
+        result,
+      };
+    },
+  };
+  return self;
+}
+
+t.test(
+  "scripts run one after another in one shell, each with its own status, stdout and stderr",
+  async (t) => {
+    const shells = localShells();
+    const shell = new GuestShell(shells);
+    t.teardown(() => shell.close());
+    t.same(await shell.run("echo one; echo warn >&2", 5000), {
+      exitCode: 0,
+      stdout: "one\n",
+      stderr: "warn\n",
+    });
+    t.same(await shell.run("cd /; printf two; exit 3", 5000), { exitCode: 3, stdout: "two", stderr: "" });
+    t.same(
+      await shell.run(`pwd`, 5000),
+      { exitCode: 0, stdout: `${process.cwd()}\n`, stderr: "" },
+      "the exit and the cd stayed in the script's subshell",
+    );
+    const together = await Promise.all([shell.run("sleep 0.2; echo a", 5000), shell.run("echo b", 5000)]);
+    t.same(
+      together.map((r) => r.stdout),
+      ["a\n", "b\n"],
+      "scripts asked for at once run in turn",
+    );
+    t.equal(shells.opened, 1, "all through one shell");
+  },
+);
+
+t.test(
+  "a script past its time ends the shell, with exec's error; the next script opens another",
+  async (t) => {
+    const shells = localShells();
+    const shell = new GuestShell(shells);
+    t.teardown(() => shell.close());
+    await t.rejects(shell.run("echo started; sleep 30", 300), {
+      message: "guest command timed out after 300 ms: echo started; sleep 30",
+    });
+    t.ok(await processGone(shells.pids[0] ?? -1), "the timed-out shell was killed");
+    t.same(await shell.run("echo again", 5000), { exitCode: 0, stdout: "again\n", stderr: "" });
+    t.equal(shells.opened, 2);
+  },
+);
+
+t.test("a shell that ends under a script is one error naming the script", async (t) => {
+  const shells = localShells();
+  const shell = new GuestShell(shells);
+  t.teardown(() => shell.close());
+  await t.rejects(shell.run("kill -9 $$", 5000), {
+    message: "the guest's shell ended while it ran: kill -9 $$",
+  });
+  t.same((await shell.run("echo fine", 5000)).stdout, "fine\n", "the next script opens another");
+});
+
+t.test("a script's output is found between its own lines only", async (t) => {
+  const tag = "hil-sh-abc";
+  const input = scriptInput("echo x", tag);
+  t.match(input, /^\(\necho x\n\) 2>\/tmp\/hil-sh-abc\.err\n/, "the script in a subshell, stderr to a file");
+  const out = `old output\nhil-sh-old 0\nx\nhil-sh-abc 7\nerr line\n\nhil-sh-abc\n`;
+  t.same(scriptOutput(out, 24, tag), { stdout: "x", exitCode: 7, stderr: "err line\n" });
+  t.equal(scriptOutput(out.slice(0, -1), 24, tag), undefined, "not before its closing line is whole");
+  t.equal(scriptOutput("x\nhil-sh-abc 0\n", 0, tag), undefined, "nor before it comes");
+});
