@@ -21,6 +21,8 @@ export interface ScriptResult {
 
 /** An open shell gathers every byte it prints (ExecStream.stdout): past this, the next script opens another. */
 const SESSION_STDOUT_LIMIT = 8 * 1024 * 1024;
+/** How long a closing shell may take to end before it is killed. */
+const CLOSE_WAIT_MS = 5000;
 
 /** The parts of a script's output between `from` and its closing line, once that has come. */
 export function scriptOutput(out: string, from: number, tag: string): ScriptResult | undefined {
@@ -50,6 +52,22 @@ export function scriptInput(script: string, tag: string): string {
   ].join("\n");
 }
 
+/** Whether the session's channel closed within `ms` (a frozen guest never closes it). */
+async function endsWithin(session: ExecStream, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const ended = await Promise.race([
+    session.result.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    }),
+  ]);
+  clearTimeout(timer);
+  return ended;
+}
+
 export class GuestShell {
   private session: ExecStream | undefined;
   private last: Promise<unknown> = Promise.resolve();
@@ -63,15 +81,24 @@ export class GuestShell {
     return next;
   }
 
-  /** Ends the open shell (EOF: it exits). */
-  close(): void {
-    this.session?.end();
+  /**
+   * Ends the open shell (EOF: it exits) and waits for its channel to close: the guest's dropbear
+   * refuses an exec that comes while another channel is closing ("Unable to exec", 8 of 20 tries).
+   */
+  async close(): Promise<void> {
+    const session = this.session;
     this.session = undefined;
+    if (!session) return;
+    session.end();
+    if (!(await endsWithin(session, CLOSE_WAIT_MS))) {
+      session.kill();
+      await endsWithin(session, CLOSE_WAIT_MS);
+    }
   }
 
   private async open(): Promise<ExecStream> {
     if (this.session && this.session.stdout.length < SESSION_STDOUT_LIMIT) return this.session;
-    this.close();
+    await this.close();
     const session = await this.guest.execStream("exec sh");
     session.result
       .catch(() => {})
@@ -106,8 +133,9 @@ export class GuestShell {
     off();
     if (typeof outcome === "object") return outcome;
     const seen = session.stdout.slice(from);
-    this.close();
+    if (this.session === session) this.session = undefined;
     session.kill();
+    await endsWithin(session, CLOSE_WAIT_MS);
     if (outcome === "timeout")
       throw new HilError(`guest command timed out after ${timeoutMs} ms: ${script}`, {
         detail: seen ? `stdout:\n${seen}` : undefined,

@@ -327,7 +327,7 @@ export class KverbsDriver {
    */
   async unload(): Promise<void> {
     await this.run([commandLine("reset")]);
-    this.shell?.close();
+    await this.shell?.close();
     await this.sh(`rmmod ${KVERBS_MODULE}`);
     const left = await this.sh(
       `{ [ -d ${KVERBS_DEBUGFS} ] && echo debugfs; [ -d /sys/module/${KVERBS_MODULE} ] && echo module; grep -qx ${KVERBS_MODULE} /proc/[0-9]*/comm && echo thread; } 2>/dev/null; true`,
