@@ -71,6 +71,11 @@ t.test(
     });
     t.same(await shell.run("cd /; printf two; exit 3", 5000), { exitCode: 3, stdout: "two", stderr: "" });
     t.same(
+      await shell.run("printf -- '-n a\\\\b\\n\\nlast' >&2", 5000),
+      { exitCode: 0, stdout: "", stderr: "-n a\\b\n\nlast\n" },
+      "stderr as written, its last line without a newline too",
+    );
+    t.same(
       await shell.run(`pwd`, 5000),
       { exitCode: 0, stdout: `${process.cwd()}\n`, stderr: "" },
       "the exit and the cd stayed in the script's subshell",
@@ -112,8 +117,8 @@ t.test("a shell that ends under a script is one error naming the script", async 
 
 t.test("a script's output is found between its own lines only", async (t) => {
   const tag = "hil-sh-abc";
-  const input = scriptInput("echo x", tag);
-  t.match(input, /^\(\necho x\n\) 2>\/tmp\/hil-sh-abc\.err\n/, "the script in a subshell, stderr to a file");
+  const input = scriptInput("echo x", tag, "/tmp/e.err");
+  t.match(input, /^\(\necho x\n\) 2>\/tmp\/e\.err\n/, "the script in a subshell, stderr to a file");
   const out = `old output\nhil-sh-old 0\nx\nhil-sh-abc 7\nerr line\n\nhil-sh-abc\n`;
   t.same(scriptOutput(out, 24, tag), { stdout: "x", exitCode: 7, stderr: "err line\n" });
   t.equal(scriptOutput(out.slice(0, -1), 24, tag), undefined, "not before its closing line is whole");
