@@ -130,17 +130,35 @@ export function watchForHang(
   };
 }
 
+/** The device's idle report over its control channel; undefined when it cannot tell. */
+async function deviceIdle(control: DeviceControl): Promise<IdleReport | undefined> {
+  const r = await control.control({ op: "idle" });
+  if (!r.ok) return undefined;
+  const idle = r.idle as Partial<IdleReport> | undefined;
+  return typeof idle?.quietMs === "number" && Array.isArray(idle.owed) && Array.isArray(idle.held)
+    ? { quietMs: idle.quietMs, owed: idle.owed.map(String), held: idle.held.map(String) }
+    : undefined;
+}
+
+/**
+ * For the settle (executor/stepwise.ts): whether the device has been quiet for SETTLE_MS with
+ * nothing it will still do by itself. A completion still owed then comes only if the guest touches
+ * the device again, as a hung drain's marker does (the same bound, for the same reason).
+ */
+export function deviceQuietNow(control: DeviceControl): { ms: number; now(): Promise<boolean> } {
+  return {
+    ms: SETTLE_MS,
+    async now() {
+      const r = await deviceIdle(control);
+      return r !== undefined && quietFor(r, SETTLE_MS);
+    },
+  };
+}
+
 /** The deps on a real device (its control channel's "idle") and executor. */
 export function deviceHangDeps(control: DeviceControl, probe: HangProbe): EarlyHangDeps {
   return {
-    async idle() {
-      const r = await control.control({ op: "idle" });
-      if (!r.ok) return undefined;
-      const idle = r.idle as Partial<IdleReport> | undefined;
-      return typeof idle?.quietMs === "number" && Array.isArray(idle.owed) && Array.isArray(idle.held)
-        ? { quietMs: idle.quietMs, owed: idle.owed.map(String), held: idle.held.map(String) }
-        : undefined;
-    },
+    idle: () => deviceIdle(control),
     probe,
     sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     now: Date.now,

@@ -3,7 +3,7 @@ import type { BootedGuest } from "../boot.ts";
 import type { ExecutorOutcome } from "../executor/executor.ts";
 import type { FaultObservation, Observation } from "../protocol/observations.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
-import { deviceHangDeps, watchForHang } from "./early-hang.ts";
+import { deviceHangDeps, deviceQuietNow, watchForHang } from "./early-hang.ts";
 import { armFault, controlOf } from "./faults.ts";
 import { examineSilentGuest, freezeEvent } from "./freeze.ts";
 import { harnessDeath, watchHarness } from "./harness-watch.ts";
@@ -56,6 +56,8 @@ export async function observeScenario(
     opts.earlyHang && !ulp && control && session.executor.hangProbe
       ? watchForHang(deviceHangDeps(control, session.executor.hangProbe))
       : undefined;
+  // as for a hang: where the device is the only actor left and can tell (one guest, on erdma)
+  const deviceQuiet = opts.earlyHang && control ? { deviceQuiet: deviceQuietNow(control) } : {};
   // the next console barrier, written by the executor in its last round trip when it can
   const barrier = session.barriers + 1;
   let outcome: ExecutorOutcome & { observations?: Observation[]; wedged?: boolean };
@@ -68,6 +70,7 @@ export async function observeScenario(
           control
             ? {
                 barrier,
+                ...deviceQuiet,
                 fault: async (step, records) => {
                   const armed = await armFault(control, step, compiled, records);
                   faults.push({

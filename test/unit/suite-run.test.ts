@@ -225,6 +225,87 @@ t.test("a scenario step by step: setup, steps, settle for owed completions, tear
   t.equal(out.records.length, 6);
 });
 
+t.test(
+  "where the device can tell, the settle stops waiting once it has been quiet through the first wait",
+  async (t) => {
+    const c = compileScenario(
+      scenario(["steps:", "  - post_recv: { count: 3 }", "  - modify: { state: ERR }"]),
+      OPTS,
+    );
+    /** the receives' flush completions arrive in `flushed` of them (none: never) */
+    const runWith = async (quiet: boolean, flushed = 0) => {
+      const asked: number[] = [];
+      const runner = new ScriptedRunner((lines, mk) => {
+        const connectedOrPosted = connectAndPostRecv(lines, mk);
+        if (connectedOrPosted) return connectedOrPosted;
+        const line = lines[0] ?? "";
+        if (line.startsWith("modify"))
+          return {
+            records: [
+              mk({ ev: "modify", call: 2, qp: "qp", state: "ERR" }),
+              mk({ ev: "modify_ret", call: 2, rc: 0 }),
+            ],
+          };
+        if (line.startsWith("poll cq=cq") && flushed > 0)
+          return {
+            records: Array.from({ length: Math.min(flushed, 3) }, (_, i) =>
+              mk({
+                ev: "cqe",
+                cq: "cq",
+                qp: "qp",
+                queue: "rq",
+                wr_id: 2000 + i,
+                status: 5,
+                status_name: "WR_FLUSH_ERR",
+                opcode: 128,
+                opcode_name: "RECV",
+                qp_num: 1,
+                vendor_err: 0,
+                byte_len: 0,
+                call: 1,
+              }),
+            ),
+          };
+        return {};
+      });
+      const hooks = {
+        deviceQuiet: {
+          ms: 1000,
+          now: async () => {
+            asked.push(1);
+            return quiet;
+          },
+        },
+      };
+      await runStepwise(runner, c, hooks);
+      return { settle: runner.calls.slice(3).map((x) => x.lines), asked: asked.length };
+    };
+    const quiet = await runWith(true);
+    t.same(
+      quiet.settle,
+      [["poll cq=cq min=3 timeout=1100", "poll cq=pcq min=0 timeout=0"], ["reset"]],
+      "a device quiet through the first 1.1 s of the wait: the rest is not waited for",
+    );
+    t.equal(quiet.asked, 1);
+    t.same(
+      (await runWith(false)).settle,
+      [
+        ["poll cq=cq min=3 timeout=1100", "poll cq=pcq min=0 timeout=0"],
+        ["poll cq=cq min=3 timeout=900", "poll cq=pcq min=0 timeout=0"],
+        ["reset"],
+      ],
+      "a device still busy: the rest of the 2 s",
+    );
+    const arrived = await runWith(false, 3);
+    t.same(
+      arrived.settle,
+      [["poll cq=cq min=3 timeout=1100", "poll cq=pcq min=0 timeout=0"], ["reset"]],
+      "what was owed came: no second wait",
+    );
+    t.equal(arrived.asked, 0, "and the device is not asked");
+  },
+);
+
 t.test("a stuck step ends the scenario, with the stack", async (t) => {
   const c = compileScenario(scenario(["steps:", "  - drain: {}", "  - query: {}"]), OPTS);
   const runner = new ScriptedRunner(drainSticks);
