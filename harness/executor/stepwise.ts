@@ -57,6 +57,11 @@ export interface StepwiseHooks {
    * the guest touches the device again.
    */
   deviceQuiet?: { ms: number; now(): Promise<boolean> };
+  /**
+   * Where the device can tell: waits until it is idle, `ms` at most, for a sleep step until it is
+   * (CompiledStep.untilDeviceIdle), instead of the step's sleep in the guest.
+   */
+  sleepUntilDeviceIdle?(ms: number): Promise<void>;
 }
 
 /** Commands run and waited for as one (a step, the setup, the settle, the teardown). */
@@ -149,7 +154,10 @@ export async function runStepwise(
       index: -1,
       stopOnFailure: true,
     };
-    const firstFault = compiled.steps.findIndex((s) => s.fault);
+    // fault steps are the host's; so is a sleep until the device is idle where the host can ask it
+    const hostStep = (s: CompiledStep) =>
+      s.fault !== undefined || (s.untilDeviceIdle !== undefined && hooks.sleepUntilDeviceIdle !== undefined);
+    const firstFault = compiled.steps.findIndex(hostStep);
     const leading = compiled.steps.slice(0, firstFault < 0 ? undefined : firstFault);
     const setupDone = await run([setup, ...leading.filter((s) => s.commands.length > 0).map(ofStep)], {
       clear: true,
@@ -162,12 +170,17 @@ export async function runStepwise(
     if (!setupDone) return outcome();
     let pending: Group[] = [];
     for (const s of compiled.steps.slice(leading.length)) {
-      if (!s.fault) {
+      if (!hostStep(s)) {
         if (s.commands.length > 0) pending.push(ofStep(s));
         continue;
       }
       if (!(await run(pending))) return outcome();
       pending = [];
+      if (s.untilDeviceIdle && hooks.sleepUntilDeviceIdle) {
+        await hooks.sleepUntilDeviceIdle(s.untilDeviceIdle.ms);
+        continue;
+      }
+      if (!s.fault) continue;
       const where = `step ${s.index + 1} (line ${s.line}): fault ${s.fault.kind}`;
       if (!hooks.fault) return outcome(`${where}: nothing here arms device faults`);
       try {

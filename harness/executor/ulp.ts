@@ -15,7 +15,7 @@ import type {
 } from "../protocol/observations.ts";
 import { leftBehind } from "../protocol/observations.ts";
 import type { CompiledScenario, CompiledStep } from "../scenario/compile.ts";
-import type { UlpAction } from "../scenario/schema.ts";
+import { sleepMsOf, type UlpAction } from "../scenario/schema.ts";
 import type { ExecutorGuest } from "./executor.ts";
 import { describeUnread, parseUnreadSockets, TCP_TABLE_COMMAND } from "./tcp-unread.ts";
 
@@ -188,7 +188,7 @@ export class UlpRunner {
       }
       const written = compiled.scenario.steps[step.index];
       if (written && "sleep" in written) {
-        await new Promise((r) => setTimeout(r, written.sleep));
+        await new Promise((r) => setTimeout(r, sleepMsOf(written.sleep)));
         continue;
       }
       if (step.ulp === undefined) continue;

@@ -16,6 +16,7 @@ import {
   type Scenario,
   type Step,
   type StepKind,
+  sleepMsOf,
   type UlpAction,
 } from "./schema.ts";
 
@@ -84,6 +85,11 @@ export interface CompiledStep {
   ulp?: UlpAction;
   /** the WRs the step posts (to find which event a fault on a later WR is) */
   posts?: StepPosts;
+  /**
+   * a sleep until the device is idle, at most ms: where the suite can ask the device, it waits
+   * itself instead of sending the step's commands (the whole sleep, for where it cannot)
+   */
+  untilDeviceIdle?: { ms: number };
   /** what the step's command may return (expect.rc); absent: 0, unless rules judge it (posts, drains) */
   expect?: ExpectedRc;
 }
@@ -271,6 +277,7 @@ function compileStep(
   fault?: FaultStep;
   posts?: StepPosts;
   ulp?: UlpAction;
+  untilDeviceIdle?: boolean;
 } {
   const cq = cqNames(s);
   if ("post_send" in step) {
@@ -330,7 +337,14 @@ function compileStep(
       waitMs: step.poll.wait_ms,
     };
   }
-  if ("sleep" in step) return { commands: [commandLine("sleep", { ms: step.sleep })], waitMs: step.sleep };
+  if ("sleep" in step) {
+    const ms = sleepMsOf(step.sleep);
+    return {
+      commands: [commandLine("sleep", { ms })],
+      waitMs: ms,
+      ...(typeof step.sleep === "object" ? { untilDeviceIdle: true } : {}),
+    };
+  }
   if ("ulp" in step) return { commands: [], ulp: step.ulp };
   return { commands: [], fault: step.fault };
 }
@@ -353,6 +367,7 @@ export function compileScenario(s: Scenario, opts: CompileOptions): CompiledScen
       ...(c.fault ? { fault: c.fault } : {}),
       ...(c.ulp !== undefined ? { ulp: c.ulp } : {}),
       ...(c.posts ? { posts: c.posts } : {}),
+      ...(c.untilDeviceIdle ? { untilDeviceIdle: { ms: c.waitMs ?? 0 } } : {}),
       ...("expect" in step && step.expect ? { expect: step.expect.rc } : {}),
     };
   });

@@ -170,8 +170,14 @@ const destroy = z.strictObject({
   timeout_ms: ms.optional(),
   expect: expectSchema.optional(),
 });
+const sleepMs = z.number().int().min(1).max(600_000);
+/**
+ * `sleep: <ms>`, or `sleep: { ms, until: device_idle }`: until the device has done all it was
+ * given (nothing to process, no timer a fault set, quiet a moment), at most ms; where the device
+ * cannot tell, the whole ms
+ */
 const sleep = z.strictObject({
-  sleep: z.number().int().min(1).max(600_000),
+  sleep: z.union([sleepMs, z.strictObject({ ms: sleepMs, until: z.literal("device_idle") })]),
   timeout_ms: ms.optional(),
   expect: expectSchema.optional(),
 });
@@ -231,6 +237,11 @@ const ulp = z.strictObject({
   timeout_ms: ms.optional(),
   expect: expectSchema.optional(),
 });
+/** How long a sleep step waits at most. */
+export function sleepMsOf(sleep: number | { ms: number }): number {
+  return typeof sleep === "number" ? sleep : sleep.ms;
+}
+
 /** The kinds of step a ULP workload may have: its own, device faults and sleeps. */
 export const ULP_STEP_KINDS = ["ulp", "fault", "sleep"] as const;
 

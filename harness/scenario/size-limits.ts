@@ -4,7 +4,7 @@
  * hours. Each bound is far above what the shipped scenarios use (at most 40 steps, 1100 WRs, 2 s
  * of waits).
  */
-import { countOn, type ScenarioSpec } from "./schema.ts";
+import { countOn, type ScenarioSpec, sleepMsOf } from "./schema.ts";
 
 export const MAX_STEPS = 1000;
 /** WRs posted by all the post steps of a scenario, on the driver where their counts are largest */
@@ -29,7 +29,7 @@ export function scenarioSizeProblems(s: ScenarioSpec): SizeProblem[] {
   s.steps.forEach((step, i) => {
     const post = "post_send" in step ? step.post_send : "post_recv" in step ? step.post_recv : undefined;
     if (post) posted += countOn(post.count) * (post.on === "fanout" ? (s.fanout?.pairs ?? 0) : 1);
-    if ("sleep" in step) waited += step.sleep;
+    if ("sleep" in step) waited += sleepMsOf(step.sleep);
     if ("poll" in step) waited += step.poll.wait_ms;
     if (posted > MAX_POSTED_WRS) {
       problems.push({

@@ -16,7 +16,10 @@
  */
 import type { IdleReport } from "../../qemu/erdma/idle.ts";
 import type { HangProbe, RunningCommand } from "../executor/executor.ts";
+import { deviceIdle, quietFor } from "./device-idle.ts";
 import type { DeviceControl } from "./faults.ts";
+
+export { quietFor };
 
 /**
  * How long the device must have been quiet, and the drain running, before the hang is certain.
@@ -61,11 +64,6 @@ export function waitsOnDevice(c: RunningCommand | undefined, settleMs: number): 
 /** Two estimates of when the device went quiet, from two questions: the same moment, give or take a round trip. */
 function sameMoment(a: number, b: number | undefined): boolean {
   return b !== undefined && Math.abs(a - b) < 20;
-}
-
-/** Whether the device will do nothing more by itself and has done nothing for `quietMs` at least. */
-export function quietFor(r: IdleReport, quietMs: number): boolean {
-  return r.owed.length === 0 && r.quietMs >= quietMs;
 }
 
 /**
@@ -128,16 +126,6 @@ export function watchForHang(
       onStop();
     },
   };
-}
-
-/** The device's idle report over its control channel; undefined when it cannot tell. */
-async function deviceIdle(control: DeviceControl): Promise<IdleReport | undefined> {
-  const r = await control.control({ op: "idle" });
-  if (!r.ok) return undefined;
-  const idle = r.idle as Partial<IdleReport> | undefined;
-  return typeof idle?.quietMs === "number" && Array.isArray(idle.owed) && Array.isArray(idle.held)
-    ? { quietMs: idle.quietMs, owed: idle.owed.map(String), held: idle.held.map(String) }
-    : undefined;
 }
 
 /**

@@ -3,6 +3,7 @@ import type { BootedGuest } from "../boot.ts";
 import type { ExecutorOutcome } from "../executor/executor.ts";
 import type { FaultObservation, Observation } from "../protocol/observations.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
+import { deviceIdle, sleepUntilDeviceIdle } from "./device-idle.ts";
 import { deviceHangDeps, deviceQuietNow, watchForHang } from "./early-hang.ts";
 import { armFault, controlOf } from "./faults.ts";
 import { examineSilentGuest, freezeEvent } from "./freeze.ts";
@@ -57,7 +58,15 @@ export async function observeScenario(
       ? watchForHang(deviceHangDeps(control, session.executor.hangProbe))
       : undefined;
   // as for a hang: where the device is the only actor left and can tell (one guest, on erdma)
-  const deviceQuiet = opts.earlyHang && control ? { deviceQuiet: deviceQuietNow(control) } : {};
+  const deviceQuiet =
+    opts.earlyHang && control
+      ? {
+          deviceQuiet: deviceQuietNow(control),
+          sleepUntilDeviceIdle: async (ms: number) => {
+            await sleepUntilDeviceIdle(() => deviceIdle(control), ms);
+          },
+        }
+      : {};
   // the next console barrier, written by the executor in its last round trip when it can
   const barrier = session.barriers + 1;
   let outcome: ExecutorOutcome & { observations?: Observation[]; wedged?: boolean };

@@ -306,6 +306,52 @@ t.test(
   },
 );
 
+t.test(
+  "a sleep until the device is idle: the host waits where it can ask the device, the guest sleeps where not",
+  async (t) => {
+    const c = compileScenario(
+      scenario([
+        "steps:",
+        "  - post_recv: { count: 3 }",
+        "  - sleep: { ms: 700, until: device_idle }",
+        "  - query: {}",
+      ]),
+      OPTS,
+    );
+    t.same(c.steps[1]?.commands, ["sleep ms=700"], "compiled as a sleep of its whole ms");
+    t.same(c.steps[1]?.untilDeviceIdle, { ms: 700 });
+    const lines = async (hooks: Parameters<typeof runStepwise>[2]) => {
+      const runner = new BatchingRunner((l, mk) => connectAndPostRecv(l, mk) ?? {});
+      await runStepwise(runner, c, hooks);
+      return runner.rounds;
+    };
+    const waits: number[] = [];
+    const asked = await lines({
+      sleepUntilDeviceIdle: async (ms) => {
+        waits.push(ms);
+      },
+    });
+    t.same(waits, [700], "the host waited, up to the step's ms");
+    t.same(
+      asked.slice(0, 2),
+      [[c.setup, ["post_recv qp=qp wr_id=2000 count=3"]], [["query qp=qp"]]],
+      "the batch is cut where the host waits, and no sleep goes to the guest",
+    );
+    const plain = await lines({});
+    t.same(
+      plain[0],
+      [c.setup, ["post_recv qp=qp wr_id=2000 count=3"], ["sleep ms=700"], ["query qp=qp"]],
+      "where the device cannot be asked: the guest sleeps, in the same round trip",
+    );
+  },
+);
+
+t.test("sleep: a number, or { ms, until: device_idle }", async (t) => {
+  t.throws(() => scenario(["steps: [ { sleep: { ms: 5, until: forever } } ]"]), /steps\[0\]\.sleep/);
+  t.throws(() => scenario(["steps: [ { sleep: { until: device_idle } } ]"]), /steps\[0\]\.sleep/);
+  t.throws(() => scenario(["steps: [ { sleep: { ms: 0, until: device_idle } } ]"]), /steps\[0\]\.sleep/);
+});
+
 t.test("a stuck step ends the scenario, with the stack", async (t) => {
   const c = compileScenario(scenario(["steps:", "  - drain: {}", "  - query: {}"]), OPTS);
   const runner = new ScriptedRunner(drainSticks);
