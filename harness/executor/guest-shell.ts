@@ -77,7 +77,11 @@ export class GuestShell {
   private errFile = "";
   private last: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly guest: StreamShell) {}
+  /** `tmpDir`: where in the guest each open shell keeps its scripts' stderr (default /tmp) */
+  constructor(
+    private readonly guest: StreamShell,
+    private readonly tmpDir = "/tmp",
+  ) {}
 
   /** Runs `script` after the ones before it; as an exec of it would, but through the open shell. */
   run(script: string, timeoutMs: number): Promise<ScriptResult> {
@@ -105,7 +109,7 @@ export class GuestShell {
     if (this.session && this.session.stdout.length < SESSION_STDOUT_LIMIT) return this.session;
     await this.close();
     const session = await this.guest.execStream("exec sh");
-    this.errFile = `/tmp/hil-sh-${randomBytes(6).toString("hex")}.err`;
+    this.errFile = `${this.tmpDir}/hil-sh-${randomBytes(6).toString("hex")}.err`;
     session.result
       .catch(() => {})
       .finally(() => {

@@ -5,7 +5,10 @@
  * ends the shell (the next one opens another); a shell that ends under a script is one error.
  */
 import { spawn } from "node:child_process";
-import t from "tap";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import t, { type Test } from "tap";
 import {
   GuestShell,
   type StreamShell,
@@ -58,12 +61,23 @@ function localShells(): StreamShell & { pids: number[]; opened: number } {
   return self;
 }
 
+/**
+ * A GuestShell on local shells whose stderr files go to a temp dir of the test's: gone at its end
+ * (a killed shell cannot remove its own), and the test can see what a clean close left.
+ */
+function shellFor(t: Test) {
+  const dir = mkdtempSync(join(tmpdir(), "hil-guest-shell-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const shells = localShells();
+  const shell = new GuestShell(shells, dir);
+  t.teardown(() => shell.close());
+  return { shells, shell, dir };
+}
+
 t.test(
   "scripts run one after another in one shell, each with its own status, stdout and stderr",
   async (t) => {
-    const shells = localShells();
-    const shell = new GuestShell(shells);
-    t.teardown(() => shell.close());
+    const { shells, shell, dir } = shellFor(t);
     t.same(await shell.run("echo one; echo warn >&2", 5000), {
       exitCode: 0,
       stdout: "one\n",
@@ -87,15 +101,15 @@ t.test(
       "scripts asked for at once run in turn",
     );
     t.equal(shells.opened, 1, "all through one shell");
+    await shell.close();
+    t.same(readdirSync(dir), [], "a closed shell removed its stderr file");
   },
 );
 
 t.test(
   "a script past its time ends the shell, with exec's error; the next script opens another",
   async (t) => {
-    const shells = localShells();
-    const shell = new GuestShell(shells);
-    t.teardown(() => shell.close());
+    const { shells, shell } = shellFor(t);
     await t.rejects(shell.run("echo started; sleep 30", 300), {
       message: "guest command timed out after 300 ms: echo started; sleep 30",
     });
@@ -106,9 +120,7 @@ t.test(
 );
 
 t.test("a shell that ends under a script is one error naming the script", async (t) => {
-  const shells = localShells();
-  const shell = new GuestShell(shells);
-  t.teardown(() => shell.close());
+  const { shells, shell } = shellFor(t);
   await t.rejects(shell.run("kill -9 $$", 5000), {
     message: "the guest's shell ended while it ran: kill -9 $$",
   });
