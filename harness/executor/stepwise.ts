@@ -204,9 +204,14 @@ export async function runStepwise(
     if (device && owedCompletions(records).size > 0) {
       // what is still owed after the first wait, from a device quiet all along, will not come
       const first = Math.min(SETTLE_WAIT_MS, device.ms + SETTLE_FIRST_WAIT_MORE_MS);
+      const from = records.length;
       if (!(await run([settleFor(first)]))) return outcome();
-      const quiet = owedCompletions(records).size === 0 || (await device.now().catch(() => false));
-      settle = quiet || first >= SETTLE_WAIT_MS ? [] : [settleFor(SETTLE_WAIT_MS - first)];
+      // a poll that got its min ended the wait as the whole 2 s one would have (the completions
+      // it got need not be the ones owed); one that ran out of time waits on, unless the device
+      // has been quiet through it
+      const ranOut = records.slice(from).some((r) => r.ev === "poll" && r.got < r.min);
+      const done = !ranOut || (await device.now().catch(() => false));
+      settle = done || first >= SETTLE_WAIT_MS ? [] : [settleFor(SETTLE_WAIT_MS - first)];
     }
     const mark = hooks.barrier !== undefined ? commandLine("mark", { id: hooks.barrier }) : undefined;
     await run([

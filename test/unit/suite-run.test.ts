@@ -233,7 +233,8 @@ t.test(
       OPTS,
     );
     /** the receives' flush completions arrive in `flushed` of them (none: never) */
-    const runWith = async (quiet: boolean, flushed = 0) => {
+    /** `others`: completions each poll also gets that settle nothing owed (e.g. of WRs not in ERR) */
+    const runWith = async (quiet: boolean, flushed = 0, others = 0) => {
       const asked: number[] = [];
       const runner = new ScriptedRunner((lines, mk) => {
         const connectedOrPosted = connectAndPostRecv(lines, mk);
@@ -246,26 +247,29 @@ t.test(
               mk({ ev: "modify_ret", call: 2, rc: 0 }),
             ],
           };
-        if (line.startsWith("poll cq=cq") && flushed > 0)
-          return {
-            records: Array.from({ length: Math.min(flushed, 3) }, (_, i) =>
-              mk({
-                ev: "cqe",
-                cq: "cq",
-                qp: "qp",
-                queue: "rq",
-                wr_id: 2000 + i,
-                status: 5,
-                status_name: "WR_FLUSH_ERR",
-                opcode: 128,
-                opcode_name: "RECV",
-                qp_num: 1,
-                vendor_err: 0,
-                byte_len: 0,
-                call: 1,
-              }),
-            ),
-          };
+        if (line.startsWith("poll cq=cq")) {
+          // the CQEs it polls, then its own record: got against the min it was given
+          const min = Number(/min=(\d+)/.exec(line)?.[1]);
+          const cqes = Array.from({ length: Math.min(flushed, 3) }, (_, i) =>
+            mk({
+              ev: "cqe",
+              cq: "cq",
+              qp: "qp",
+              queue: "rq",
+              wr_id: 2000 + i,
+              status: 5,
+              status_name: "WR_FLUSH_ERR",
+              opcode: 128,
+              opcode_name: "RECV",
+              qp_num: 1,
+              vendor_err: 0,
+              byte_len: 0,
+              call: 1,
+            }),
+          );
+          const got = cqes.length + others;
+          return { records: [...cqes, mk({ ev: "poll", cq: "cq", got, min, total: got })] };
+        }
         return {};
       });
       const hooks = {
@@ -296,6 +300,13 @@ t.test(
       ],
       "a device still busy: the rest of the 2 s",
     );
+    const other = await runWith(false, 0, 3);
+    t.same(
+      other.settle,
+      [["poll cq=cq min=3 timeout=1100", "poll cq=pcq min=0 timeout=0"], ["reset"]],
+      "a poll that got its min (other completions than those owed) ends the wait, as the 2 s one did",
+    );
+    t.equal(other.asked, 0);
     const arrived = await runWith(false, 3);
     t.same(
       arrived.settle,
