@@ -124,7 +124,8 @@ t.test("a shell that ends under a script is one error naming the script", async 
   await t.rejects(shell.run("kill -9 $$", 5000), {
     message: "the guest's shell ended while it ran: kill -9 $$",
   });
-  t.same((await shell.run("echo fine", 5000)).stdout, "fine\n", "the next script opens another");
+  t.same((await shell.run("echo fine", 5000)).stdout, "fine\n", "the next script runs");
+  t.equal(shells.opened, 2, "in another shell");
 });
 
 t.test("a script's output is found between its own lines only", async (t) => {
