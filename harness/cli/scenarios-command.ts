@@ -300,6 +300,10 @@ export function renderShow(entries: readonly ScenarioEntry[]): string {
         continue;
       }
       out.push(`${head} (watchdog ${step.timeoutMs} ms)${wrRange(step)}`);
+      if (step.untilDeviceIdle)
+        out.push(
+          `    (on the device model the host waits instead, until the device is idle, ${step.untilDeviceIdle.ms} ms at most; elsewhere:)`,
+        );
       if (step.unsupported) out.push(`    (needs the ${step.unsupported.needs}: ${step.unsupported.reason})`);
       out.push(...step.commands.map((l) => `    ${l}`));
     }

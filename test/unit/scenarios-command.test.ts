@@ -141,6 +141,24 @@ t.test("--check: notes where the suite would not run it, a name used twice is an
   t.match(renderCheck(entries, ["erdma-2022"]), /^ok {3}twin {2}.*a\.yaml\n {5}note: on siw\/kernel: SKIP/);
 });
 
+t.test("--show: a sleep until the device is idle says the host waits on the device model", async (t) => {
+  const dir = t.testdir({});
+  const file = write(dir, "idle.yaml", [
+    "description: d",
+    "covers: [9]",
+    "steps:",
+    "  - sleep: { ms: 300, until: device_idle }",
+    "  - drain: {}",
+  ]);
+  const lines = renderShow(await loadEntries(file, at)).split("\n");
+  const at2 = lines.indexOf("    sleep ms=300");
+  t.ok(at2 > 0, "the guest's sleep, for where the device cannot be asked");
+  t.equal(
+    lines[at2 - 1],
+    "    (on the device model the host waits instead, until the device is idle, 300 ms at most; elsewhere:)",
+  );
+});
+
 t.test("--show: the command lines of each stage, the watchdogs, the wr_ids, where it runs", async (t) => {
   const dir = t.testdir({});
   const file = write(dir, "show-me.yaml", [
