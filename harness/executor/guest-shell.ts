@@ -77,10 +77,15 @@ export class GuestShell {
   private errFile = "";
   private last: Promise<unknown> = Promise.resolve();
 
-  /** `tmpDir`: where in the guest each open shell keeps its scripts' stderr (default /tmp) */
+  /**
+   * `tmpDir`: where in the guest each open shell keeps its scripts' stderr (default /tmp).
+   * `onLost`: called when the shell ends under a script, before that is thrown: the guest may say
+   * why instead (a QEMU that died takes the shell's channel with it), by throwing its own error.
+   */
   constructor(
     private readonly guest: StreamShell,
     private readonly tmpDir = "/tmp",
+    private readonly onLost: () => Promise<void> = async () => {},
   ) {}
 
   /** Runs `script` after the ones before it; as an exec of it would, but through the open shell. */
@@ -150,6 +155,7 @@ export class GuestShell {
       throw new HilError(`guest command timed out after ${timeoutMs} ms: ${script}`, {
         detail: seen ? `stdout:\n${seen}` : undefined,
       });
+    await this.onLost();
     throw new HilError(`the guest's shell ended while it ran: ${script}`, {
       detail: seen ? `stdout:\n${seen}` : undefined,
     });

@@ -170,7 +170,12 @@ export class KverbsDriver {
   private readonly shell: GuestShell | undefined;
 
   constructor(private readonly guest: ModuleShell) {
-    this.shell = guest.execStream ? new GuestShell({ execStream: guest.execStream.bind(guest) }) : undefined;
+    // a lost shell is asked about over another channel: a dead QEMU is then named, as an exec's failure names it
+    this.shell = guest.execStream
+      ? new GuestShell({ execStream: guest.execStream.bind(guest) }, "/tmp", async () => {
+          await guest.exec("true", { timeoutMs: 10_000 });
+        })
+      : undefined;
   }
 
   /** Loads the module (after its in-tree dependencies) and returns a driver for it. */

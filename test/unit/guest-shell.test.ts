@@ -128,6 +128,18 @@ t.test("a shell that ends under a script is one error naming the script", async 
   t.equal(shells.opened, 2, "in another shell");
 });
 
+t.test("a lost shell lets the guest say why first: its error is the one thrown", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "hil-guest-shell-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const shell = new GuestShell(localShells(), dir, async () => {
+    throw new Error("the guest is gone: QEMU was killed by SIGKILL");
+  });
+  t.teardown(() => shell.close());
+  await t.rejects(shell.run("kill -9 $$", 5000), {
+    message: "the guest is gone: QEMU was killed by SIGKILL",
+  });
+});
+
 t.test("a script's output is found between its own lines only", async (t) => {
   const tag = "hil-sh-abc";
   const input = scriptInput("echo x", tag, "/tmp/e.err");
