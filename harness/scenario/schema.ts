@@ -6,6 +6,7 @@ import { z } from "zod";
 import { DRAIN_TARGETS, POLL_CONTEXTS, QP_STATES, SEND_OPS } from "../protocol/commands.ts";
 import { DRIVERS, type DriverName, EXECUTORS, ORACLE_PROFILES } from "./axes.ts";
 import { cqCapacityProblems } from "./cq-capacity.ts";
+import { faultProblems } from "./fault-problems.ts";
 import { type KnownBug, knownBugEntry, ruleRef, ULP_RULES } from "./known-bug.ts";
 import { peerlessProblems } from "./peerless.ts";
 import { premiseSchema } from "./premise-schema.ts";
@@ -560,55 +561,6 @@ function workloadProblems(s: z.infer<typeof scenarioBase>): { path: (string | nu
   return out;
 }
 export type FaultStep = Extract<Step, { fault: unknown }>["fault"];
-
-/** What a fault step must say for its kind (the file's error, whatever the driver). */
-function faultProblems(f: FaultStep): { field: string; message: string }[] {
-  const out: { field: string; message: string }[] = [];
-  const needs = (field: keyof FaultStep, why: string) => {
-    if (f[field] === undefined) out.push({ field: "kind", message: `${f.kind} needs ${field} (${why})` });
-  };
-  const refuses = (field: keyof FaultStep) => {
-    if (f[field] !== undefined) out.push({ field, message: `${f.kind} takes no ${field}` });
-  };
-  if (f.kind === "error-wqe") needs("status", "an IB_WC status name");
-  // on a completion fault, status picks the completions it hits (WR_FLUSH_ERR: flush completions)
-  else if (!CQE_FAULTS.includes(f.kind)) refuses("status");
-  if (f.kind === "delay-cqe") needs("ms", "how long the completion is held");
-  else if (f.kind === "coalesce-irq") needs("ms", "how long the interrupt is held");
-  else if (f.kind !== "stall-queue") refuses("ms");
-  if (f.kind === "wrong-index") needs("delta", "the index offset the CQE reports");
-  else refuses("delta");
-  if (f.kind !== "lose-irq" && f.kind !== "coalesce-irq") refuses("vector");
-  if (f.kind === "lose-irq" || f.kind === "coalesce-irq") {
-    refuses("queue");
-    refuses("wr_id");
-  }
-  if (f.kind !== "stall-queue") refuses("after");
-  if (f.kind === "stall-queue") {
-    if (f.until === "flush")
-      out.push({
-        field: "until",
-        message: "a stall lasts ms or until ERROR (until: error), not until flush",
-      });
-    else if (f.until !== undefined && f.ms !== undefined)
-      out.push({ field: "until", message: "a stall lasts ms or until ERROR, not both" });
-  } else if (f.kind === "delay-cqe") {
-    if (f.until === "error")
-      out.push({
-        field: "until",
-        message:
-          "a delayed completion waits ms or until its queue's flush reaches it (until: flush), not until ERROR",
-      });
-  } else refuses("until");
-  if (f.kind === "stall-queue" || f.kind === "ignore-doorbell") {
-    needs("queue", "sq or rq");
-    refuses("wr_id");
-  }
-  if (f.queue === "cq" && !CQE_FAULTS.includes(f.kind))
-    out.push({ field: "queue", message: `queue cq is for completion faults, not ${f.kind}` });
-  if (f.kind === "error-wqe" && f.queue === undefined) needs("queue", "sq or rq");
-  return out;
-}
 
 /** A validated scenario and where it came from. */
 export interface Scenario extends ScenarioSpec {

@@ -42,6 +42,7 @@ import {
 } from "./sqe-ops.ts";
 import type { DeviceState } from "./state.ts";
 import type { Tracer } from "./trace.ts";
+import { countTransfer } from "./traffic-stats.ts";
 import { decodeRqe, decodeSqe, type Rqe, type Sqe, sqeWqebbs } from "./wqe.ts";
 
 const IDX_MASK = 0xffff;
@@ -290,7 +291,7 @@ export class DataPath implements FabricPort {
       st: peer.dp.state(),
       failure: (failure, why) => this.remoteFailure(peer, failure, why),
       dmaFailure: (err) => this.remoteDmaFailure(peer, err),
-      count: (from, to, bytes) => this.count(from, to, bytes),
+      count: countTransfer,
     };
   }
 
@@ -373,7 +374,7 @@ export class DataPath implements FabricPort {
       } catch (err) {
         return this.remoteDmaFailure(peer, err);
       }
-      this.count(st, pst, data.length);
+      countTransfer(st, pst, data.length);
       if (sqe.imm === undefined) return { done: true, status: WcStatus.SUCCESS, length: data.length };
     }
     // SEND (with imm / inv) or WRITE_WITH_IMM: the peer's next RQE
@@ -432,7 +433,7 @@ export class DataPath implements FabricPort {
       } catch (err) {
         return this.receiveDmaFailure(peer, rqIndex, err);
       }
-      this.count(st, pst, data.length);
+      countTransfer(st, pst, data.length);
       if (sqe.invalidate !== undefined) {
         const mr = pst.mrs.get(sqe.invalidate >>> 8);
         if (!mr || mr.key !== (sqe.invalidate & 0xff) || mr.pd !== peer.qp.pd || mr.kind === "dma") {
@@ -481,16 +482,6 @@ export class DataPath implements FabricPort {
     const outcome = dmaRefused(err, true);
     await peer.dp.receiveError(peer.dp.state(), peer.qp, rqIndex, WcStatus.GENERAL_ERR, outcome.reason);
     return outcome;
-  }
-
-  private count(from: DeviceState, to: DeviceState, bytes: number): void {
-    const add = (st: DeviceState, name: Parameters<DeviceState["stats"]["get"]>[0], n: number) =>
-      st.stats.set(name, (st.stats.get(name) ?? 0n) + BigInt(n));
-    add(from, "tx_req_cnt", 1);
-    add(from, "tx_packets_cnt", 1);
-    add(from, "tx_bytes_cnt", bytes);
-    add(to, "rx_packets_cnt", 1);
-    add(to, "rx_bytes_cnt", bytes);
   }
 
   // ---- the receive queue -------------------------------------------------------------------------
