@@ -169,6 +169,20 @@ function connectAndPostRecv(
   return undefined;
 }
 
+/** connectAndPostRecv's answers, and the QP's move to ERR (modify). */
+function connectPostRecvAndErr(
+  lines: readonly string[],
+  mk: (f: Record<string, unknown>) => TraceRecord,
+): { records: TraceRecord[] } | undefined {
+  if (!lines[0]?.startsWith("modify")) return connectAndPostRecv(lines, mk);
+  return {
+    records: [
+      mk({ ev: "modify", call: 2, qp: "qp", state: "ERR" }),
+      mk({ ev: "modify_ret", call: 2, rc: 0 }),
+    ],
+  };
+}
+
 const QP = {
   ev: "create",
   kind: "qp",
@@ -191,17 +205,7 @@ t.test("a scenario step by step: setup, steps, settle for owed completions, tear
     OPTS,
   );
   const runner = new ScriptedRunner((lines, mk) => {
-    const connectedOrPosted = connectAndPostRecv(lines, mk);
-    if (connectedOrPosted) return connectedOrPosted;
-    const line = lines[0] ?? "";
-    if (line.startsWith("modify"))
-      return {
-        records: [
-          mk({ ev: "modify", call: 2, qp: "qp", state: "ERR" }),
-          mk({ ev: "modify_ret", call: 2, rc: 0 }),
-        ],
-      };
-    return {};
+    return connectPostRecvAndErr(lines, mk) ?? {};
   });
   const out = await runStepwise(runner, c);
   t.equal(runner.cleared, 1, "the trace is cleared first");
@@ -232,21 +236,16 @@ t.test(
       scenario(["steps:", "  - post_recv: { count: 3 }", "  - modify: { state: ERR }"]),
       OPTS,
     );
-    /** the receives' flush completions arrive in `flushed` of them (none: never) */
-    /** `others`: completions each poll also gets that settle nothing owed (e.g. of WRs not in ERR) */
+    /**
+     * `flushed`: how many of the receives' flush completions each poll gets (none: never);
+     * `others`: completions each poll also gets that settle nothing owed (e.g. of WRs not in ERR)
+     */
     const runWith = async (quiet: boolean, flushed = 0, others = 0) => {
       const asked: number[] = [];
       const runner = new ScriptedRunner((lines, mk) => {
-        const connectedOrPosted = connectAndPostRecv(lines, mk);
-        if (connectedOrPosted) return connectedOrPosted;
+        const answered = connectPostRecvAndErr(lines, mk);
+        if (answered) return answered;
         const line = lines[0] ?? "";
-        if (line.startsWith("modify"))
-          return {
-            records: [
-              mk({ ev: "modify", call: 2, qp: "qp", state: "ERR" }),
-              mk({ ev: "modify_ret", call: 2, rc: 0 }),
-            ],
-          };
         if (line.startsWith("poll cq=cq")) {
           // the CQEs it polls, then its own record: got against the min it was given
           const min = Number(/min=(\d+)/.exec(line)?.[1]);
