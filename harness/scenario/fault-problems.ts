@@ -1,6 +1,8 @@
 /** What a scenario's fault step must say for its kind, and what it may not (scenario/schema.ts checks each). */
 import { CQE_FAULTS, type FaultStep } from "./schema.ts";
 
+type Step = { fault: FaultStep } | object;
+
 /** What a fault step must say for its kind (the file's error, whatever the driver). */
 export function faultProblems(f: FaultStep): { field: string; message: string }[] {
   const out: { field: string; message: string }[] = [];
@@ -40,12 +42,44 @@ export function faultProblems(f: FaultStep): { field: string; message: string }[
           "a delayed completion waits ms or until its queue's flush reaches it (until: flush), not until ERROR",
       });
   } else refuses("until");
-  if (f.kind === "stall-queue" || f.kind === "ignore-doorbell") {
+  if (f.kind === "stall-queue" || f.kind === "ignore-doorbell" || f.kind === "resume-queue") {
     needs("queue", "sq or rq");
     refuses("wr_id");
   }
+  if (f.kind === "resume-queue") refuses("count");
   if (f.queue === "cq" && !CQE_FAULTS.includes(f.kind))
     out.push({ field: "queue", message: `queue cq is for completion faults, not ${f.kind}` });
   if (f.kind === "error-wqe" && f.queue === undefined) needs("queue", "sq or rq");
+  return out;
+}
+
+/**
+ * Each resume-queue ends a stall-queue of the same QP and queue at an earlier step; one with no
+ * such stall before it is the file's error (it would resume nothing), and so is a resume-queue
+ * that is not optional when that stall is (where the stall is left out, the resume would be armed alone).
+ */
+export function resumeProblems(steps: readonly Step[]): { index: number; message: string }[] {
+  const out: { index: number; message: string }[] = [];
+  /** per QP and queue stalled so far: whether its last stall is optional */
+  const stalls = new Map<string, boolean>();
+  steps.forEach((step, index) => {
+    if (!("fault" in step)) return;
+    const f = step.fault;
+    const key = `${f.on} ${f.queue}`;
+    if (f.kind === "stall-queue") stalls.set(key, f.optional === true);
+    if (f.kind !== "resume-queue" || f.queue === undefined) return;
+    const optionalStall = stalls.get(key);
+    if (optionalStall === undefined)
+      out.push({
+        index,
+        message: `resume-queue ends a stall: no stall-queue of the ${f.on === "peer" ? "peer's" : "QP's"} ${f.queue} comes before it`,
+      });
+    else if (optionalStall && f.optional !== true)
+      out.push({
+        index,
+        message:
+          "the stall it ends is optional (left out where no fault can be armed): so is its resume-queue (optional: true)",
+      });
+  });
   return out;
 }

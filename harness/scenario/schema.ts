@@ -6,7 +6,7 @@ import { z } from "zod";
 import { DRAIN_TARGETS, POLL_CONTEXTS, QP_STATES, SEND_OPS } from "../protocol/commands.ts";
 import { DRIVERS, type DriverName, EXECUTORS, ORACLE_PROFILES } from "./axes.ts";
 import { cqCapacityProblems } from "./cq-capacity.ts";
-import { faultProblems } from "./fault-problems.ts";
+import { faultProblems, resumeProblems } from "./fault-problems.ts";
 import { type KnownBug, knownBugEntry, ruleRef, ULP_RULES } from "./known-bug.ts";
 import { peerlessProblems } from "./peerless.ts";
 import { premiseSchema } from "./premise-schema.ts";
@@ -37,6 +37,7 @@ export const FAULT_KINDS = [
   "stall-queue",
   "ignore-doorbell",
   "coalesce-irq",
+  "resume-queue",
 ] as const;
 export type FaultKindName = (typeof FAULT_KINDS)[number];
 /** faults on a completion: the CQE of WR wr_id (or the next one) on the queue's CQ */
@@ -194,7 +195,7 @@ const fault = z.strictObject({
     wr_id: wrId.optional(),
     /** an IB_WC status name: the one error-wqe completes with, e.g. LOC_ACCESS_ERR; on a completion fault, the status of the completions it hits, e.g. WR_FLUSH_ERR */
     status: z.string().optional(),
-    /** delay-cqe: how long; stall-queue: how long (default: until the scenario ends); coalesce-irq: how long the interrupt is held */
+    /** delay-cqe: how long; stall-queue: how long (default: until a resume-queue of the queue, or the scenario's end); coalesce-irq: how long the interrupt is held */
     ms: z.number().int().min(1).max(60_000).optional(),
     /** wrong-index: the index the CQE reports, relative to the WR's */
     delta: z.number().int().min(-1024).max(1024).optional(),
@@ -428,6 +429,8 @@ export const scenarioSchema = scenarioBase.superRefine((s, ctx) => {
         message: `the scenario does not run on the ${off} executor (executors: ${s.executors.join(", ")})`,
       });
   });
+  for (const p of resumeProblems(s.steps))
+    ctx.addIssue({ code: "custom", path: ["steps", p.index, "fault", "kind"], message: p.message });
   s.steps.forEach((step, i) => {
     if ("fault" in step)
       for (const p of faultProblems(step.fault))

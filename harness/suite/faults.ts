@@ -181,7 +181,7 @@ export function translateFault(
 
 /**
  * The WR a fault step hits: the one it names, or else the next one its queue owes an event for;
- * none for faults on no WR (a lost or held interrupt, a stalled queue, an ignored doorbell).
+ * none for faults on no WR (a lost or held interrupt, a stalled or resumed queue, an ignored doorbell).
  */
 export function faultTarget(
   step: CompiledStep,
@@ -194,6 +194,7 @@ export function faultTarget(
     f.kind === "lose-irq" ||
     f.kind === "coalesce-irq" ||
     f.kind === "stall-queue" ||
+    f.kind === "resume-queue" ||
     f.kind === "ignore-doorbell"
   )
     return undefined;

@@ -7,17 +7,25 @@
 import type { CompiledScenario } from "../scenario/compile.ts";
 import type { FaultStep } from "../scenario/schema.ts";
 
-/** A fault that stops the device completing a queue's work for good: a drain there cannot return. */
-function stopsAQueue(fault: FaultStep): boolean {
-  if (fault.kind === "ignore-doorbell") return true;
-  return fault.kind === "stall-queue" && !("ms" in fault && fault.ms);
+/**
+ * Whether the fault at step `i` stops the device completing a queue's work for good (a drain there
+ * cannot return): an ignored doorbell, or a stall with no end of its own that no later
+ * resume-queue of the same queue ends.
+ */
+function stopsAQueue(steps: readonly { fault?: FaultStep }[], i: number): boolean {
+  const fault = steps[i]?.fault;
+  if (fault?.kind === "ignore-doorbell") return true;
+  if (fault?.kind !== "stall-queue" || fault.ms) return false;
+  return !steps
+    .slice(i + 1)
+    .some(
+      (s) => s.fault?.kind === "resume-queue" && s.fault.on === fault.on && s.fault.queue === fault.queue,
+    );
 }
 
 export function foreseesHang(compiled: CompiledScenario): boolean {
   const expected = (compiled.scenario.expect_fail?.rules ?? []).map(String);
-  return (
-    expected.includes("hang") || compiled.steps.some((s) => s.fault !== undefined && stopsAQueue(s.fault))
-  );
+  return expected.includes("hang") || compiled.steps.some((_, i) => stopsAQueue(compiled.steps, i));
 }
 
 /** The items with the foreseen hangs moved to the end, each group in its own order. */

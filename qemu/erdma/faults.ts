@@ -88,6 +88,11 @@ export const FaultSpec = z.discriminatedUnion("kind", [
   }),
   /** a doorbell the device drops (its producer index is not taken) */
   z.object({ kind: z.literal("ignore-doorbell"), queue, ...match }),
+  /**
+   * the end of a stall-queue, at once: the queue's stall ends and its stall-queue faults not fired
+   * yet are disarmed (qpn: that QP's, else every QP's); the queue runs again
+   */
+  z.object({ kind: z.literal("resume-queue"), queue, qpn: match.qpn }),
 ]);
 export type Fault = z.output<typeof FaultSpec>;
 export type FaultKind = Fault["kind"];
@@ -102,9 +107,12 @@ export interface FaultContext {
   syndrome?: number;
 }
 
+/** the faults that wait for their event (a resume-queue acts when armed) */
+type WaitingFault = Exclude<Fault, { kind: "resume-queue" }>;
+
 interface Armed {
   id: number;
-  fault: Fault;
+  fault: WaitingFault;
   seen: number;
   fired: number;
 }
@@ -123,12 +131,48 @@ export class FaultPlan {
   /** Arms a fault (validated); returns its id. Throws a ZodError naming the bad field. */
   add(spec: unknown): number {
     const fault = FaultSpec.parse(spec);
+    const id = this.nextId++;
+    if (fault.kind === "resume-queue") {
+      this.tracer.emit({ kind: "fault", action: "armed", id, fault });
+      this.resume(id, fault);
+      return id;
+    }
     // a stall after k WQEs fires on the (k+1)-th WQE the queue meets
     if (fault.kind === "stall-queue" && fault.after !== undefined) fault.nth = fault.after + 1;
-    const id = this.nextId++;
     this.armed.push({ id, fault, seen: 0, fired: 0 });
     this.tracer.emit({ kind: "fault", action: "armed", id, fault });
     return id;
+  }
+
+  /** A resume-queue: fires at once, ending the stalls it matches; the data path runs the queues again. */
+  private resume(id: number, fault: Extract<Fault, { kind: "resume-queue" }>): void {
+    const matches = (qpn: number | undefined) => fault.qpn === undefined || qpn === fault.qpn;
+    const disarmed = this.armed.filter(
+      (a) =>
+        a.fault.kind === "stall-queue" &&
+        a.fired < a.fault.count &&
+        a.fault.queue === fault.queue &&
+        matches(a.fault.qpn),
+    );
+    for (const a of disarmed) this.armed.splice(this.armed.indexOf(a), 1);
+    const ended = [...this.stalls.keys()].filter((key) => {
+      const [qpn, queue] = key.split("/");
+      return queue === fault.queue && matches(Number(qpn));
+    });
+    for (const key of ended) this.stalls.delete(key);
+    this.tracer.emit({
+      kind: "fault",
+      action: "fired",
+      id,
+      fault,
+      context: {
+        queue: fault.queue,
+        ...(fault.qpn !== undefined ? { qpn: fault.qpn } : {}),
+        stallsEnded: ended.length,
+        disarmed: disarmed.map((a) => a.id),
+      },
+    });
+    for (const listener of this.clearListeners) listener();
   }
 
   clear(): void {
@@ -138,7 +182,7 @@ export class FaultPlan {
     for (const listener of this.clearListeners) listener();
   }
 
-  /** Called after every clear() (a data path resumes stalled queues). */
+  /** Called after every clear() and resume-queue (a data path resumes stalled queues). */
   onClear(listener: () => void): () => void {
     this.clearListeners.add(listener);
     return () => {
@@ -154,7 +198,7 @@ export class FaultPlan {
    * The fault of `kind` that fires for this event, if any (consumed). Every armed fault of that
    * kind that matches the context counts the event, fired or not.
    */
-  fire<K extends FaultKind>(
+  fire<K extends WaitingFault["kind"]>(
     kind: K,
     ctx: FaultContext,
     detail?: Record<string, unknown>,

@@ -3,7 +3,8 @@
 // the executor's trace shows READs completing with a flush error; the same scenario without that
 // control leaves no READ outstanding (the model answers a READ at once), and its run is a MISS
 // naming the premise, never the PASS it used to be. post-during-flush and destroy-during-flush
-// meet theirs through the device's trace (posts and a destroy while a flush is pending).
+// meet theirs through the device's trace (posts and a destroy while a flush is pending); the
+// first's stall ends at its resume-queue step, after the posts in ERROR.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
@@ -52,5 +53,18 @@ t.test("a premise met is checked and recorded; one not met is a MISS naming it",
     t.same(verdictsOf(s), ["ib PASS", "iwarp-rdmac PASS", "linux PASS"], `${name}\n${out}`);
     t.match(s.premise, { held: true }, `${name}: its premise held`);
   }
+  // post-during-flush's stall ends at its resume-queue step, once the posts in ERROR rang the rq
+  const during = scenarioOf(dir, "post-during-flush");
+  type Hw = { kind: string; action?: string; db?: string; fault?: { kind: string }; context?: unknown };
+  const hw = readFileSync(join(dir, during.hwTrace ?? ""), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Hw);
+  const resumed = hw.findIndex(
+    (e) => e.kind === "fault" && e.action === "fired" && e.fault?.kind === "resume-queue",
+  );
+  t.match(hw[resumed], { context: { queue: "rq", stallsEnded: 1 } }, "the resume-queue ended the rq's stall");
+  const lastRqDoorbell = hw.map((e) => e.kind === "doorbell" && e.db === "rq").lastIndexOf(true);
+  t.ok(lastRqDoorbell >= 0 && lastRqDoorbell < resumed, "after the last rq doorbell");
   t.same(leftovers(iso), { processes: [], entries: [] }, "nothing left behind");
 });

@@ -376,6 +376,52 @@ t.test("a stall without `after` is not fired by the WQEs it holds back", async (
   );
 });
 
+t.test("resume-queue ends a stall at once and disarms one not fired yet; the queue runs again", async (t) => {
+  const { p, w, faultEvents } = await writes();
+  const stall = p.a.dev.faults.add({ kind: "stall-queue", qpn: p.a.qp.qpn, queue: "sq" });
+  p.a.drv.postSend(p.a.qp, [w(1n), w(2n)]);
+  await p.settle();
+  await new Promise((r) => setTimeout(r, 30));
+  await p.settle();
+  t.same(p.a.drv.pollWc(p.a.scq), [], "stalled: nothing ran");
+  const resume = p.a.dev.faults.add({ kind: "resume-queue", qpn: p.a.qp.qpn, queue: "sq" });
+  await p.settle();
+  t.same(
+    p.a.drv.pollWc(p.a.scq).map((c) => c.wrId),
+    [1n, 2n],
+    "both ran once resumed",
+  );
+  t.match(
+    faultEvents().filter((e) => e.id === resume),
+    [
+      { action: "armed", fault: { kind: "resume-queue", queue: "sq" } },
+      { action: "fired", context: { queue: "sq", qpn: p.a.qp.qpn, stallsEnded: 1, disarmed: [] } },
+    ],
+    "armed and fired at once, saying what it ended",
+  );
+  t.ok(
+    faultEvents().some((e) => e.id === stall && e.action === "fired"),
+    "the stall had fired",
+  );
+  // a stall of the other queue is left alone; one of this queue not fired yet is disarmed
+  const other = p.a.dev.faults.add({ kind: "stall-queue", qpn: p.a.qp.qpn, queue: "rq" });
+  const unfired = p.a.dev.faults.add({ kind: "stall-queue", qpn: p.a.qp.qpn, queue: "sq" });
+  p.a.dev.faults.add({ kind: "resume-queue", qpn: p.a.qp.qpn, queue: "sq" });
+  t.match(faultEvents().at(-1), { action: "fired", context: { stallsEnded: 0, disarmed: [unfired] } });
+  t.same(
+    p.a.dev.faults.active.map((f) => f.kind === "stall-queue" && f.queue),
+    ["rq"],
+    `the rq's stall (fault ${other}) is still armed`,
+  );
+  p.a.drv.postSend(p.a.qp, [w(3n)]);
+  await p.settle();
+  t.same(
+    p.a.drv.pollWc(p.a.scq).map((c) => c.wrId),
+    [3n],
+    "the sq is not stalled again",
+  );
+});
+
 t.test("DESTROY_QP says what the device still had to complete or flush", async (t) => {
   const { p } = await writes();
   // the receives' flush waits a second after the ERR transition: the destroy comes first

@@ -58,6 +58,17 @@ t.test("an injected fault explains the findings after it on its QP; not before, 
   t.end();
 });
 
+t.test("a resume-queue explains nothing: it ends a stall, the device does nothing wrong by it", (t) => {
+  const { findings } = hwProtocolFindings(
+    events(fired({ qpn: 3, queue: "sq", stallsEnded: 1 }, "resume-queue"), warn(SQ_GONE, { qpn: 3 })),
+  );
+  t.same(
+    findings.map((f) => [f.at, f.explained ?? null]),
+    [[1, null]],
+  );
+  t.end();
+});
+
 t.test("a fault on an interrupt vector explains queue events and findings about no QP", (t) => {
   const { findings } = hwProtocolFindings(
     events(

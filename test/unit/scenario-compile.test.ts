@@ -324,6 +324,61 @@ t.test("until: error for a stall, flush for a delayed completion, nothing else",
   );
 });
 
+t.test("resume-queue: ends a stall of the same QP and queue before it, on the device at once", async (t) => {
+  t.throws(
+    () => scenario(["steps: [ { fault: { kind: resume-queue, queue: sq } } ]"]),
+    /resume-queue ends a stall: no stall-queue of the QP's sq comes before it/,
+  );
+  t.throws(
+    () =>
+      scenario([
+        "steps: [ { fault: { kind: stall-queue, queue: sq } }, { fault: { kind: resume-queue, queue: rq } } ]",
+      ]),
+    /no stall-queue of the QP's rq comes before it/,
+  );
+  t.throws(
+    () =>
+      scenario([
+        "steps: [ { fault: { kind: stall-queue, queue: rq } }, { fault: { kind: resume-queue, queue: rq, on: peer } } ]",
+      ]),
+    /no stall-queue of the peer's rq comes before it/,
+  );
+  t.throws(
+    () =>
+      scenario([
+        "steps: [ { fault: { kind: stall-queue, queue: sq } }, { fault: { kind: resume-queue, queue: sq, count: 2 } } ]",
+      ]),
+    /resume-queue takes no count/,
+  );
+  t.throws(
+    () =>
+      scenario([
+        "steps: [ { fault: { kind: stall-queue, queue: sq } }, { fault: { kind: resume-queue, queue: sq, ms: 5 } } ]",
+      ]),
+    /resume-queue takes no ms/,
+  );
+  t.throws(
+    () =>
+      scenario(["steps: [ { fault: { kind: stall-queue, queue: sq } }, { fault: { kind: resume-queue } } ]"]),
+    /resume-queue needs queue/,
+  );
+  t.throws(
+    () =>
+      scenario([
+        "steps: [ { fault: { kind: stall-queue, queue: sq, optional: true } }, { fault: { kind: resume-queue, queue: sq } } ]",
+      ]),
+    /so is its resume-queue \(optional: true\)/,
+  );
+  const s = scenario([
+    "steps: [ { fault: { kind: stall-queue, queue: sq } }, { post_send: { count: 2 } }, { fault: { kind: resume-queue, queue: sq } }, { drain: {} } ]",
+  ]);
+  const { translateFault, faultTarget } = await import("../../harness/suite/faults.ts");
+  const c = compileScenario(s, OPTS);
+  const records = [{ ev: "create", kind: "qp", name: "qp", qp_num: 7 }] as never[];
+  t.same(translateFault(c.steps[2] as never, c, records), { kind: "resume-queue", qpn: 7, queue: "sq" });
+  t.equal(faultTarget(c.steps[2] as never, c, records), undefined, "it hits no WR");
+});
+
 t.test("a QP that is never connected, or whose connect is refused: no peer, no listener", async (t) => {
   for (const [connect, stop] of [
     ["never", "route"],

@@ -26,6 +26,20 @@ const stalledAWhile = compiled("stalled-a-while", [
   "  - fault: { kind: stall-queue, queue: sq, ms: 500 }",
   "  - drain: {}",
 ]);
+const stalledThenResumed = compiled("stalled-then-resumed", [
+  "steps:",
+  "  - fault: { kind: stall-queue, queue: sq }",
+  "  - post_send: { count: 2 }",
+  "  - fault: { kind: resume-queue, queue: sq }",
+  "  - drain: {}",
+]);
+const peerResumed = compiled("peer-resumed", [
+  "steps:",
+  "  - fault: { kind: stall-queue, queue: sq }",
+  "  - fault: { kind: stall-queue, queue: sq, on: peer }",
+  "  - fault: { kind: resume-queue, queue: sq, on: peer }",
+  "  - drain: {}",
+]);
 const ignored = compiled("ignored", [
   "steps:",
   "  - fault: { kind: ignore-doorbell, queue: rq }",
@@ -43,6 +57,8 @@ t.test("which hangs are foreseen", async (t) => {
   t.equal(foreseesHang(plain), false);
   t.equal(foreseesHang(stalled), true, "a queue stalled for good");
   t.equal(foreseesHang(stalledAWhile), false, "a stall with an end is not a hang");
+  t.equal(foreseesHang(stalledThenResumed), false, "nor one a later step resumes");
+  t.equal(foreseesHang(peerResumed), true, "a resume of the peer's queue leaves the QP's stalled");
   t.equal(foreseesHang(ignored), true, "ignored doorbells");
   t.equal(foreseesHang(expectedHang), true, "an expected failure of rule hang");
   t.equal(foreseesHang(dropped), false, "a dropped CQE without an expected hang");

@@ -164,7 +164,8 @@ export function hwProtocolFindings(events: readonly ErdmaTraceEvent[]): {
         add(at, e.dev, dmaFault(e));
         return;
       case "fault":
-        if (e.action === "fired") d.fired.push(firedFault(at, e));
+        // a resume-queue ends a stall: it makes the device do nothing wrong
+        if (e.action === "fired" && e.fault?.kind !== "resume-queue") d.fired.push(firedFault(at, e));
         return;
     }
   });
