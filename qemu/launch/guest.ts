@@ -139,6 +139,17 @@ class BootFailure extends Error {
   }
 }
 
+function deadlineOf(timeoutMs: number | undefined): number | undefined {
+  return timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+}
+
+/** A command's options with what is left of its limit once connected (as given when that took no time). */
+function within<O extends { timeoutMs?: number }>(opts: O, deadline: number | undefined): O {
+  if (deadline === undefined || opts.timeoutMs === undefined) return opts;
+  const left = deadline - Date.now();
+  return left >= opts.timeoutMs - 100 ? opts : { ...opts, timeoutMs: Math.max(1, left) };
+}
+
 class RunningGuest implements Guest {
   private client: Client | undefined;
   private qmpClient: QmpClient | undefined;
@@ -184,10 +195,16 @@ class RunningGuest implements Guest {
     });
   }
 
-  private async connection(): Promise<Client> {
+  /** The open connection, or a new one by `deadline` (epoch ms; at most 30 s from now). */
+  private async connection(deadline?: number): Promise<Client> {
     this.assertRunning();
     if (this.client) return this.client;
-    const { client } = await connectWithRetry(this.target, Date.now() + 30_000, this.gone.signal);
+    const latest = Date.now() + 30_000;
+    const { client } = await connectWithRetry(
+      this.target,
+      deadline === undefined ? latest : Math.min(latest, deadline),
+      this.gone.signal,
+    );
     this.attach(client);
     return client;
   }
@@ -199,10 +216,19 @@ class RunningGuest implements Guest {
     });
   }
 
-  /** Turns an SSH-level failure into "the guest died" when that is what happened. */
-  private async guard<T>(fn: (client: Client) => Promise<T>): Promise<T> {
+  /**
+   * Turns an SSH-level failure into "the guest died" when that is what happened. With `deadline`
+   * (epoch ms), a new connection must be made by then: a command's limit covers its connection.
+   */
+  private async guard<T>(fn: (client: Client) => Promise<T>, deadline?: number): Promise<T> {
     try {
-      return await fn(await this.connection());
+      const client = await this.connection(deadline);
+      return await fn(client).catch((err: Error) => {
+        // a connection given up (ssh.ts openWithin) or lost before ssh2 said so: once, a new one
+        if (err.message !== "Not connected" || this.client !== client) throw err;
+        this.client = undefined;
+        return this.connection(deadline).then(fn);
+      });
     } catch (err) {
       if (err instanceof HilError) throw err;
       await this.qemuProcess.waitExit(200);
@@ -212,11 +238,13 @@ class RunningGuest implements Guest {
   }
 
   exec(command: string, opts: ExecOptions = {}): Promise<ExecResult> {
-    return this.guard((c) => execCommand(c, fitsDropbear(command), opts));
+    const deadline = deadlineOf(opts.timeoutMs);
+    return this.guard((c) => execCommand(c, fitsDropbear(command), within(opts, deadline)), deadline);
   }
 
   execStream(command: string, opts: ExecStreamOptions = {}): Promise<ExecStream> {
-    return this.guard((c) => execStream(c, fitsDropbear(command), opts));
+    const deadline = deadlineOf(opts.timeoutMs);
+    return this.guard((c) => execStream(c, fitsDropbear(command), within(opts, deadline)), deadline);
   }
 
   shell(

@@ -102,6 +102,35 @@ function openExec(client: Client, command: string): Promise<ClientChannel> {
   });
 }
 
+/**
+ * openExec within a command's limit. A server that opens no channel in that time (stopped, or its
+ * guest wedged) holds every later request on this connection too, until ssh2's keepalive gives up
+ * on it (30 s): the connection is destroyed instead, so the next command connects anew.
+ */
+async function openWithin(
+  client: Client,
+  wrapped: string,
+  timeoutMs: number | undefined,
+  command: string,
+): Promise<ClientChannel> {
+  const opening = openExec(client, wrapped);
+  if (timeoutMs === undefined) return opening;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), timeoutMs);
+  });
+  const first = await Promise.race([opening, late]).finally(() => clearTimeout(timer));
+  if (first !== "timeout") return first;
+  opening.then(
+    (channel) => channel.close(),
+    () => {},
+  );
+  client.destroy();
+  throw new HilError(`guest command timed out after ${timeoutMs} ms: ${command}`, {
+    detail: "the guest's SSH server opened no channel for it in that time: the connection was given up",
+  });
+}
+
 const SIGNAL_NUMBERS: Record<string, number> = {
   HUP: 1,
   INT: 2,
@@ -238,7 +267,8 @@ export async function execStream(
   opts: ExecStreamOptions = {},
 ): Promise<ExecStream> {
   const tag = randomBytes(4).toString("hex");
-  const channel = await openExec(client, wrapForExitStatus(command, tag));
+  const started = Date.now();
+  const channel = await openWithin(client, wrapForExitStatus(command, tag), opts.timeoutMs, command);
   const decoder = new StringDecoder("utf8");
   let stdout = "";
   const err: Buffer[] = [];
@@ -265,7 +295,8 @@ export async function execStream(
   });
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<"timeout">((resolve) => {
-    if (opts.timeoutMs !== undefined) timer = setTimeout(() => resolve("timeout"), opts.timeoutMs);
+    if (opts.timeoutMs !== undefined)
+      timer = setTimeout(() => resolve("timeout"), Math.max(0, opts.timeoutMs - (Date.now() - started)));
   });
   let reaped: Promise<void> | undefined;
   const kill = () => {

@@ -27,7 +27,7 @@ import {
  * A tiny SSH server running commands with the host's /bin/sh, like dropbear does in the guest:
  * exec channels without a pty, separate stdout/stderr, exit status, signals.
  */
-async function fakeSshd(t: Test, authorized: string): Promise<number> {
+async function fakeSshd(t: Test, authorized: string, opensNoChannel = () => false): Promise<number> {
   const hostKey = generateSshKeyPair("host");
   const allowed = ssh2.utils.parseKey(authorized);
   if (allowed instanceof Error) throw allowed;
@@ -43,6 +43,8 @@ async function fakeSshd(t: Test, authorized: string): Promise<number> {
       else ctx.reject(["publickey"]);
     });
     conn.on("session", (accept) => {
+      // a stopped or wedged server: the channel is never opened
+      if (opensNoChannel()) return;
       const session = accept();
       let child: ReturnType<typeof spawn> | undefined;
       const run = (channel: ssh2.ServerChannel, args: string[]) => {
@@ -144,6 +146,31 @@ t.test("a command past its timeout is killed and reported with its output so far
     detail: /started/,
   });
 });
+
+t.test(
+  "a server that opens no channel: the command times out at its limit, the connection is given up",
+  async (t) => {
+    const keys = generateSshKeyPair("hil@test");
+    let silent = false;
+    const port = await fakeSshd(t, keys.publicKey, () => silent);
+    const client = await connectOnce(
+      { host: "127.0.0.1", port, username: "root", privateKey: keys.privateKey },
+      5000,
+    );
+    t.teardown(() => client.end());
+    const closed = new Promise<void>((resolve) => client.once("close", () => resolve()));
+    silent = true;
+    const started = Date.now();
+    await t.rejects(execCommand(client, "true", { timeoutMs: 300 }), {
+      name: "HilError",
+      message: /^guest command timed out after 300 ms: true$/,
+      detail: /opened no channel for it in that time: the connection was given up/,
+    });
+    t.ok(Date.now() - started < 2000, `within its limit, not ssh2's keepalive (${Date.now() - started} ms)`);
+    await closed;
+    t.throws(() => client.exec("true", () => {}), /Not connected/, "the next command connects anew");
+  },
+);
 
 t.test("a command ended by a signal reports 128+n", async (t) => {
   const { client } = await setup(t);
