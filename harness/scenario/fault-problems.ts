@@ -16,12 +16,12 @@ export function faultProblems(f: FaultStep): { field: string; message: string }[
   // on a completion fault, status picks the completions it hits (WR_FLUSH_ERR: flush completions)
   else if (!CQE_FAULTS.includes(f.kind)) refuses("status");
   if (f.kind === "delay-cqe") needs("ms", "how long the completion is held");
-  else if (f.kind === "coalesce-irq") needs("ms", "how long the interrupt is held");
-  else if (f.kind !== "stall-queue") refuses("ms");
+  else if (f.kind !== "stall-queue" && f.kind !== "coalesce-irq") refuses("ms");
   if (f.kind === "wrong-index") needs("delta", "the index offset the CQE reports");
   else refuses("delta");
-  if (f.kind !== "lose-irq" && f.kind !== "coalesce-irq") refuses("vector");
-  if (f.kind === "lose-irq" || f.kind === "coalesce-irq") {
+  const irq = f.kind === "lose-irq" || f.kind === "coalesce-irq" || f.kind === "raise-irq";
+  if (!irq) refuses("vector");
+  if (irq) {
     refuses("queue");
     refuses("wr_id");
   }
@@ -46,7 +46,7 @@ export function faultProblems(f: FaultStep): { field: string; message: string }[
     needs("queue", "sq or rq");
     refuses("wr_id");
   }
-  if (f.kind === "resume-queue") refuses("count");
+  if (f.kind === "resume-queue" || f.kind === "raise-irq") refuses("count");
   if (f.queue === "cq" && !CQE_FAULTS.includes(f.kind))
     out.push({ field: "queue", message: `queue cq is for completion faults, not ${f.kind}` });
   if (f.kind === "error-wqe" && f.queue === undefined) needs("queue", "sq or rq");
@@ -81,5 +81,41 @@ export function resumeProblems(steps: readonly Step[]): { index: number; message
           "the stall it ends is optional (left out where no fault can be armed): so is its resume-queue (optional: true)",
       });
   });
+  return out;
+}
+
+/**
+ * A coalesce-irq holds its interrupt for `ms`, or until a raise-irq at a later step; a raise-irq
+ * needs a coalesce-irq without `ms` before it (optional when that one is).
+ */
+export function raiseProblems(steps: readonly Step[]): { index: number; message: string }[] {
+  const out: { index: number; message: string }[] = [];
+  const faults = steps.flatMap((step, index) => ("fault" in step ? [{ f: step.fault, index }] : []));
+  for (const { f, index } of faults) {
+    if (
+      f.kind === "coalesce-irq" &&
+      f.ms === undefined &&
+      !faults.some((x) => x.index > index && x.f.kind === "raise-irq")
+    )
+      out.push({
+        index,
+        message: "coalesce-irq needs ms (how long the interrupt is held), or a raise-irq at a later step",
+      });
+    if (f.kind !== "raise-irq") continue;
+    const held = faults
+      .filter((x) => x.index < index && x.f.kind === "coalesce-irq" && x.f.ms === undefined)
+      .at(-1);
+    if (!held)
+      out.push({
+        index,
+        message: "raise-irq raises what a coalesce-irq without ms holds: none comes before it",
+      });
+    else if (held.f.optional === true && f.optional !== true)
+      out.push({
+        index,
+        message:
+          "the hold it ends is optional (left out where no fault can be armed): so is its raise-irq (optional: true)",
+      });
+  }
   return out;
 }

@@ -6,7 +6,7 @@ import { z } from "zod";
 import { DRAIN_TARGETS, POLL_CONTEXTS, QP_STATES, SEND_OPS } from "../protocol/commands.ts";
 import { DRIVERS, type DriverName, EXECUTORS, ORACLE_PROFILES } from "./axes.ts";
 import { cqCapacityProblems } from "./cq-capacity.ts";
-import { faultProblems, resumeProblems } from "./fault-problems.ts";
+import { faultProblems, raiseProblems, resumeProblems } from "./fault-problems.ts";
 import { type KnownBug, knownBugEntry, ruleRef, ULP_RULES } from "./known-bug.ts";
 import { peerlessProblems } from "./peerless.ts";
 import { premiseSchema } from "./premise-schema.ts";
@@ -38,6 +38,7 @@ export const FAULT_KINDS = [
   "ignore-doorbell",
   "coalesce-irq",
   "resume-queue",
+  "raise-irq",
 ] as const;
 export type FaultKindName = (typeof FAULT_KINDS)[number];
 /** faults on a completion: the CQE of WR wr_id (or the next one) on the queue's CQ */
@@ -195,11 +196,11 @@ const fault = z.strictObject({
     wr_id: wrId.optional(),
     /** an IB_WC status name: the one error-wqe completes with, e.g. LOC_ACCESS_ERR; on a completion fault, the status of the completions it hits, e.g. WR_FLUSH_ERR */
     status: z.string().optional(),
-    /** delay-cqe: how long; stall-queue: how long (default: until a resume-queue of the queue, or the scenario's end); coalesce-irq: how long the interrupt is held */
+    /** delay-cqe: how long; stall-queue: how long (default: until a resume-queue of the queue, or the scenario's end); coalesce-irq: how long the interrupt is held (default: until a raise-irq) */
     ms: z.number().int().min(1).max(60_000).optional(),
     /** wrong-index: the index the CQE reports, relative to the WR's */
     delta: z.number().int().min(-1024).max(1024).optional(),
-    /** lose-irq, coalesce-irq: the MSI-X vector (default: any) */
+    /** lose-irq, coalesce-irq, raise-irq: the MSI-X vector (default: any) */
     vector: z.number().int().min(0).max(64).optional(),
     /** how many consecutive events it hits (default 1) */
     count: z.number().int().min(1).max(4096).optional(),
@@ -429,7 +430,7 @@ export const scenarioSchema = scenarioBase.superRefine((s, ctx) => {
         message: `the scenario does not run on the ${off} executor (executors: ${s.executors.join(", ")})`,
       });
   });
-  for (const p of resumeProblems(s.steps))
+  for (const p of [...resumeProblems(s.steps), ...raiseProblems(s.steps)])
     ctx.addIssue({ code: "custom", path: ["steps", p.index, "fault", "kind"], message: p.message });
   s.steps.forEach((step, i) => {
     if ("fault" in step)

@@ -147,7 +147,7 @@ export function translateFault(
   records: readonly TraceRecord[],
 ): Record<string, unknown> {
   const { f, spec } = specOf(step);
-  if (f.kind === "lose-irq" || f.kind === "coalesce-irq") {
+  if (f.kind === "lose-irq" || f.kind === "coalesce-irq" || f.kind === "raise-irq") {
     if (f.vector !== undefined) spec.vector = f.vector;
     if (f.ms !== undefined) spec.ms = f.ms;
     return spec;
@@ -181,7 +181,7 @@ export function translateFault(
 
 /**
  * The WR a fault step hits: the one it names, or else the next one its queue owes an event for;
- * none for faults on no WR (a lost or held interrupt, a stalled or resumed queue, an ignored doorbell).
+ * none for faults on no WR (a lost, held or raised interrupt, a stalled or resumed queue, an ignored doorbell).
  */
 export function faultTarget(
   step: CompiledStep,
@@ -193,6 +193,7 @@ export function faultTarget(
     !f ||
     f.kind === "lose-irq" ||
     f.kind === "coalesce-irq" ||
+    f.kind === "raise-irq" ||
     f.kind === "stall-queue" ||
     f.kind === "resume-queue" ||
     f.kind === "ignore-doorbell"
@@ -267,7 +268,7 @@ export async function armUlpFault(
 ): Promise<ArmedFault> {
   const spec = translateUlpFault(step);
   const f = step.fault;
-  if (f && f.kind !== "lose-irq" && f.kind !== "coalesce-irq")
+  if (f && f.kind !== "lose-irq" && f.kind !== "coalesce-irq" && f.kind !== "raise-irq")
     spec.qpn = await ulpQp(control, device, f.on === "peer" ? "target" : "host", port);
   const reply = await control.control({ op: "fault", fault: spec, ...(device ? { device } : {}) });
   if (!reply.ok) throw new Error(`the device refused fault ${JSON.stringify(spec)}: ${reply.error}`);

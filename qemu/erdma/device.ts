@@ -462,13 +462,12 @@ export class ErdmaDevice {
       ? this.faults.fire("coalesce-irq", { vector }, { source })
       : undefined;
     if (held) {
-      setTimeout(
-        () =>
-          this.jobs.post(`held irq ${vector}`, async () =>
-            this.deliver(vector, `${source} (held ${held.ms} ms: injected)`),
-          ),
-        held.ms,
-      ).unref();
+      const later = (how: string) => () =>
+        this.jobs.post(`held irq ${vector}`, async () =>
+          this.deliver(vector, `${source} (${how}: injected)`),
+        );
+      if (held.ms === undefined) this.faults.holdUntilRaised(vector, later("held until raised"));
+      else setTimeout(later(`held ${held.ms} ms`), held.ms).unref();
       return;
     }
     this.deliver(vector, source);

@@ -65,14 +65,17 @@ export const FaultSpec = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("lose-irq"), vector: z.number().int().nonnegative().optional(), ...match }),
   /**
    * a completion-event (CEQ) interrupt held back for `ms` before it is raised, as interrupt
-   * moderation does: the CEQEs written meanwhile wait for one handler run (vector: any when absent)
+   * moderation does: the CEQEs written meanwhile wait for one handler run (vector: any when absent);
+   * without `ms`, held until a raise-irq (or the faults are cleared)
    */
   z.object({
     kind: z.literal("coalesce-irq"),
     vector: z.number().int().nonnegative().optional(),
-    ms: z.number().int().positive().max(60_000),
+    ms: z.number().int().positive().max(60_000).optional(),
     ...match,
   }),
+  /** the interrupts coalesce-irq holds without `ms` are raised now (vector: every vector's when absent) */
+  z.object({ kind: z.literal("raise-irq"), vector: z.number().int().nonnegative().optional() }),
   /**
    * the queue stops processing: for `ms`, until the QP enters ERROR (`until`), or until the faults
    * are cleared. It stops when next scheduled, or (`after`) once it has executed that many more
@@ -107,8 +110,8 @@ export interface FaultContext {
   syndrome?: number;
 }
 
-/** the faults that wait for their event (a resume-queue acts when armed) */
-type WaitingFault = Exclude<Fault, { kind: "resume-queue" }>;
+/** the faults that wait for their event (a resume-queue or raise-irq acts when armed) */
+type WaitingFault = Exclude<Fault, { kind: "resume-queue" | "raise-irq" }>;
 
 interface Armed {
   id: number;
@@ -125,6 +128,8 @@ export class FaultPlan {
   /** the timers fired faults set (a delayed CQE, a held interrupt): work the device still does by itself */
   private timed: TimedWork[] = [];
   private readonly clearListeners = new Set<() => void>();
+  /** interrupts a coalesce-irq without `ms` holds until a raise-irq or clear() */
+  private heldIrqs: { vector: number; deliver: () => void }[] = [];
 
   constructor(private readonly tracer: Tracer) {}
 
@@ -135,6 +140,12 @@ export class FaultPlan {
     if (fault.kind === "resume-queue") {
       this.tracer.emit({ kind: "fault", action: "armed", id, fault });
       this.resume(id, fault);
+      return id;
+    }
+    if (fault.kind === "raise-irq") {
+      this.tracer.emit({ kind: "fault", action: "armed", id, fault });
+      const raised = this.raiseHeld(fault.vector);
+      this.tracer.emit({ kind: "fault", action: "fired", id, fault, context: { raised } });
       return id;
     }
     // a stall after k WQEs fires on the (k+1)-th WQE the queue meets
@@ -179,7 +190,21 @@ export class FaultPlan {
     this.armed.length = 0;
     this.stalls.clear();
     this.tracer.emit({ kind: "fault", action: "cleared" });
+    this.raiseHeld(undefined);
     for (const listener of this.clearListeners) listener();
+  }
+
+  /** A fired coalesce-irq without `ms`: `deliver` raises the interrupt once a raise-irq or clear() comes. */
+  holdUntilRaised(vector: number, deliver: () => void): void {
+    this.heldIrqs.push({ vector, deliver });
+  }
+
+  /** Raises the held interrupts of `vector` (every vector's when undefined); how many. */
+  private raiseHeld(vector: number | undefined): number {
+    const now = this.heldIrqs.filter((h) => vector === undefined || h.vector === vector);
+    this.heldIrqs = this.heldIrqs.filter((h) => !now.includes(h));
+    for (const h of now) h.deliver();
+    return now.length;
   }
 
   /** Called after every clear() and resume-queue (a data path resumes stalled queues). */
@@ -226,7 +251,7 @@ export class FaultPlan {
         this.stalls.set(stallKey(ctx), { until, error: f.until === "error" });
       }
       // the caller sets a timer of f.ms for these (completion.ts, device.ts raise)
-      if (f.kind === "delay-cqe" || f.kind === "coalesce-irq")
+      if ((f.kind === "delay-cqe" || f.kind === "coalesce-irq") && f.ms !== undefined)
         this.timed.push({ what: `${f.kind} (fault ${a.id}) fires`, until: Date.now() + f.ms, of: f });
       return f as Extract<Fault, { kind: K }>;
     }

@@ -1,8 +1,9 @@
 // The CEQ handler's budget, on a real debian:6.12 guest with the emulated erdma: ceq-budget-drain
-// makes twenty armed CQs complete while the device holds their interrupt, so one run of erdma's
-// CEQ handler finds more events than it polls (16); the real driver re-arms and comes back, and the
-// scenario passes with the hardware trace showing the events that waited. The same scenario on a
-// driver that skips the re-arm after a full budget (fixtures/mutants) is a new FAIL.
+// makes twenty armed CQs complete while the device holds their interrupt (until its raise-irq
+// step, once the device is idle), so one run of erdma's CEQ handler finds more events than it
+// polls (16); the real driver re-arms and comes back, and the scenario passes with the hardware
+// trace showing the events that waited. The same scenario on a driver that skips the re-arm after
+// a full budget (fixtures/mutants) is a new FAIL.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
@@ -44,10 +45,14 @@ t.test(
       (e) => e.kind === "fault" && e.action === "fired" && e.fault?.kind === "coalesce-irq",
     );
     t.ok(fired >= 0, "the interrupt was held");
-    const held = hw.findIndex(
-      (e, i) => i > fired && e.kind === "irq" && /held \d+ ms: injected/.test(e.source ?? ""),
+    const raised = hw.findIndex(
+      (e) => e.kind === "fault" && e.action === "fired" && e.fault?.kind === "raise-irq",
     );
-    t.ok(held > fired, "and raised later");
+    t.ok(raised > fired, "until the raise-irq step, after the device was idle");
+    const held = hw.findIndex(
+      (e, i) => i > raised && e.kind === "irq" && /held until raised: injected/.test(e.source ?? ""),
+    );
+    t.ok(held > raised, "and raised then");
     const waiting = hw
       .slice(fired, held)
       .filter((e) => e.kind === "eqe" && typeof e.eq === "number" && e.eq > 0);

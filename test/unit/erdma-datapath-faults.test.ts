@@ -209,6 +209,39 @@ t.test(
   },
 );
 
+t.test("coalesce-irq without ms holds until a raise-irq; clear() raises what is still held", async (t) => {
+  const { p, w, faultEvents } = await writes();
+  const vector = p.a.scq.eqn;
+  p.a.dev.faults.add({ kind: "coalesce-irq", vector });
+  p.a.drv.notifyCq(p.a.scq);
+  p.a.drv.postSend(p.a.qp, [w(1n)]);
+  await p.settle();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  await p.settle();
+  t.equal(p.a.scq.events, 0, "held, with no time of its own");
+  t.same(p.a.dev.faults.timers(), [], "nothing the device will do by itself: it waits for the harness");
+  const other = p.a.dev.faults.add({ kind: "raise-irq", vector: vector + 1 });
+  await p.settle();
+  t.equal(p.a.scq.events, 0, "a raise-irq of another vector leaves it held");
+  t.match(faultEvents().at(-1), { id: other, action: "fired", context: { raised: 0 } });
+  const raise = p.a.dev.faults.add({ kind: "raise-irq", vector });
+  await p.settle();
+  t.equal(p.a.scq.events, 1, "raised");
+  t.match(faultEvents().at(-1), { id: raise, action: "fired", context: { raised: 1 } });
+  t.match(
+    p.a.host.ofKind("irq").filter((e) => e.vector === vector),
+    [{ delivered: true, source: /held until raised: injected/ }],
+  );
+  p.a.dev.faults.add({ kind: "coalesce-irq", vector });
+  p.a.drv.notifyCq(p.a.scq);
+  p.a.drv.postSend(p.a.qp, [w(2n)]);
+  await p.settle();
+  t.equal(p.a.scq.events, 1, "held again");
+  p.a.dev.faults.clear();
+  await p.settle();
+  t.equal(p.a.scq.events, 2, "the faults cleared: the interrupt is not left held");
+});
+
 t.test("coalesce-irq holds completion-event interrupts only", async (t) => {
   const { p, w } = await writes();
   p.a.dev.faults.add({ kind: "coalesce-irq", ms: 60_000 });
@@ -288,7 +321,7 @@ t.test("fault specs are validated", async (t) => {
     ["count -1", { kind: "drop-cqe", count: -1 }],
     ["negative qpn", { kind: "drop-cqe", qpn: -1 }],
     ["lose-irq on vector -1", { kind: "lose-irq", vector: -1 }],
-    ["coalesce-irq without ms", { kind: "coalesce-irq" }],
+    ["raise-irq on vector -1", { kind: "raise-irq", vector: -1 }],
     ["coalesce-irq of 0 ms", { kind: "coalesce-irq", ms: 0 }],
     ["coalesce-irq past a minute", { kind: "coalesce-irq", ms: 60_001 }],
   ];

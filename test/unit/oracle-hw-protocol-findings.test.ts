@@ -58,13 +58,21 @@ t.test("an injected fault explains the findings after it on its QP; not before, 
   t.end();
 });
 
-t.test("a resume-queue explains nothing: it ends a stall, the device does nothing wrong by it", (t) => {
+t.test("a resume-queue or raise-irq explains nothing: the device does nothing wrong by it", (t) => {
   const { findings } = hwProtocolFindings(
-    events(fired({ qpn: 3, queue: "sq", stallsEnded: 1 }, "resume-queue"), warn(SQ_GONE, { qpn: 3 })),
+    events(
+      fired({ qpn: 3, queue: "sq", stallsEnded: 1 }, "resume-queue"),
+      fired({ vector: 1, raised: 1 }, "raise-irq"),
+      warn(SQ_GONE, { qpn: 3 }),
+      warn(CQ_GONE, { cqn: 2 }),
+    ),
   );
   t.same(
     findings.map((f) => [f.at, f.explained ?? null]),
-    [[1, null]],
+    [
+      [2, null],
+      [3, null],
+    ],
   );
   t.end();
 });

@@ -295,7 +295,10 @@ t.test(
 );
 
 t.test("coalesce-irq: needs ms, takes a vector, hits no WR", async (t) => {
-  t.throws(() => scenario(["steps: [ { fault: { kind: coalesce-irq } } ]"]), /coalesce-irq needs ms/);
+  t.throws(
+    () => scenario(["steps: [ { fault: { kind: coalesce-irq } } ]"]),
+    /coalesce-irq needs ms \(how long the interrupt is held\), or a raise-irq at a later step/,
+  );
   t.throws(
     () => scenario(["steps: [ { fault: { kind: coalesce-irq, ms: 5, wr_id: 1000 } } ]"]),
     /coalesce-irq takes no wr_id/,
@@ -304,6 +307,39 @@ t.test("coalesce-irq: needs ms, takes a vector, hits no WR", async (t) => {
   const { translateFault } = await import("../../harness/suite/faults.ts");
   const c = compileScenario(s, OPTS);
   t.same(translateFault(c.steps[0] as never, c, []), { kind: "coalesce-irq", vector: 1, ms: 5 });
+});
+
+t.test("raise-irq: ends a coalesce-irq without ms before it, on the device at once", async (t) => {
+  t.throws(
+    () => scenario(["steps: [ { fault: { kind: raise-irq } } ]"]),
+    /raise-irq raises what a coalesce-irq without ms holds: none comes before it/,
+  );
+  t.throws(
+    () => scenario(["steps: [ { fault: { kind: coalesce-irq, ms: 5 } }, { fault: { kind: raise-irq } } ]"]),
+    /none comes before it/,
+    "one with ms ends by itself",
+  );
+  for (const field of ["queue: sq", "wr_id: 1000", "ms: 5", "count: 2"])
+    t.throws(
+      () =>
+        scenario([`steps: [ { fault: { kind: coalesce-irq } }, { fault: { kind: raise-irq, ${field} } } ]`]),
+      new RegExp(`raise-irq takes no ${field.split(":")[0]}`),
+    );
+  t.throws(
+    () =>
+      scenario([
+        "steps: [ { fault: { kind: coalesce-irq, optional: true } }, { fault: { kind: raise-irq } } ]",
+      ]),
+    /so is its raise-irq \(optional: true\)/,
+  );
+  const s = scenario([
+    "steps: [ { fault: { kind: coalesce-irq, vector: 1 } }, { drain: {} }, { fault: { kind: raise-irq, vector: 1 } } ]",
+  ]);
+  const { translateFault, faultTarget } = await import("../../harness/suite/faults.ts");
+  const c = compileScenario(s, OPTS);
+  t.same(translateFault(c.steps[0] as never, c, []), { kind: "coalesce-irq", vector: 1 });
+  t.same(translateFault(c.steps[2] as never, c, []), { kind: "raise-irq", vector: 1 });
+  t.equal(faultTarget(c.steps[2] as never, c, []), undefined, "it hits no WR");
 });
 
 t.test("until: error for a stall, flush for a delayed completion, nothing else", async (t) => {

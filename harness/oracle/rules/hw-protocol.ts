@@ -164,8 +164,9 @@ export function hwProtocolFindings(events: readonly ErdmaTraceEvent[]): {
         add(at, e.dev, dmaFault(e));
         return;
       case "fault":
-        // a resume-queue ends a stall: it makes the device do nothing wrong
-        if (e.action === "fired" && e.fault?.kind !== "resume-queue") d.fired.push(firedFault(at, e));
+        // a resume-queue or raise-irq ends a stall or hold: it makes the device do nothing wrong
+        if (e.action === "fired" && e.fault?.kind !== "resume-queue" && e.fault?.kind !== "raise-irq")
+          d.fired.push(firedFault(at, e));
         return;
     }
   });
