@@ -40,14 +40,15 @@ export function scriptOutput(out: string, from: number, tag: string): ScriptResu
 
 /**
  * The text written to the open shell for one script: the script in a subshell, its stderr into
- * `errFile`, then its status line, that stderr and the closing line. The stderr is printed with
+ * `errFile` and its stdin empty (as an exec's without input: a command that reads stdin must not
+ * take the next script's text), then its status line, that stderr and the closing line. The stderr is printed with
  * the shell's own read and printf: a cat and an rm cost 30 ms more a script in a TCG guest.
  */
 export function scriptInput(script: string, tag: string, errFile: string): string {
   return [
     `(`,
     script,
-    `) 2>${errFile}`,
+    `) 2>${errFile} </dev/null`,
     `printf '\\n%s %d\\n' ${tag} $?`,
     `while IFS= read -r l || [ -n "$l" ]; do printf '%s\\n' "$l"; done <${errFile}`,
     `printf '\\n%s\\n' ${tag}`,

@@ -1,6 +1,8 @@
 /** What a suite run is given, and what follows from it alone (the device, the kernel known-bug records name). */
+
+import type { CommandResult } from "../../qemu/launch/types.ts";
 import { type ChosenDevice, impliedDevice } from "../backend/registry.ts";
-import { type BootedGuest, type bootPrepared, DEFAULT_GUEST_MAC, type PreparedGuest } from "../boot.ts";
+import { type bootPrepared, DEFAULT_GUEST_MAC, type PreparedGuest } from "../boot.ts";
 import type { ExecutorFactory } from "../executor/executor.ts";
 import type { BugTarget } from "../oracle/known-bugs.ts";
 import type { CompiledScenario } from "../scenario/compile.ts";
@@ -9,6 +11,12 @@ import type { DriverName, OracleProfile, Scenario } from "../scenario/schema.ts"
 import type { CheckResult } from "../verdict.ts";
 import type { SuiteTarget } from "./plan.ts";
 import type { Repetition } from "./repeat.ts";
+
+/** What the probe stage is given of the first guest: its commands run one after another. */
+export interface ProbedGuest {
+  exec(command: string, opts?: { timeoutMs?: number }): Promise<CommandResult>;
+  consoleLog(): string;
+}
 
 export interface SuiteOptions extends SuiteTarget {
   prepared: PreparedGuest;
@@ -30,7 +38,7 @@ export interface SuiteOptions extends SuiteTarget {
    * A first stage on the first guest, before the executor loads ("the device probes"): when one
    * of its checks is not PASS/SKIP, no scenario runs and each is a MISS naming that check.
    */
-  probe?: (guest: BootedGuest, hwTraceFile: string | undefined) => Promise<CheckResult[]>;
+  probe?: (guest: ProbedGuest, hwTraceFile: string | undefined) => Promise<CheckResult[]>;
   /** told each time a guest's QEMU starts (logs; tests that check nothing is left) */
   onQemuStarted?: (info: { pid: number; workDir: string; sshPort: number }) => void;
   /** run each scenario this many times in a row (1-100, default 1), each repetition judged on its own */

@@ -5,11 +5,15 @@ import { progress } from "../../util/progress.ts";
 import { backendOf } from "../backend/registry.ts";
 import { type BootedGuest, bootPrepared, DEFAULT_GUEST_MAC } from "../boot.ts";
 import type { ExecutorFactory, ScenarioExecutor } from "../executor/executor.ts";
+import { GuestShell } from "../executor/guest-shell.ts";
 import { addSoftLink } from "../executor/soft-link.ts";
 import { softLinkOf } from "../scenario/drivers.ts";
 import { type CheckResult, PASSING_VERDICTS } from "../verdict.ts";
 import { hwTraceFileFor } from "./hw-trace.ts";
 import type { SuiteOptions } from "./options.ts";
+
+/** A setup command's limit where its caller gives none (an exec's default is none). */
+const SETUP_COMMAND_MS = 120_000;
 
 export interface GuestSession {
   guest: BootedGuest;
@@ -47,19 +51,33 @@ export async function startSession(
   });
   try {
     let probe: CheckResult[] | undefined;
-    if (boot === 1 && opts.probe) {
-      probe = await opts.probe(guest, hwTraceFile);
-      checkHwTrace(guest);
-      if (probe.some((r) => !PASSING_VERDICTS.includes(r.verdict))) {
-        await guest.dispose();
-        return { probe };
+    // the probe's commands and the driver's load, one after another through one open shell
+    const setup =
+      typeof guest.execStream === "function"
+        ? new GuestShell({ execStream: guest.execStream.bind(guest) }, "/tmp", async () => {
+            await guest.exec("true", { timeoutMs: 10_000 });
+          })
+        : undefined;
+    const exec = (command: string, o?: { timeoutMs?: number }) =>
+      setup ? setup.run(command, o?.timeoutMs ?? SETUP_COMMAND_MS) : guest.exec(command, o);
+    try {
+      if (boot === 1 && opts.probe) {
+        probe = await opts.probe({ exec, consoleLog: () => guest.consoleLog() }, hwTraceFile);
+        checkHwTrace(guest);
+        if (probe.some((r) => !PASSING_VERDICTS.includes(r.verdict))) {
+          await setup?.close();
+          await guest.dispose();
+          return { probe };
+        }
       }
-    }
-    const link = softLinkOf(opts.driver);
-    if (link) await addSoftLink(guest, link);
-    else {
-      const r = await guest.exec("modprobe erdma", { timeoutMs: 60_000 });
-      if (r.exitCode !== 0) throw new Error(`modprobe erdma failed: ${r.stderr.trim()}`);
+      const link = softLinkOf(opts.driver);
+      if (link) await addSoftLink(guest, link);
+      else {
+        const r = await exec("modprobe erdma", { timeoutMs: 60_000 });
+        if (r.exitCode !== 0) throw new Error(`modprobe erdma failed: ${r.stderr.trim()}`);
+      }
+    } finally {
+      await setup?.close();
     }
     return {
       ...(probe ? { probe } : {}),

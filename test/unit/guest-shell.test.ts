@@ -106,6 +106,17 @@ t.test(
   },
 );
 
+t.test("a script that reads stdin reads nothing: the next script's text stays the shell's", async (t) => {
+  const { shells, shell } = shellFor(t);
+  const [reader, next] = await Promise.all([
+    shell.run("cat; echo read-done", 5000),
+    shell.run("echo after", 5000),
+  ]);
+  t.same(reader, { exitCode: 0, stdout: "read-done\n", stderr: "" });
+  t.same(next, { exitCode: 0, stdout: "after\n", stderr: "" });
+  t.equal(shells.opened, 1);
+});
+
 t.test(
   "a script past its time ends the shell, with exec's error; the next script opens another",
   async (t) => {
@@ -143,7 +154,11 @@ t.test("a lost shell lets the guest say why first: its error is the one thrown",
 t.test("a script's output is found between its own lines only", async (t) => {
   const tag = "hil-sh-abc";
   const input = scriptInput("echo x", tag, "/tmp/e.err");
-  t.match(input, /^\(\necho x\n\) 2>\/tmp\/e\.err\n/, "the script in a subshell, stderr to a file");
+  t.match(
+    input,
+    /^\(\necho x\n\) 2>\/tmp\/e\.err <\/dev\/null\n/,
+    "the script in a subshell, stderr to a file, stdin empty",
+  );
   const out = `old output\nhil-sh-old 0\nx\nhil-sh-abc 7\nerr line\n\nhil-sh-abc\n`;
   t.same(scriptOutput(out, 24, tag), { stdout: "x", exitCode: 7, stderr: "err line\n" });
   t.equal(scriptOutput(out.slice(0, -1), 24, tag), undefined, "not before its closing line is whole");
