@@ -104,6 +104,15 @@ export async function settledAfterClear(
   }
 }
 
+/**
+ * The file's size once its writer says every line it traced so far is in it (`sync`: the device
+ * server's control request, qemu/device-server/control-socket.ts); undefined when it cannot say.
+ * After a clear that leaves the device nothing to do, the slice ends there without a pause.
+ */
+export async function syncedSize(file: string, sync: () => Promise<boolean>): Promise<number | undefined> {
+  return (await sync().catch(() => false)) ? fileSize(file) : undefined;
+}
+
 /** Bytes [from, to) of the file, as whole lines: a partial first or last line is left out. */
 export async function readSlice(file: string, from: number, to: number): Promise<string> {
   if (to <= from) return "";

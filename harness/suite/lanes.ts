@@ -6,7 +6,13 @@ import type { CompiledScenario } from "../scenario/compile.ts";
 import { PASSING_VERDICTS } from "../verdict.ts";
 import { controlOf } from "./faults.ts";
 import { unitsOf } from "./guests.ts";
-import { QUIET_AFTER_IDLE_CLEAR_MS, readSlice, settledAfterClear, settledSize } from "./hw-trace.ts";
+import {
+  QUIET_AFTER_IDLE_CLEAR_MS,
+  readSlice,
+  settledAfterClear,
+  settledSize,
+  syncedSize,
+} from "./hw-trace.ts";
 import { type ObservedOutcome, observeScenario } from "./observe.ts";
 import type { QueuedRun, SuiteOptions } from "./options.ts";
 import { hangsLast } from "./order.ts";
@@ -183,11 +189,16 @@ async function runOne(
   }
   let hwText: string | undefined;
   if (hwFile) {
-    const hwTo = cleared
-      ? await settledAfterClear(hwFile, hwFrom, {
-          stepMs: clearMayWakeDevice(compiled, outcome, session) ? 50 : QUIET_AFTER_IDLE_CLEAR_MS,
-        })
-      : await settledSize(hwFile);
+    const mayWake = clearMayWakeDevice(compiled, outcome, session);
+    const synced =
+      cleared && !mayWake && control
+        ? await syncedSize(hwFile, async () => (await control.control({ op: "sync" })).ok)
+        : undefined;
+    const hwTo =
+      synced ??
+      (cleared
+        ? await settledAfterClear(hwFile, hwFrom, { stepMs: mayWake ? 50 : QUIET_AFTER_IDLE_CLEAR_MS })
+        : await settledSize(hwFile));
     session.hwAt = hwTo;
     hwText = await readSlice(hwFile, hwFrom, hwTo);
     checkHwTrace(session.guest);

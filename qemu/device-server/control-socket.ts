@@ -8,14 +8,34 @@ import { rmSync } from "node:fs";
 import { createConnection, createServer, type Server } from "node:net";
 import { type ControlledDevice, type ControlReply, handleControl } from "../erdma/control.ts";
 
-/** Listens on `path` (removed first if stale, and on close). */
+/** What the server does beside its devices: `sync` puts every line traced so far in its file. */
+export interface ServerControl {
+  sync?(): Promise<void>;
+}
+
+/**
+ * Listens on `path` (removed first if stale, and on close). Beside the devices' requests,
+ * {"op":"sync"} -> {"ok":true} once every hardware trace line written before it is in its file
+ * (the server writes them in batches, qemu/device-server/line-batch.ts). Replies keep the order of
+ * their requests.
+ */
 export async function startControlServer(
   path: string,
   devices: ReadonlyMap<string, ControlledDevice>,
+  extra: ServerControl = {},
 ): Promise<{ close(): Promise<void> }> {
   rmSync(path, { force: true });
+  const reply = async (line: string): Promise<ControlReply> => {
+    if (isSync(line)) {
+      if (!extra.sync) return { ok: false, error: "this server keeps no trace to sync" };
+      await extra.sync();
+      return { ok: true };
+    }
+    return handleControl(devices, line);
+  };
   const server: Server = createServer((sock) => {
     let buf = "";
+    let last: Promise<unknown> = Promise.resolve();
     sock.setEncoding("utf8");
     sock.on("data", (chunk: string) => {
       buf += chunk;
@@ -26,7 +46,11 @@ export async function startControlServer(
       for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
         const line = buf.slice(0, nl).trim();
         buf = buf.slice(nl + 1);
-        if (line) sock.write(`${JSON.stringify(handleControl(devices, line), bigintHex)}\n`);
+        if (!line) continue;
+        last = last.then(async () => {
+          const r = await reply(line).catch((err: Error) => ({ ok: false, error: err.message }));
+          if (!sock.destroyed) sock.write(`${JSON.stringify(r, bigintHex)}\n`);
+        });
       }
     });
     sock.on("error", () => sock.destroy());
@@ -44,6 +68,14 @@ export async function startControlServer(
         });
       }),
   };
+}
+
+function isSync(line: string): boolean {
+  try {
+    return (JSON.parse(line) as { op?: unknown } | null)?.op === "sync";
+  } catch {
+    return false;
+  }
 }
 
 function bigintHex(_k: string, v: unknown): unknown {

@@ -307,6 +307,16 @@ class TraceFiles {
     return stream;
   }
 
+  /** Every line traced so far is in its file once this settles (the batches written, the writes done). */
+  async sync(): Promise<void> {
+    for (const batch of this.batches.values()) batch.flush();
+    await Promise.all(
+      [...this.streams.values()]
+        .filter((s): s is WriteStream => s !== process.stderr && !s.destroyed)
+        .map((s) => new Promise<void>((resolve) => s.write("", () => resolve()))),
+    );
+  }
+
   async close(): Promise<void> {
     for (const batch of this.batches.values()) batch.flush();
     await Promise.all(
@@ -408,7 +418,7 @@ export async function main(): Promise<void> {
   }
   if (plan.controlPath) {
     try {
-      control = await startControlServer(plan.controlPath, controlled);
+      control = await startControlServer(plan.controlPath, controlled, { sync: () => traces.sync() });
     } catch (err) {
       process.stderr.write(
         `vfio-user server: cannot listen on ${plan.controlPath}: ${(err as Error).message}\n`,

@@ -10,6 +10,9 @@
  *   {"op":"idle"}                                   -> {"ok":true,"idle":{"quietMs":612,"owed":[]}}
  *   {"op":"release","device":"erdma0"}                                   -> {"ok":true,"qps":[2,3]}
  *
+ * The device server answers one more of its own (control-socket.ts): {"op":"sync"} -> {"ok":true}
+ * once its hardware trace files hold every line traced before the request.
+ *
  * `device` may be left out when the server holds one device; `idle` without one answers for every
  * device of the server together (idle.ts combinedIdle: a peer's device counts). A bad request gets {"ok":false,
  * "error":"..."} naming what was wrong.

@@ -1,6 +1,7 @@
 // The device server's control channel: fault requests reach the device's fault plan (and its
 // trace), bad requests get one error naming what is wrong, and the socket goes away on close.
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
@@ -87,4 +88,46 @@ t.test("over a socket, and nothing left after close", async (t) => {
   await server.close();
   t.notOk(existsSync(path), "the socket is removed");
   await t.rejects(controlRequest(path, { op: "faults" }), /control .*control\.sock/);
+});
+
+t.test("sync answers once the server's traces are written; replies keep their requests' order", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "hil-control-test-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, "control.sock");
+  const order: string[] = [];
+  const server = await startControlServer(path, new Map([["erdma0", device("erdma0", [])]]), {
+    sync: async () => {
+      await new Promise((r) => setTimeout(r, 50));
+      order.push("synced");
+    },
+  });
+  t.teardown(() => server.close());
+  t.same(await controlRequest(path, { op: "sync" }), { ok: true });
+  t.same(order, ["synced"], "the reply came after the writes");
+  // two requests on one connection: the slow sync's reply first
+  const replies = await new Promise<string[]>((resolve, reject) => {
+    const sock = createConnection(path);
+    let got = "";
+    sock.setEncoding("utf8");
+    sock.on("data", (d: string) => {
+      got += d;
+      const lines = got.split("\n").filter(Boolean);
+      if (lines.length === 2) {
+        sock.end();
+        resolve(lines);
+      }
+    });
+    sock.on("error", reject);
+    sock.write(`${JSON.stringify({ op: "sync" })}\n${JSON.stringify({ op: "faults" })}\n`);
+  });
+  t.same(
+    replies.map((l) => JSON.parse(l)),
+    [{ ok: true }, { ok: true, faults: [] }],
+  );
+  const bare = await startControlServer(join(dir, "bare.sock"), new Map([["erdma0", device("erdma0", [])]]));
+  t.teardown(() => bare.close());
+  t.same(await controlRequest(join(dir, "bare.sock"), { op: "sync" }), {
+    ok: false,
+    error: "this server keeps no trace to sync",
+  });
 });
