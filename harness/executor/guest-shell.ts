@@ -41,8 +41,9 @@ export function scriptOutput(out: string, from: number, tag: string): ScriptResu
 /**
  * The text written to the open shell for one script: the script in a subshell, its stderr into
  * `errFile` and its stdin empty (as an exec's without input: a command that reads stdin must not
- * take the next script's text), then its status line, that stderr and the closing line. The stderr is printed with
- * the shell's own read and printf: a cat and an rm cost 30 ms more a script in a TCG guest.
+ * take the next script's text), then its status line, that stderr and the closing line. The
+ * stderr is printed with the shell's own read and printf: a cat and an rm cost 30 ms more a script
+ * in a TCG guest.
  */
 export function scriptInput(script: string, tag: string, errFile: string): string {
   return [
@@ -161,4 +162,23 @@ export class GuestShell {
       detail: seen ? `stdout:\n${seen}` : undefined,
     });
   }
+}
+
+/**
+ * A GuestShell on a guest that can keep a shell open (undefined where it cannot). A shell lost
+ * under a script asks the guest over another channel first: a dead QEMU is then named, as an
+ * exec's failure names it.
+ */
+export function guestShellOf(
+  guest: {
+    execStream?: StreamShell["execStream"];
+    exec(command: string, opts?: { timeoutMs?: number }): Promise<unknown>;
+  },
+  tmpDir = "/tmp",
+): GuestShell | undefined {
+  const { execStream } = guest;
+  if (typeof execStream !== "function") return undefined;
+  return new GuestShell({ execStream: execStream.bind(guest) }, tmpDir, async () => {
+    await guest.exec("true", { timeoutMs: 10_000 });
+  });
 }

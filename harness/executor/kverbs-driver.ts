@@ -11,7 +11,7 @@ import { loadGuestModule } from "../image/kmod.ts";
 import { KVERBS_DEPS, KVERBS_MODULE } from "../image/kverbs-module.ts";
 import { commandLine } from "../protocol/commands.ts";
 import { type DoneRecord, parseTrace, recordsOf, type TraceRecord } from "../protocol/trace.ts";
-import { GuestShell } from "./guest-shell.ts";
+import { type GuestShell, guestShellOf } from "./guest-shell.ts";
 import { addSoftLink } from "./soft-link.ts";
 
 export const KVERBS_DEBUGFS = "/sys/kernel/debug/hil_kverbs";
@@ -170,12 +170,7 @@ export class KverbsDriver {
   private readonly shell: GuestShell | undefined;
 
   constructor(private readonly guest: ModuleShell) {
-    // a lost shell is asked about over another channel: a dead QEMU is then named, as an exec's failure names it
-    this.shell = guest.execStream
-      ? new GuestShell({ execStream: guest.execStream.bind(guest) }, "/tmp", async () => {
-          await guest.exec("true", { timeoutMs: 10_000 });
-        })
-      : undefined;
+    this.shell = guestShellOf(guest);
   }
 
   /** Loads the module (after its in-tree dependencies) and returns a driver for it. */

@@ -1,5 +1,4 @@
 /** What a suite run is given, and what follows from it alone (the device, the kernel known-bug records name). */
-
 import type { CommandResult } from "../../qemu/launch/types.ts";
 import { type ChosenDevice, impliedDevice } from "../backend/registry.ts";
 import { type bootPrepared, DEFAULT_GUEST_MAC, type PreparedGuest } from "../boot.ts";

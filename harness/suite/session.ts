@@ -5,7 +5,7 @@ import { progress } from "../../util/progress.ts";
 import { backendOf } from "../backend/registry.ts";
 import { type BootedGuest, bootPrepared, DEFAULT_GUEST_MAC } from "../boot.ts";
 import type { ExecutorFactory, ScenarioExecutor } from "../executor/executor.ts";
-import { GuestShell } from "../executor/guest-shell.ts";
+import { guestShellOf } from "../executor/guest-shell.ts";
 import { addSoftLink } from "../executor/soft-link.ts";
 import { softLinkOf } from "../scenario/drivers.ts";
 import { type CheckResult, PASSING_VERDICTS } from "../verdict.ts";
@@ -51,33 +51,29 @@ export async function startSession(
   });
   try {
     let probe: CheckResult[] | undefined;
+    let probeFailed = false;
     // the probe's commands and the driver's load, one after another through one open shell
-    const setup =
-      typeof guest.execStream === "function"
-        ? new GuestShell({ execStream: guest.execStream.bind(guest) }, "/tmp", async () => {
-            await guest.exec("true", { timeoutMs: 10_000 });
-          })
-        : undefined;
+    const setup = guestShellOf(guest);
     const exec = (command: string, o?: { timeoutMs?: number }) =>
       setup ? setup.run(command, o?.timeoutMs ?? SETUP_COMMAND_MS) : guest.exec(command, o);
     try {
       if (boot === 1 && opts.probe) {
         probe = await opts.probe({ exec, consoleLog: () => guest.consoleLog() }, hwTraceFile);
         checkHwTrace(guest);
-        if (probe.some((r) => !PASSING_VERDICTS.includes(r.verdict))) {
-          await setup?.close();
-          await guest.dispose();
-          return { probe };
-        }
+        probeFailed = probe.some((r) => !PASSING_VERDICTS.includes(r.verdict));
       }
       const link = softLinkOf(opts.driver);
-      if (link) await addSoftLink(guest, link);
-      else {
+      if (!probeFailed && link) await addSoftLink(guest, link);
+      else if (!probeFailed) {
         const r = await exec("modprobe erdma", { timeoutMs: 60_000 });
         if (r.exitCode !== 0) throw new Error(`modprobe erdma failed: ${r.stderr.trim()}`);
       }
     } finally {
       await setup?.close();
+    }
+    if (probe && probeFailed) {
+      await guest.dispose();
+      return { probe };
     }
     return {
       ...(probe ? { probe } : {}),

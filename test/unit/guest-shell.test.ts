@@ -11,6 +11,7 @@ import { join } from "node:path";
 import t, { type Test } from "tap";
 import {
   GuestShell,
+  guestShellOf,
   type StreamShell,
   scriptInput,
   scriptOutput,
@@ -150,6 +151,35 @@ t.test("a lost shell lets the guest say why first: its error is the one thrown",
     message: "the guest is gone: QEMU was killed by SIGKILL",
   });
 });
+
+t.test(
+  "guestShellOf: a shell where the guest can keep one open; a lost one asks the guest first",
+  async (t) => {
+    t.equal(
+      guestShellOf({ exec: async () => ({}) }),
+      undefined,
+      "a guest without a streaming exec runs its commands as execs",
+    );
+    const dir = mkdtempSync(join(tmpdir(), "hil-guest-shell-"));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const asked: string[] = [];
+    const shells = localShells();
+    const shell = guestShellOf(
+      {
+        execStream: (command) => shells.execStream(command),
+        exec: async (command) => {
+          asked.push(command);
+          throw new Error("QEMU exited");
+        },
+      },
+      dir,
+    );
+    if (!shell) throw new Error("no shell for a guest with a streaming exec");
+    t.teardown(() => shell.close());
+    await t.rejects(shell.run("kill -9 $$", 5000), { message: "QEMU exited" });
+    t.same(asked, ["true"], "the guest was asked over another channel");
+  },
+);
 
 t.test("a script's output is found between its own lines only", async (t) => {
   const tag = "hil-sh-abc";
