@@ -1,19 +1,11 @@
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import t, { type Test } from "tap";
+import t from "tap";
 import { buildKernel } from "../../harness/kernel/build.ts";
 import { gatherVersions } from "../../harness/versions.ts";
-import { hil, type Isolation, isolate, leftovers, REPO_ROOT } from "../support/cli.ts";
+import { expectNothingLeft, hil, isolate, REPO_ROOT } from "../support/cli.ts";
 
 t.setTimeout(60 * 60_000);
-
-/** Every test here must leave no QEMU, no device server and no temp dir of its own behind. */
-function expectNothingLeft(t: Test, iso: Isolation) {
-  const left = leftovers(iso);
-  t.same(left.processes, [], "no QEMU or device server left running");
-  t.same(left.entries, [], "no temp dir left");
-  rmSync(iso.tmp, { recursive: true, force: true });
-}
 
 t.test("hil boot --kernel debian:6.12 -- cat /proc/version prints the kernel built here", async (t) => {
   const before = isolate();
@@ -29,15 +21,6 @@ t.test("hil boot --kernel debian:6.12 -- cat /proc/version prints the kernel bui
     `the build's own timestamp (${utsVersion}) is in /proc/version`,
   );
   t.match(r.stderr, /\[boot\] debian:6\.12: guest up/, "progress on stderr");
-  expectNothingLeft(t, before);
-});
-
-t.test("hil boot --kernel debian:6.1 -- ls /sys/module/erdma shows the driver", async (t) => {
-  const before = isolate();
-  const r = await hil(["boot", "--kernel", "debian:6.1", "--", "ls", "/sys/module/erdma"], before.env);
-  t.equal(r.exitCode, 0, r.stderr);
-  t.match(r.stdout, /\brefcnt\b/);
-  t.match(r.stdout, /\bsections\b|\bholders\b/);
   expectNothingLeft(t, before);
 });
 
@@ -143,10 +126,7 @@ t.test("hil boot attaches the device; --trace keeps its hardware trace", async (
   const dir = t.testdir({});
   const before = isolate();
   const trace = join(dir, "hw.jsonl");
-  const r = await hil(
-    ["boot", "--kernel", "debian:7.2", "--trace", trace, "--", "hil-verbs-lifecycle && rdma link"],
-    before.env,
-  );
+  const r = await hil(["boot", "--trace", trace, "--", "hil-verbs-lifecycle && rdma link"], before.env);
   t.equal(r.exitCode, 0, r.stderr);
   t.match(r.stdout, /^ok close_device$/m);
   t.match(r.stdout, /^link erdma_0\/1 state ACTIVE physical_state LINK_UP netdev eth0/m);

@@ -1,24 +1,18 @@
 /**
  * A patched kernel continues its base's cached build (harness/kernel/rebuild.ts). Real debian:6.12
- * builds: an erdma-only series rebuilds erdma.ko alone, and the module is byte for byte the one a
- * build from scratch makes; a built-in change relinks the kernel after compiling one object; both
- * kernels boot and show their change.
+ * builds: an erdma-only series rebuilds erdma.ko alone; a built-in change relinks the kernel after
+ * compiling one object; both kernels boot and show their change. That the modules are byte for
+ * byte those of a build from scratch is checked in the nightly tier
+ * (test/nightly/kernel-from-scratch.test.ts): it compiles a whole kernel again.
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { prepareGuest, withGuest } from "../../harness/boot.ts";
-import { readArtifactRecord, writeArtifactRecord } from "../../harness/kernel/artifact-record.ts";
-import {
-  buildKernel,
-  buildKernelFromScratch,
-  KERNEL_CACHE_KIND,
-  kernelEntryOptions,
-} from "../../harness/kernel/build.ts";
+import { buildKernel, KERNEL_CACHE_KIND } from "../../harness/kernel/build.ts";
 import { KbuildCounter, parseKbuildLine } from "../../harness/kernel/kbuild-progress.ts";
 import { sourceWrittenSince } from "../../harness/kernel/source-guard.ts";
 import type { KernelArtifact } from "../../harness/kernel/types.ts";
-import { ensureEntry } from "../../util/cache.ts";
 import { run } from "../../util/exec.ts";
 import { hashFile } from "../../util/hash.ts";
 import { cacheNamesOf, kernelKeyOf } from "../support/kernel-keys.ts";
@@ -124,35 +118,6 @@ t.test("the guest runs the rebuilt erdma: its message, its interrupt names, no t
     t.match(devinfo.stdout, /hca_id:\s+erdma_0/, "the driver probed the device");
     t.equal((await g.exec("cat /proc/sys/kernel/tainted")).stdout.trim(), "0", "the kernel is not tainted");
   });
-});
-
-t.test("the same series built from scratch makes byte-identical modules", async (t) => {
-  const req = { base: BASE, series: fixture("erdma-module-only.mbox"), configs: [] };
-  const a = await buildKernel(req);
-  // built once a machine: a whole kernel from scratch is the slowest step of the suite
-  const { dir } = await ensureEntry(
-    "kernel-from-scratch",
-    a.key,
-    kernelEntryOptions("kernel from scratch (the incremental build's reference)"),
-    async (work) => writeArtifactRecord(work, await buildKernelFromScratch(req, work)),
-  );
-  const scratch = await readArtifactRecord(dir);
-  t.equal(scratch.release, a.release);
-  const order = readFileSync(join(a.buildDir, "modules.order"), "utf8").split("\n").filter(Boolean);
-  t.ok(order.length > 3, `modules: ${order.join(" ")}`);
-  for (const m of order) {
-    const ko = m.replace(/\.o$/, ".ko");
-    t.equal(
-      await hashFile(join(a.buildDir, ko)),
-      await hashFile(join(scratch.buildDir, ko)),
-      `${ko} is the same`,
-    );
-  }
-  t.equal(
-    readFileSync(a.config, "utf8"),
-    readFileSync(scratch.config, "utf8"),
-    "and so is the configuration",
-  );
 });
 
 t.test("a built-in change compiles its object, relinks the kernel, and boots", async (t) => {

@@ -136,3 +136,11 @@ export function leftovers(iso: Isolation): { processes: string[]; entries: strin
     entries: readdirSync(iso.tmp).filter((n) => !n.startsWith("tsx-")),
   };
 }
+
+/** A test that ran hil under `iso` left no QEMU, no device server and no temp dir behind; its temp dir goes. */
+export function expectNothingLeft(t: Test, iso: Isolation): void {
+  const left = leftovers(iso);
+  t.same(left.processes, [], "no QEMU or device server left running");
+  t.same(left.entries, [], "no temp dir left");
+  rmSync(iso.tmp, { recursive: true, force: true });
+}
