@@ -230,14 +230,24 @@ export async function missingHostPackages(pkgs: readonly string[]): Promise<stri
   return pkgs.filter((p) => !installed.has(p.split(":")[0] ?? p));
 }
 
+/** Another process installing (apt, or a second hil) holds dpkg's lock: wait for it, not fail. */
+const WAIT_FOR_DPKG = ["-o", "DPkg::Lock::Timeout=300"];
+
+/** The install running in this process: dpkg takes one at a time, so the next waits for it. */
+let installing: Promise<unknown> = Promise.resolve();
+
 /**
  * Installs what is missing of `pkgs` on the host. `from` names a private context whose default
- * release is its last suite (e.g. bookworm-backports) for packages the system's lists lack.
+ * release is its last suite (e.g. bookworm-backports) for packages the system's lists lack. Calls
+ * made side by side (QEMU's build and the kernel's) install one after the other.
  */
-export async function ensureHostPackages(
-  pkgs: readonly string[],
-  from?: "bookworm-backports",
-): Promise<string[]> {
+export function ensureHostPackages(pkgs: readonly string[], from?: "bookworm-backports"): Promise<string[]> {
+  const mine = installing.then(() => installMissing(pkgs, from));
+  installing = mine.catch(() => {});
+  return mine;
+}
+
+async function installMissing(pkgs: readonly string[], from?: "bookworm-backports"): Promise<string[]> {
   const missing = await missingHostPackages(pkgs);
   if (missing.length === 0) return [];
   const step = progress.step(`[setup] installing ${missing.join(" ")}${from ? ` from ${from}` : ""}`);
@@ -248,14 +258,16 @@ export async function ensureHostPackages(
       await run(
         "apt-get install",
         "apt-get",
-        [...ctx.options, "-q", "-y", "-t", from, "install", ...missing],
+        [...ctx.options, ...WAIT_FOR_DPKG, "-q", "-y", "-t", from, "install", ...missing],
         { env },
       );
     } else {
-      const first = await probe("apt-get", ["-q", "-y", "install", ...missing], { env });
+      const first = await probe("apt-get", [...WAIT_FOR_DPKG, "-q", "-y", "install", ...missing], { env });
       if (first.exitCode !== 0) {
         await run("apt-get update", "apt-get", ["-q", "update"], { env });
-        await run("apt-get install", "apt-get", ["-q", "-y", "install", ...missing], { env });
+        await run("apt-get install", "apt-get", [...WAIT_FOR_DPKG, "-q", "-y", "install", ...missing], {
+          env,
+        });
       }
     }
     step.succeed(`installed ${missing.length} package(s)`);
