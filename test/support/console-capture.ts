@@ -448,10 +448,12 @@ async function captureOops(kind: "oops" | "bug" | "oops-in-irq", base: string): 
 async function captureNmi(kind: "nmi-idle" | "nmi-spin", base: string): Promise<CapturedConsole> {
   if (kind === "nmi-spin") return captureNmiOnce(kind, base);
   // An idle CPU is what nmi-idle captures; the NMI lands wherever the CPU is, and now and then that
-  // is a softirq taking the last SSH packets: boot again (at most three times) for an idle one
+  // is a softirq taking the last SSH packets on the idle task's stack (default_idle_call below
+  // virtnet_poll, RIP in the page allocator): boot again (at most three times) until the NMI
+  // interrupted the idle instruction itself
   for (let attempt = 1; ; attempt++) {
     const c = await captureNmiOnce(kind, base);
-    if (/\bdefault_idle_call\b/.test(c.excerpt) || attempt === 3) return c;
+    if (/\bRIP: \w+:default_idle\+/.test(c.excerpt) || attempt === 3) return c;
   }
 }
 
