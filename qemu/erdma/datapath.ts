@@ -171,13 +171,16 @@ export class DataPath implements FabricPort {
     const key = `${qp.qpn}/${queue}`;
     if (this.scheduled.has(key)) return;
     this.scheduled.add(key);
+    // The device meets the queue when it takes the doorbell, not when the queue's job runs: a
+    // resume-queue sent right after the doorbells must find the stall fired, however long the
+    // job waits behind others on a loaded host.
+    this.env.faults.fire("stall-queue", { qpn: qp.qpn, queue });
     this.env.jobs.post(
       `${queue} ${qp.qpn}`,
       async (ctx) => {
         this.scheduled.delete(key);
         const st = this.env.state();
         if (st.qps.get(qp.qpn) !== qp || !ctx.alive()) return;
-        this.env.faults.fire("stall-queue", { qpn: qp.qpn, queue });
         if (this.inError(qp)) this.env.faults.errorEntered(qp.qpn);
         const until = this.env.faults.stalled(qp.qpn, queue);
         if (until !== undefined) {

@@ -455,6 +455,34 @@ t.test("resume-queue ends a stall at once and disarms one not fired yet; the que
   );
 });
 
+// hil's user executor rings the doorbells, then resumes over the control socket; on a loaded host
+// the queue's job may not have run yet when the resume comes
+t.test(
+  "a resume-queue right after the doorbell, before the queue's job ran, ends a stall that fired",
+  async (t) => {
+    const { p, w, faultEvents } = await writes();
+    const stall = p.a.dev.faults.add({ kind: "stall-queue", qpn: p.a.qp.qpn, queue: "sq" });
+    p.a.drv.postSend(p.a.qp, [w(1n), w(2n)]);
+    const resume = p.a.dev.faults.add({ kind: "resume-queue", qpn: p.a.qp.qpn, queue: "sq" });
+    await p.settle();
+    t.ok(
+      faultEvents().some((e) => e.id === stall && e.action === "fired"),
+      "the stall fired at the doorbell",
+    );
+    t.match(
+      faultEvents().find((e) => e.id === resume && e.action === "fired"),
+      {
+        context: { stallsEnded: 1, disarmed: [] },
+      },
+    );
+    t.same(
+      p.a.drv.pollWc(p.a.scq).map((c) => c.wrId),
+      [1n, 2n],
+      "both ran",
+    );
+  },
+);
+
 t.test("DESTROY_QP says what the device still had to complete or flush", async (t) => {
   const { p } = await writes();
   // the receives' flush waits a second after the ERR transition: the destroy comes first
