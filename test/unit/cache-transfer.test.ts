@@ -366,6 +366,23 @@ t.test(
  * A kernel-base-like entry big enough that tar reads it for a while, and a process beside the
  * export doing to it, over and over until stopped, what `sh -c` is given ($1: the entry's src).
  */
+/** The processes of group `pgid` that are not zombies (/proc/<pid>/stat: state, ppid, pgrp after the name). */
+function liveInGroup(pgid: number): number[] {
+  const live: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${name}/stat`, "utf8");
+    } catch {
+      continue; // it ended while we looked
+    }
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(pgrp) === pgid && state !== "Z") live.push(Number(name));
+  }
+  return live;
+}
+
 async function exportBeside(
   t: Test,
   script: string,
@@ -405,18 +422,18 @@ async function exportBeside(
   const exited = new Promise((r) => busy.once("exit", r));
   stop();
   await exited;
+  // a killed cp or rm is a zombie until init reaps it, which takes a while on a loaded host: only
+  // a process of the group that is not a zombie is left running
   const gone = async (): Promise<boolean> => {
-    for (let i = 0; i < 40; i++) {
-      try {
-        process.kill(-(busy.pid as number), 0);
-      } catch {
-        return true;
-      }
+    for (let i = 0; i < 200; i++) {
+      if (liveInGroup(busy.pid as number).length === 0) return true;
       await new Promise((r) => setTimeout(r, 50));
     }
     return false;
   };
-  t.ok(await gone(), "nothing the busy loop started is left running");
+  t.ok(await gone(), "nothing the busy loop started is left running", {
+    left: liveInGroup(busy.pid as number),
+  });
   return { results, root };
 }
 
