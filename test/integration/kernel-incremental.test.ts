@@ -1,9 +1,10 @@
 /**
  * A patched kernel continues its base's cached build (harness/kernel/rebuild.ts). Real debian:6.12
  * builds: an erdma-only series rebuilds erdma.ko alone; a built-in change relinks the kernel after
- * compiling one object; both kernels boot and show their change. That the modules are byte for
- * byte those of a build from scratch is checked in the nightly tier
- * (test/nightly/kernel-from-scratch.test.ts): it compiles a whole kernel again.
+ * compiling one object; both kernels boot and show their change; `--config ulp` compiles its
+ * modules and no built-in object. That the modules are byte for byte those of a build from
+ * scratch is checked in the nightly tier (test/nightly/kernel-from-scratch.test.ts): it compiles a
+ * whole kernel again.
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -41,6 +42,9 @@ function compiled(a: KernelArtifact): string[] {
     .map((s) => s?.target ?? "")
     .sort();
 }
+
+/** What every link of the kernel compiles: the kallsyms tables, the version, the boot image. */
+const LINK_OBJECTS = /^(\.tmp_vmlinux\d\.kallsyms\.o|init\/version(-timestamp)?\.o|arch\/x86\/boot\/.*\.o)$/;
 
 function installed(a: KernelArtifact, rel: string): string {
   return join(a.modulesRoot, "lib", "modules", a.release, "kernel", rel);
@@ -127,10 +131,8 @@ t.test("a built-in change compiles its object, relinks the kernel, and boots", a
   t.match(a.rebuild?.reason, /init\/main\.c reaches built-in init\/main\.o/);
   const objects = compiled(a);
   t.ok(objects.includes("init/main.o"), "init/main.o compiled again");
-  // what every link of the kernel compiles: the kallsyms tables, the version, the boot image
-  const link = /^(\.tmp_vmlinux\d\.kallsyms\.o|init\/version(-timestamp)?\.o|arch\/x86\/boot\/.*\.o)$/;
   t.same(
-    objects.filter((o) => o !== "init/main.o" && !link.test(o)),
+    objects.filter((o) => o !== "init/main.o" && !LINK_OBJECTS.test(o)),
     [],
     `nothing else but what the link makes: ${objects.join(" ")}`,
   );
@@ -143,6 +145,23 @@ t.test("a built-in change compiles its object, relinks the kernel, and boots", a
     t.match(g.consoleLog(), HELLO, "the guest's console shows it");
     t.equal((await g.exec("uname -r")).stdout.trim(), a.release);
   });
+});
+
+// `--config ulp` adds modules only (guest/kconfig/ulp.config): whatever its modules select that a
+// header of the whole kernel reads must be in base.config already, or every object including that
+// header is compiled again (SG_POOL and SGL_ALLOC of scatterlist.h made 516 objects again).
+t.test("a fragment of modules (ulp) compiles its modules' objects and no built-in one", async (t) => {
+  const a = await buildKernel({ base: BASE, configs: ["ulp"] });
+  t.equal(a.rebuild?.mode, "incremental");
+  const ulpDirs = /^drivers\/(nvme\/(host|target)|block\/(null_blk|rnbd)|infiniband\/ulp\/rtrs)\//;
+  const objects = compiled(a);
+  t.ok(objects.length > 0, "the modules' objects compiled");
+  t.same(
+    objects.filter((o) => !ulpDirs.test(o) && !LINK_OBJECTS.test(o)),
+    [],
+    `only objects of the ULP modules and of the kernel's link: ${objects.length} compiled`,
+  );
+  t.ok(steps(a) * 5 < baseSteps, `${steps(a)} Kbuild steps, the base build ran ${baseSteps}`);
 });
 
 t.test("a series that breaks the erdma build: one error naming the file; nothing cached", async (t) => {
