@@ -362,10 +362,6 @@ t.test(
   },
 );
 
-/**
- * A kernel-base-like entry big enough that tar reads it for a while, and a process beside the
- * export doing to it, over and over until stopped, what `sh -c` is given ($1: the entry's src).
- */
 /** The processes of group `pgid` that are not zombies (/proc/<pid>/stat: state, ppid, pgrp after the name). */
 function liveInGroup(pgid: number): number[] {
   const live: number[] = [];
@@ -383,6 +379,10 @@ function liveInGroup(pgid: number): number[] {
   return live;
 }
 
+/**
+ * A kernel-base-like entry big enough that tar reads it for a while, and a process beside the
+ * export doing to it, over and over until stopped, what `sh -c` is given ($1: the entry's src).
+ */
 async function exportBeside(
   t: Test,
   script: string,
