@@ -38,6 +38,7 @@ export const KERNEL_HOST_PACKAGES = [
   "cpio",
   "kmod",
   "xz-utils",
+  "lz4", // base.config's CONFIG_KERNEL_LZ4 compresses the image with the host's lz4
   "rsync",
   "patch",
   "dpkg-dev",
