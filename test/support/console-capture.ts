@@ -449,11 +449,12 @@ async function captureNmi(kind: "nmi-idle" | "nmi-spin", base: string): Promise<
   if (kind === "nmi-spin") return captureNmiOnce(kind, base);
   // An idle CPU is what nmi-idle captures; the NMI lands wherever the CPU is, and now and then that
   // is a softirq taking the last SSH packets on the idle task's stack (default_idle_call below
-  // virtnet_poll, RIP in the page allocator): boot again (at most three times) until the NMI
-  // interrupted the idle instruction itself
+  // virtnet_poll, RIP in the page allocator), or the periodic tick's handler (RIP at its APIC EOI;
+  // three boots in a row of a loaded 2-core host, 2026-12-07): boot again (at most five times)
+  // until the NMI interrupted the idle instruction itself
   for (let attempt = 1; ; attempt++) {
     const c = await captureNmiOnce(kind, base);
-    if (/\bRIP: \w+:default_idle\+/.test(c.excerpt) || attempt === 3) return c;
+    if (/\bRIP: \w+:default_idle\+/.test(c.excerpt) || attempt === 5) return c;
   }
 }
 
