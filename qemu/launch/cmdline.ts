@@ -69,12 +69,16 @@ export function kernelCommandLine(spec: GuestSpec): string {
   // no_timer_check: under TCG on a loaded host the IO-APIC timer check can fail and panic the boot
   // unknown_nmi_panic: an NMI the harness injects into a frozen guest makes it print the CPU's
   // stack and end (harness/suite/freeze.ts)
+  // pty.legacy_count=0: tinyconfig keeps CONFIG_LEGACY_PTYS, whose 256 BSD pty pairs pty_init
+  // registers one by one (0.16 s of each TCG boot); dropbear uses /dev/ptmx. A kernel without
+  // legacy ptys (Debian's) ignores the unused module parameter.
   const params = [
     "console=ttyS0,115200",
     "panic=-1",
     "no_timer_check",
     `loglevel=${spec.loglevel}`,
     "unknown_nmi_panic=1",
+    "pty.legacy_count=0",
   ];
   if (spec.probe) params.push("hil.probe");
   if (spec.authorizedKey) params.push(authKeyParam(spec.authorizedKey));

@@ -7,22 +7,36 @@ import { expectNothingLeft, hil, isolate, REPO_ROOT } from "../support/cli.ts";
 
 t.setTimeout(60 * 60_000);
 
-t.test("hil boot --kernel debian:6.12 -- cat /proc/version prints the kernel built here", async (t) => {
-  const before = isolate();
-  const kernel = await buildKernel({ base: "debian:6.12", configs: [] });
-  const utsVersion = /UTS_VERSION "([^"]+)"/.exec(
-    readFileSync(join(kernel.buildDir, "include/generated/utsversion.h"), "utf8"),
-  )?.[1];
-  const r = await hil(["boot", "--kernel", "debian:6.12", "--", "cat", "/proc/version"], before.env);
-  t.equal(r.exitCode, 0, r.stderr);
-  t.match(r.stdout, new RegExp(`^Linux version ${kernel.release.replace(/\./g, "\\.")} `));
-  t.ok(
-    utsVersion && r.stdout.includes(utsVersion),
-    `the build's own timestamp (${utsVersion}) is in /proc/version`,
-  );
-  t.match(r.stderr, /\[boot\] debian:6\.12: guest up/, "progress on stderr");
-  expectNothingLeft(t, before);
-});
+t.test(
+  "hil boot --kernel debian:6.12 -- cat /proc/version prints the kernel built here, without legacy ptys",
+  async (t) => {
+    const before = isolate();
+    const kernel = await buildKernel({ base: "debian:6.12", configs: [] });
+    const utsVersion = /UTS_VERSION "([^"]+)"/.exec(
+      readFileSync(join(kernel.buildDir, "include/generated/utsversion.h"), "utf8"),
+    )?.[1];
+    const r = await hil(
+      [
+        "boot",
+        "--kernel",
+        "debian:6.12",
+        "--",
+        "cat /proc/version; echo legacy ptys: $(ls /dev | grep -c '^pty[p-za-e]'); [ -c /dev/ptmx ] && echo ptmx",
+      ],
+      before.env,
+    );
+    t.equal(r.exitCode, 0, r.stderr);
+    t.match(r.stdout, new RegExp(`^Linux version ${kernel.release.replace(/\./g, "\\.")} `));
+    t.match(r.stdout, /^legacy ptys: 0$/m, "pty.legacy_count=0: no BSD pty devices registered at boot");
+    t.match(r.stdout, /^ptmx$/m, "Unix 98 ptys remain, which SSH sessions use");
+    t.ok(
+      utsVersion && r.stdout.includes(utsVersion),
+      `the build's own timestamp (${utsVersion}) is in /proc/version`,
+    );
+    t.match(r.stderr, /\[boot\] debian:6\.12: guest up/, "progress on stderr");
+    expectNothingLeft(t, before);
+  },
+);
 
 t.test("the guest command's exit code and streams come back", async (t) => {
   const r = await hil(["boot", "--", "echo out; echo err >&2; exit 7"]);

@@ -68,28 +68,32 @@ t.test("KVM uses the host CPU", async (t) => {
   t.equal(arg(argv, "-cpu"), "host");
 });
 
-t.test("the kernel command line carries console, panic, loglevel, the key and extra args last", async (t) => {
-  const line = kernelCommandLine(guestSpec({ kernelArgs: ["hil.modules=siw", "loglevel=3"] }));
-  const words = line.split(" ");
-  t.same(words.slice(0, 5), [
-    "console=ttyS0,115200",
-    "panic=-1",
-    "no_timer_check",
-    "loglevel=7",
-    "unknown_nmi_panic=1",
-  ]);
-  const key = words.find((w) => w.startsWith("hil.authkey="));
-  t.ok(key);
-  t.equal(Buffer.from(key?.slice("hil.authkey=".length) ?? "", "base64").toString(), `${GUEST_KEY}\n`);
-  t.same(words.slice(-2), ["hil.modules=siw", "loglevel=3"]);
-  t.notOk(words.includes("hil.probe"));
-  t.ok(
-    kernelCommandLine(guestSpec({ probe: true }))
-      .split(" ")
-      .includes("hil.probe"),
-  );
-  t.equal(arg(qemuArgv(guestSpec()), "-append"), kernelCommandLine(guestSpec()));
-});
+t.test(
+  "the kernel command line carries console, panic, loglevel, no legacy ptys, the key and extra args last",
+  async (t) => {
+    const line = kernelCommandLine(guestSpec({ kernelArgs: ["hil.modules=siw", "loglevel=3"] }));
+    const words = line.split(" ");
+    t.same(words.slice(0, 6), [
+      "console=ttyS0,115200",
+      "panic=-1",
+      "no_timer_check",
+      "loglevel=7",
+      "unknown_nmi_panic=1",
+      "pty.legacy_count=0",
+    ]);
+    const key = words.find((w) => w.startsWith("hil.authkey="));
+    t.ok(key);
+    t.equal(Buffer.from(key?.slice("hil.authkey=".length) ?? "", "base64").toString(), `${GUEST_KEY}\n`);
+    t.same(words.slice(-2), ["hil.modules=siw", "loglevel=3"]);
+    t.notOk(words.includes("hil.probe"));
+    t.ok(
+      kernelCommandLine(guestSpec({ probe: true }))
+        .split(" ")
+        .includes("hil.probe"),
+    );
+    t.equal(arg(qemuArgv(guestSpec()), "-append"), kernelCommandLine(guestSpec()));
+  },
+);
 
 t.test("an over-long kernel command line is refused", async (t) => {
   t.throws(() => kernelCommandLine(guestSpec({ kernelArgs: ["x".repeat(KERNEL_CMDLINE_MAX)] })), {
