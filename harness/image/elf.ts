@@ -64,7 +64,8 @@ export function parseReadelf(text: string, toTreePath: (file: string) => string)
   return infos;
 }
 
-async function readDynamicInfo(root: string, files: readonly string[]): Promise<ElfDynamicInfo[]> {
+/** The dynamic sections of `files` (absolute in-tree paths), read with readelf in batches. */
+export async function readDynamicInfo(root: string, files: readonly string[]): Promise<ElfDynamicInfo[]> {
   const byPath = new Map<string, ElfDynamicInfo>();
   const batch = 200;
   for (let i = 0; i < files.length; i += batch) {

@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 
 /** Bump when anything below, or how the layers are packed, changes: it is part of every image key. */
-export const RECIPE_VERSION = "initramfs-1";
+export const RECIPE_VERSION = "initramfs-2";
 
 /** The Debian suite the guest userspace comes from. */
 export const USERSPACE_SUITE = "bookworm";
@@ -48,11 +48,19 @@ export const PACKAGING_ONLY = new Set([
 
 /**
  * Paths (relative to the tree root) removed after unpacking: documentation, headers, and optional
- * plugins nothing in the guest loads (iconv's gconv; tc's ATM qdisc, which needs libatm1).
+ * plugins and programs nothing in the guest loads or runs (iconv's gconv; tc's ATM qdisc, which
+ * needs libatm1; OpenSSL's engines and providers and Kerberos's plugins, whose libraries no guest
+ * program links; rdma-core's rsocket LD_PRELOAD library; iproute2's ARP daemon, the only user of
+ * libdb). The libraries they alone needed then go too (DLOPENED_LIBRARIES).
  */
 export const PRUNED_PATHS = [
   "usr/lib/x86_64-linux-gnu/tc/q_atm.so",
   "usr/lib/x86_64-linux-gnu/gconv",
+  "usr/lib/x86_64-linux-gnu/engines-3",
+  "usr/lib/x86_64-linux-gnu/ossl-modules",
+  "usr/lib/x86_64-linux-gnu/krb5/plugins",
+  "usr/lib/x86_64-linux-gnu/rsocket",
+  "usr/sbin/arpd",
   "usr/share/doc",
   "usr/share/man",
   "usr/share/info",
@@ -72,6 +80,14 @@ export const LIBRARY_DIRS = [
   "/lib",
   "/usr/lib",
 ];
+
+/**
+ * After pruning, the image keeps only the shared libraries some program or plugin in it loads
+ * over DT_NEEDED (unused-libraries.ts), and these, which are loaded by name with dlopen: glibc
+ * opens libgcc_s for pthread_cancel and pthread_exit's unwinding. Each boot unpacks the image, so
+ * every megabyte left out is time saved on every boot.
+ */
+export const DLOPENED_LIBRARIES = ["libgcc_s.so.1"];
 
 /** Empty directories the init script mounts on or writes into. */
 export const SKELETON_DIRS = ["dev", "proc", "sys", "tmp", "run", "root", "etc", "var", "mnt"];

@@ -11,6 +11,7 @@ import { type CpioEntry, walkTree, writeCpioGz } from "./cpio.ts";
 import { fetchPackages, type ResolvedPackage, resolvePackages, unpackDeb } from "./debs.ts";
 import { verifyElfClosure } from "./elf.ts";
 import {
+  DLOPENED_LIBRARIES,
   INIT_SCRIPT_PATH,
   LIBRARY_DIRS,
   PACKAGING_ONLY,
@@ -21,6 +22,7 @@ import {
   SKELETON_DIRS,
   USERSPACE_SUITE,
 } from "./recipe.ts";
+import { removeUnusedLibraries } from "./unused-libraries.ts";
 
 export interface ImageLayer {
   /** a gzip-compressed newc archive */
@@ -40,7 +42,13 @@ const DEVICE_NODES: CpioEntry[] = [
 ];
 
 /** The recipe's own choices, so editing them changes the key without a version bump. */
-const RECIPE_TEXT = JSON.stringify({ PRUNED_PATHS, LIBRARY_DIRS, SKELETON_DIRS, DEVICE_NODES });
+const RECIPE_TEXT = JSON.stringify({
+  PRUNED_PATHS,
+  DLOPENED_LIBRARIES,
+  LIBRARY_DIRS,
+  SKELETON_DIRS,
+  DEVICE_NODES,
+});
 
 export function userspaceKey(packages: readonly ResolvedPackage[], initScript: Uint8Array): string {
   const digests = packages.map((p) => p.sha256).sort();
@@ -56,6 +64,12 @@ async function stageTree(root: string, debs: readonly string[], initScript: Uint
   }
   step.succeed(`${debs.length} packages`);
   for (const p of PRUNED_PATHS) await rm(join(root, p), { recursive: true, force: true });
+  const prune = progress.step("[image] leaving out the shared libraries nothing loads");
+  const unused = await removeUnusedLibraries(root, LIBRARY_DIRS, DLOPENED_LIBRARIES).catch((err: unknown) => {
+    prune.fail();
+    throw err;
+  });
+  prune.succeed(`${unused.length} libraries`);
   for (const d of SKELETON_DIRS) await makeDir(join(root, d));
   await chmod(join(root, "root"), 0o700);
   await chmod(join(root, "tmp"), 0o1777);
