@@ -88,6 +88,21 @@ export async function readDynamicInfo(root: string, files: readonly string[]): P
  * The libraries (and interpreters) that would not be found at run time inside the tree.
  * `exists` answers for absolute in-tree paths, following symlinks within the tree.
  */
+/**
+ * Where the dynamic loader looks for `library` on behalf of `from`, in order: a path as given
+ * (relative to `from`'s directory), else `from`'s run paths ($ORIGIN expanded), then `libraryDirs`.
+ */
+export function libraryCandidates(
+  from: ElfDynamicInfo,
+  library: string,
+  libraryDirs: readonly string[],
+): string[] {
+  const origin = posix.dirname(from.path);
+  if (library.includes("/")) return [posix.resolve(origin, library)];
+  const runPaths = from.searchPath.map((d) => d.replace(/\$\{ORIGIN\}|\$ORIGIN/g, origin));
+  return [...runPaths, ...libraryDirs].map((d) => posix.join(d, library));
+}
+
 export function findUnresolved(
   infos: readonly ElfDynamicInfo[],
   libraryDirs: readonly string[],
@@ -98,13 +113,9 @@ export function findUnresolved(
     if (info.interpreter && !exists(info.interpreter)) {
       missing.push({ binary: info.path, library: info.interpreter });
     }
-    const origin = posix.dirname(info.path);
-    const dirs = [...info.searchPath.map((d) => d.replace(/\$\{ORIGIN\}|\$ORIGIN/g, origin)), ...libraryDirs];
     for (const lib of info.needed) {
-      const found = lib.includes("/")
-        ? exists(posix.resolve(origin, lib))
-        : dirs.some((d) => exists(posix.join(d, lib)));
-      if (!found) missing.push({ binary: info.path, library: lib });
+      if (!libraryCandidates(info, lib, libraryDirs).some(exists))
+        missing.push({ binary: info.path, library: lib });
     }
   }
   return missing;

@@ -1,18 +1,10 @@
 import type { Dirent } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
 import { join, posix } from "node:path";
-import { type ElfDynamicInfo, findElfFiles, readDynamicInfo } from "./elf.ts";
+import { type ElfDynamicInfo, findElfFiles, libraryCandidates, readDynamicInfo } from "./elf.ts";
 import { resolveInTree } from "./tree.ts";
 
 const SHARED_OBJECT = /\.so(\.\d+)*$/;
-
-/** Where the dynamic loader finds `library` for `from`: its run paths ($ORIGIN expanded), then the dirs. */
-function candidatePaths(from: ElfDynamicInfo, library: string, libraryDirs: readonly string[]): string[] {
-  const origin = posix.dirname(from.path);
-  if (library.includes("/")) return [posix.resolve(origin, library)];
-  const runPaths = from.searchPath.map((d) => d.replace(/\$\{ORIGIN\}|\$ORIGIN/g, origin));
-  return [...runPaths, ...libraryDirs].map((d) => posix.join(d, library));
-}
 
 /**
  * The shared libraries lying directly in `libraryDirs` that nothing in the tree loads: no program
@@ -50,7 +42,7 @@ export function unusedLibraries(
     reached.add(path);
     const info = byPath.get(path);
     if (!info) continue;
-    const wanted = [...info.needed.map((lib) => candidatePaths(info, lib, libraryDirs))];
+    const wanted = info.needed.map((lib) => libraryCandidates(info, lib, libraryDirs));
     if (info.interpreter) wanted.push([info.interpreter]);
     for (const paths of wanted) {
       const found = firstFound(paths);

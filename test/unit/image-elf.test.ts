@@ -1,26 +1,15 @@
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import t, { type Test } from "tap";
 import { type ElfDynamicInfo, findUnresolved, verifyElfClosure } from "../../harness/image/elf.ts";
 import { resolveInTree } from "../../harness/image/tree.ts";
+import { hostElfTree } from "../support/host-elf-tree.ts";
 
 const DIRS = ["/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu"];
 
-function place(root: string, treePath: string, from: string): void {
-  mkdirSync(join(root, dirname(treePath)), { recursive: true });
-  copyFileSync(from, join(root, treePath));
-}
-
 /** A tree holding the host's /bin/true and what it needs (libc, the loader via an absolute link). */
 function handMadeTree(t: Test): string {
-  const root = mkdtempSync(join(tmpdir(), "hil-elf-test-"));
-  t.teardown(() => rmSync(root, { recursive: true, force: true }));
-  place(root, "/usr/bin/true", "/usr/bin/true");
-  place(root, "/lib/x86_64-linux-gnu/libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6");
-  place(root, "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2");
-  mkdirSync(join(root, "lib64"));
-  symlinkSync("/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", join(root, "lib64/ld-linux-x86-64.so.2"));
+  const root = hostElfTree(t);
   writeFileSync(join(root, "usr/bin/script"), "#!/bin/sh\necho not elf\n");
   return root;
 }

@@ -1,10 +1,10 @@
-import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { existsSync, lstatSync, mkdirSync, symlinkSync } from "node:fs";
+import { join } from "node:path";
 import t, { type Test } from "tap";
 import type { ElfDynamicInfo } from "../../harness/image/elf.ts";
 import { verifyElfClosure } from "../../harness/image/elf.ts";
 import { removeUnusedLibraries, unusedLibraries } from "../../harness/image/unused-libraries.ts";
+import { hostElfTree } from "../support/host-elf-tree.ts";
 
 const LIB = "/usr/lib/x86_64-linux-gnu";
 const DIRS = ["/lib/x86_64-linux-gnu", LIB];
@@ -71,22 +71,10 @@ t.test("a run path with $ORIGIN is searched before the library dirs", async (t) 
   );
 });
 
-function place(root: string, treePath: string, from: string): void {
-  mkdirSync(join(root, dirname(treePath)), { recursive: true });
-  copyFileSync(from, join(root, treePath));
-}
-
 /** The host's /usr/bin/true with its libc and loader, libm unused behind a soname link, libz
  * reached only through a link from a plugin directory. */
 function hostTree(t: Test): string {
-  const root = mkdtempSync(join(tmpdir(), "hil-unused-libs-test-"));
-  t.teardown(() => rmSync(root, { recursive: true, force: true }));
-  place(root, "/usr/bin/true", "/usr/bin/true");
-  for (const name of ["libc.so.6", "ld-linux-x86-64.so.2", "libm.so.6", "libz.so.1", "libgcc_s.so.1"]) {
-    place(root, `/lib/x86_64-linux-gnu/${name}`, `/lib/x86_64-linux-gnu/${name}`);
-  }
-  mkdirSync(join(root, "lib64"));
-  symlinkSync("/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", join(root, "lib64/ld-linux-x86-64.so.2"));
+  const root = hostElfTree(t, ["libm.so.6", "libz.so.1", "libgcc_s.so.1"]);
   symlinkSync("libm.so.6", join(root, "lib/x86_64-linux-gnu/libm.so"));
   mkdirSync(join(root, "usr/lib/x86_64-linux-gnu/plugins"), { recursive: true });
   symlinkSync(
