@@ -41,3 +41,19 @@ t.test("a line that is not a test file's record is an error naming its number", 
   });
   t.throws(() => parseGateCpuLog("not json\n"), SyntaxError);
 });
+
+t.test("bench:gate refuses a bad --top or --jobs before it starts tap", async (t) => {
+  const { execa } = await import("execa");
+  for (const [flag, value] of [
+    ["--top", "0"],
+    ["--jobs", "two"],
+  ] as const) {
+    const r = await execa("node", ["--import", "tsx", "harness/bench/gate-cpu.ts", flag, value], {
+      reject: false,
+      all: true,
+    });
+    t.not(r.exitCode, 0, `${flag} ${value} fails`);
+    t.match(r.all, new RegExp(`${flag} ${value}: a whole number >= 1`), "and says which option and why");
+    t.notMatch(r.all, /TAP version|# Subtest/, "no test ran");
+  }
+});
