@@ -10,7 +10,7 @@ import {
   type RunComparison,
   summarize,
 } from "../../harness/bench/mutants/classify.ts";
-import { renderSeries } from "../../harness/bench/mutants/report.ts";
+import { catchesByDriver, renderSeries, renderSummary } from "../../harness/bench/mutants/report.ts";
 import type { RunRecord } from "../../harness/rundir/schema.ts";
 import type { CheckResult } from "../../harness/verdict.ts";
 import { type Cell, runRecordOf } from "../support/run-records.ts";
@@ -182,6 +182,7 @@ t.test("a series line names the scenarios and rules, and a prediction that did n
   const line = renderSeries({
     name: "no-reflush-after-post",
     kind: "mutant",
+    driver: "erdma",
     class: "-",
     outcome: "survived",
     predict: "caught",
@@ -189,10 +190,11 @@ t.test("a series line names the scenarios and rules, and a prediction that did n
     scope: "suite",
     wallMs: 754_000,
   });
-  t.match(line, /^survived\s+no-reflush-after-post {2}\(12m34s\) \[predicted: caught\]\n$/);
+  t.match(line, /^survived\s+no-reflush-after-post on erdma {2}\(12m34s\) \[predicted: caught\]\n$/);
   const caught = renderSeries({
     name: "x",
     kind: "mutant",
+    driver: "siw",
     class: "-",
     outcome: "caught",
     predict: "caught",
@@ -211,8 +213,27 @@ t.test("a series line names the scenarios and rules, and a prediction that did n
   t.match(caught, /\n {4}post-send-in-error\[ib,linux\] FAIL rules 1,9\n$/);
   t.match(
     caught,
-    /^caught\s+x {2}\(5s\) \[by its predicted scenarios\]\n/,
+    /^caught\s+x on siw {2}\(5s\) \[by its predicted scenarios\]\n/,
     "caught before the whole suite ran",
   );
   t.notMatch(caught, /predicted: /);
+});
+
+t.test("the summary counts catches per driver when the campaign ran more than one", async (t) => {
+  const reports = [
+    { kind: "mutant" as const, driver: "erdma" as const, outcome: "caught" as const },
+    { kind: "mutant" as const, driver: "siw" as const, outcome: "survived" as const },
+    { kind: "mutant" as const, driver: "siw" as const, outcome: "caught" as const },
+    { kind: "benign" as const, driver: "siw" as const, outcome: "clean" as const },
+    { kind: "mutant" as const, driver: "rxe" as const, outcome: "invalid" as const },
+  ];
+  const byDriver = catchesByDriver(reports);
+  t.same(byDriver, [
+    { driver: "erdma", mutants: 1, caught: 1 },
+    { driver: "siw", mutants: 2, caught: 1 },
+    { driver: "rxe", mutants: 1, caught: 0 },
+  ]);
+  const summary = summarize(reports.map((r) => ({ ...r, catches: [] })));
+  t.match(renderSummary(summary, byDriver), /^per driver: erdma 1 of 1, siw 1 of 2, rxe 0 of 1$/m);
+  t.notMatch(renderSummary(summary, byDriver.slice(0, 1)), /per driver/, "one driver: no breakdown");
 });

@@ -97,12 +97,17 @@ t.test("each mistake is one error with file:line:col and the field", async (t) =
     throw new Error("the manifest loaded without an error");
   };
   t.same(
-    parseManifest(GOOD.join("\n"), file).series.map((s) => [s.name, s.kind, s.executors]),
+    parseManifest(GOOD.join("\n"), file).series.map((s) => [s.name, s.kind, s.driver, s.executors]),
     [
-      ["no-reflush-after-post", "mutant", ["kernel"]],
-      ["benign-reflush-immediate", "benign", ["kernel"]],
+      ["no-reflush-after-post", "mutant", "erdma", ["kernel"]],
+      ["benign-reflush-immediate", "benign", "erdma", ["kernel"]],
     ],
-    "the good manifest loads, executors default to the kernel one",
+    "the good manifest loads, the driver defaults to erdma and executors to the kernel one",
+  );
+  t.equal(
+    parseManifest(replace(2, "    kind: mutant\n    driver: siw").join("\n"), file).series[0]?.driver,
+    "siw",
+    "a series names the driver the suite judges it on",
   );
   const cases: Array<{ lines: string[]; where: RegExp; message: RegExp }> = [
     {
@@ -159,6 +164,20 @@ t.test("each mistake is one error with file:line:col and the field", async (t) =
       message: /^series\[2\]\.name: "no-reflush-after-post" is also the name of series\[0\]/,
     },
     { lines: ["series: ["], where: /:\d+:\d+$/, message: /^\(yaml\): / },
+    {
+      lines: replace(2, "    kind: mutant\n    driver: mlx5"),
+      where: /:4:\d+$/,
+      message: /^series\[0\]\.driver: /,
+    },
+    {
+      // ceq-budget-drain is meant for erdma alone: the suite never runs it on siw
+      lines: replace(2, "    kind: mutant\n    driver: siw").map((l, i) =>
+        i === 7 ? "    scenarios: [post-send-in-error, ceq-budget-drain]" : l,
+      ),
+      where: /:9:\d+$/,
+      message:
+        /^series\[0\]\.scenarios\[1\]: scenario "ceq-budget-drain" does not run on siw \(drivers: erdma\)$/,
+    },
   ];
   for (const c of cases) {
     const err = errorOf(c.lines);

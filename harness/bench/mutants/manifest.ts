@@ -1,12 +1,14 @@
 /**
  * The mutation campaign's manifest (fixtures/mutants/mutants.yaml): patch series against
- * debian:6.12's erdma driver, each a mutant (one drain/flush mistake of a real kind) or a benign
- * change the specifications allow, with what it touches and what should catch it. Checked against
- * a schema, then against the series themselves: <name>.mbox exists beside the manifest, parses,
- * carries the [MUTANT]/[BENIGN] tag of its kind and touches exactly the listed paths, and every
- * series file there is listed. Each problem names the file, the line and the field.
+ * debian:6.12's drivers (erdma, siw, rxe), each a mutant (one drain/flush mistake of a real kind)
+ * or a benign change the specifications allow, with the driver the suite runs on to judge it, what
+ * it touches and what should catch it. Checked against a schema, then against the series
+ * themselves: <name>.mbox exists beside the manifest, parses, carries the [MUTANT]/[BENIGN] tag of
+ * its kind and touches exactly the listed paths; the scenarios it names exist and are meant for
+ * its driver; every series file there is listed. Each problem names the file, the line and the
+ * field.
  */
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,7 +16,8 @@ import { z } from "zod";
 import { HilError } from "../../../util/errors.ts";
 import { type YamlProblem, YamlSource } from "../../../util/yaml-source.ts";
 import { loadSeries } from "../../kernel/series.ts";
-import { EXECUTORS, type ExecutorKind } from "../../scenario/schema.ts";
+import { parseScenario } from "../../scenario/load.ts";
+import { DRIVERS, type DriverName, EXECUTORS, type ExecutorKind } from "../../scenario/schema.ts";
 import { matchScenarioFiles } from "../../scenario/select.ts";
 
 export const MANIFEST_FILE = fileURLToPath(
@@ -37,6 +40,8 @@ const entrySchema = z
   .strictObject({
     name: slug,
     kind: z.enum(KINDS),
+    /** the driver the suite runs on to judge the series (the one it mutates) */
+    driver: z.enum(DRIVERS).default("erdma"),
     /** kernel tree paths the series changes, as its diff names them */
     paths: z.array(z.string().regex(/^[\w.+-]+(\/[\w.+-]+)*$/, "a path inside the kernel tree")).min(1),
     /** file:symbol, for readers: erdma_qp.c:erdma_post_send */
@@ -65,6 +70,7 @@ const manifestSchema = z.strictObject({ series: z.array(entrySchema).min(1) });
 export interface SeriesEntry {
   name: string;
   kind: SeriesKind;
+  driver: DriverName;
   /** the series file, absolute */
   file: string;
   paths: string[];
@@ -132,6 +138,17 @@ function checkSeries(
   return problems;
 }
 
+/** Why a series cannot name this scenario: there is none by that name, or it does not run on the driver. */
+function scenarioProblem(name: string, driver: DriverName): string | undefined {
+  const files = matchScenarioFiles(name);
+  if (files.length !== 1) return `no scenario "${name}" in fixtures/scenarios`;
+  const file = files[0] as string;
+  const { drivers } = parseScenario(readFileSync(file, "utf8"), file);
+  if (!drivers.includes(driver))
+    return `scenario "${name}" does not run on ${driver} (drivers: ${drivers.join(", ")})`;
+  return undefined;
+}
+
 /** Parses and checks a manifest; series files are looked up in the manifest's directory. */
 export function parseManifest(text: string, file: string): Manifest {
   const src = YamlSource.parse(text, file);
@@ -147,12 +164,13 @@ export function parseManifest(text: string, file: string): Manifest {
     const seriesFile = join(dir, `${e.name}.mbox`);
     problems.push(...checkSeries(src, i, e, seriesFile));
     (e.scenarios ?? []).forEach((s, j) => {
-      if (matchScenarioFiles(s).length !== 1)
-        problems.push(src.problem(["series", i, "scenarios", j], `no scenario "${s}" in fixtures/scenarios`));
+      const problem = scenarioProblem(s, e.driver);
+      if (problem) problems.push(src.problem(["series", i, "scenarios", j], problem));
     });
     return {
       name: e.name,
       kind: e.kind,
+      driver: e.driver,
       file: seriesFile,
       paths: e.paths,
       touches: e.touches,

@@ -1,10 +1,12 @@
 /** The campaign's text output: one line per series as it finishes, then the figures. */
+import type { DriverName } from "../../scenario/schema.ts";
 import type { CampaignSummary, Catch, Outcome } from "./classify.ts";
 import type { SeriesKind } from "./manifest.ts";
 
 export interface SeriesReport {
   name: string;
   kind: SeriesKind;
+  driver: DriverName;
   class: string;
   outcome: Outcome;
   predict?: "caught" | "survives";
@@ -52,16 +54,36 @@ export function renderSeries(r: SeriesReport): string {
       ? ` [predicted: ${r.predict}]`
       : "";
   const scope = r.scope === "predicted" ? " [by its predicted scenarios]" : "";
-  const head = `${r.outcome.padEnd(10)} ${r.name}  (${duration(r.wallMs)})${scope}${surprise}`;
+  const head = `${r.outcome.padEnd(10)} ${r.name} on ${r.driver}  (${duration(r.wallMs)})${scope}${surprise}`;
   if (r.invalid) return `${head}\n    not built: ${r.invalid}\n`;
   const lines = describeCatches(r.catches).map((l) => `    ${l}`);
   return `${[head, ...lines].join("\n")}\n`;
 }
 
-export function renderSummary(s: CampaignSummary): string {
+/** Mutants caught of mutants written, per driver, in the order the drivers first appear. */
+export function catchesByDriver(
+  reports: readonly Pick<SeriesReport, "kind" | "driver" | "outcome">[],
+): Array<{ driver: DriverName; mutants: number; caught: number }> {
+  const rows = new Map<DriverName, { driver: DriverName; mutants: number; caught: number }>();
+  for (const r of reports) {
+    if (r.kind !== "mutant") continue;
+    const row = rows.get(r.driver) ?? { driver: r.driver, mutants: 0, caught: 0 };
+    row.mutants += 1;
+    if (r.outcome === "caught") row.caught += 1;
+    rows.set(r.driver, row);
+  }
+  return [...rows.values()];
+}
+
+export function renderSummary(s: CampaignSummary, byDriver: ReturnType<typeof catchesByDriver> = []): string {
   const rate = s.catchRate === undefined ? "-" : `${Math.round(s.catchRate * 100)}%`;
+  const drivers =
+    byDriver.length > 1
+      ? [`per driver: ${byDriver.map((d) => `${d.driver} ${d.caught} of ${d.mutants}`).join(", ")}`]
+      : [];
   return [
     `mutants: ${s.caught} of ${s.mutants} caught (catch rate ${rate}; ${s.caughtByRule} by a rule FAIL, ${s.caught - s.caughtByRule} only by ERROR/MISS), ${s.survived} survived, ${s.invalid} not built`,
+    ...drivers,
     `benign: ${s.benign} series, ${s.falseFails} false FAIL(s), ${s.benignNotJudged} with runs not judged`,
     "",
   ].join("\n");
