@@ -56,6 +56,19 @@ t.test("the shipped manifest loads, and each series touches what it lists", asyn
     mutants.every((s) => s.rules.length > 0),
     "every mutant names the rules it should break",
   );
+  const driverDir = {
+    erdma: "drivers/infiniband/hw/erdma/",
+    siw: "drivers/infiniband/sw/siw/",
+    rxe: "drivers/infiniband/sw/rxe/",
+  };
+  for (const driver of ["erdma", "siw", "rxe"] as const) {
+    const own = mutants.filter((s) => s.driver === driver);
+    t.ok(own.length >= 5, `${own.length} mutants of ${driver}`);
+    t.ok(
+      own.every((s) => s.paths.every((p) => p.startsWith(driverDir[driver]))),
+      `each ${driver} mutant changes ${driverDir[driver]} alone, the driver the suite judges it on`,
+    );
+  }
   t.same(
     m.series.find((s) => s.name === "modify-err-refused-in-rts")?.executors,
     ["kernel", "user"],
