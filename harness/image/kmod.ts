@@ -1,7 +1,9 @@
 /**
  * Out-of-tree guest kernel modules: built against a kernel's O= build tree
- * (make -C <srcDir> O=<buildDir> M=<copy of the sources>), cached by (kernel key, hash of the
- * source files, and of the directories it shares sources with), and put into the guest either as
+ * (make -C <srcDir> O=<buildDir> M=<copy of the sources>), cached by (the key of the kernel
+ * interface it is built against, hash of the source files, and of the directories it shares
+ * sources with: a patched kernel that kept its base's headers, .config and Module.symvers reuses
+ * the base's module, harness/kernel/module-interface.ts), and put into the guest either as
  * an initramfs layer (/lib/modules/<release>/extra) or copied in and loaded over SSH.
  */
 import type { Dirent } from "node:fs";
@@ -14,6 +16,7 @@ import { run } from "../../util/exec.ts";
 import { hashParts, shortKey } from "../../util/hash.ts";
 import { makeDir } from "../../util/make-dir.ts";
 import { progress } from "../../util/progress.ts";
+import { moduleInterfaceKey } from "../kernel/module-interface.ts";
 import type { KernelArtifact } from "../kernel/types.ts";
 import { type CpioEntry, writeCpioGz } from "./cpio.ts";
 import type { ImageLayer } from "./userspace.ts";
@@ -98,11 +101,16 @@ export function guestModuleKind(name: string): string {
 }
 
 export async function guestModuleKey(
-  kernel: Pick<KernelArtifact, "key">,
+  kernel: Pick<KernelArtifact, "key" | "rebuild">,
   sourceDir: string,
   opts: GuestModuleOptions,
 ): Promise<string> {
-  const parts: (string | Uint8Array)[] = [RECIPE, kernel.key, opts.name, ...(opts.makeArgs ?? [])];
+  const parts: (string | Uint8Array)[] = [
+    RECIPE,
+    moduleInterfaceKey(kernel),
+    opts.name,
+    ...(opts.makeArgs ?? []),
+  ];
   for (const file of await moduleSources(sourceDir)) parts.push(file, await readFile(join(sourceDir, file)));
   for (const dir of opts.sharedDirs ?? []) {
     parts.push("shared", basename(dir));

@@ -16,7 +16,7 @@ export function buildKverbsModule(kernel: KernelArtifact): Promise<BuiltGuestMod
   return buildGuestModule(kernel, KVERBS_SOURCE_DIR, OPTIONS);
 }
 
-/** The cache key of hil_kverbs built for the kernel with this key. */
-export function kverbsModuleKey(kernel: Pick<KernelArtifact, "key">): Promise<string> {
+/** The cache key of hil_kverbs built for this kernel (or the one whose module interface it shares). */
+export function kverbsModuleKey(kernel: Pick<KernelArtifact, "key" | "rebuild">): Promise<string> {
   return guestModuleKey(kernel, KVERBS_SOURCE_DIR, OPTIONS);
 }

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import { copyFile, mkdir } from "node:fs/promises";
+import { copyFile, mkdir, readFile } from "node:fs/promises";
 import { basename, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ensureHostPackages } from "../../util/apt.ts";
@@ -22,6 +22,7 @@ import { bzImageProblem } from "./bzimage.ts";
 import { findRelatedBuild } from "./git-related.ts";
 import { compileKernel, configureKernel, installModules, type KbuildTree, kernelRelease } from "./kbuild.ts";
 import { type Fragment, readFragment, resolveFragmentPath, smpBootArgs } from "./kconfig.ts";
+import { sharedModuleInterface } from "./module-interface.ts";
 import { checkPrebuiltRequest, ensurePrebuiltKernel } from "./prebuilt.ts";
 import { planFromBase, rebuildFromBase } from "./rebuild.ts";
 import { loadSeries, type Series } from "./series.ts";
@@ -47,6 +48,13 @@ export const KERNEL_HOST_PACKAGES = [
 /** Bump when the build steps change in a way that changes the artifact. */
 export const RECIPE_VERSION = "kernel-recipe-1";
 
+/**
+ * Bump when only the builds of a base + series change (their record of the build from the base):
+ * the bases and their config variants keep their keys. 2: the record names the kernel whose
+ * interface to out-of-tree modules the build shares (module-interface.ts).
+ */
+export const SERIES_RECIPE_VERSION = "series-recipe-2";
+
 export const KERNEL_CACHE_KIND = "kernel";
 
 export const BASE_CONFIG_PATH = fileURLToPath(new URL("../../guest/kconfig/base.config", import.meta.url));
@@ -58,11 +66,14 @@ export function kernelBuildKey(parts: {
   baseConfig: Uint8Array;
   fragments: readonly Uint8Array[];
   recipe?: string;
+  seriesRecipe?: string;
 }): string {
   return hashParts([
     parts.recipe ?? RECIPE_VERSION,
     parts.baseKey,
-    parts.seriesKey ?? "no-series",
+    parts.seriesKey === undefined
+      ? "no-series"
+      : `${parts.seriesRecipe ?? SERIES_RECIPE_VERSION}:${parts.seriesKey}`,
     parts.baseConfig,
     String(parts.fragments.length),
     ...parts.fragments,
@@ -285,11 +296,27 @@ async function continueBuild(
     plan.mode === "modules" ? `${plan.modules.map((m) => basename(m)).join(", ") || "no module"} of ` : "";
   const title = `[kernel] rebuilding ${modules}${what.replace("%v", version.text)} from ${from}`;
   const { tree, steps } = await rebuildFromBase(work, base, srcDir, planned, p.fragments, version, title);
+  const symversUnchanged =
+    plan.mode === "modules" && (await sameFile(symversOf(base.buildDir), symversOf(tree.buildDir)));
+  const moduleInterfaceOf = sharedModuleInterface(base, plan, planned.changes, symversUnchanged);
   return finish(work, tree, p, version.text, {
     ...record,
     steps,
     ...(plan.mode === "modules" ? { modules: plan.modules } : {}),
+    ...(moduleInterfaceOf ? { moduleInterfaceOf } : {}),
   });
+}
+
+const symversOf = (buildDir: string): string => join(buildDir, "Module.symvers");
+
+/** Both files exist and hold the same bytes. */
+async function sameFile(a: string, b: string): Promise<boolean> {
+  try {
+    const [x, y] = await Promise.all([readFile(a), readFile(b)]);
+    return x.equals(y);
+  } catch {
+    return false;
+  }
 }
 
 /**

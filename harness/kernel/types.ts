@@ -56,4 +56,10 @@ export interface RebuildRecord {
   steps: number;
   /** for mode "modules": the modules rebuilt, e.g. drivers/infiniband/hw/erdma/erdma.ko */
   modules?: string[];
+  /**
+   * the key of the kernel whose interface to out-of-tree modules this one shares (its headers,
+   * .config and Module.symvers): guest modules built against that kernel are reused
+   * (module-interface.ts)
+   */
+  moduleInterfaceOf?: string;
 }

@@ -10,6 +10,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { prepareGuest, withGuest } from "../../harness/boot.ts";
+import { kverbsModuleKey } from "../../harness/image/kverbs-module.ts";
 import { buildKernel, KERNEL_CACHE_KIND } from "../../harness/kernel/build.ts";
 import { KbuildCounter, parseKbuildLine } from "../../harness/kernel/kbuild-progress.ts";
 import { sourceWrittenSince } from "../../harness/kernel/source-guard.ts";
@@ -83,6 +84,16 @@ t.test("an erdma-only series rebuilds erdma.ko alone and keeps the base's kernel
     t.ok(objects.includes(`${ERDMA}/${o}`), `${o} includes erdma.h and was compiled again`);
   t.ok(steps(a) * 20 < baseSteps, `${steps(a)} Kbuild steps, the base build ran ${baseSteps}`);
   t.equal(a.rebuild?.steps, steps(a), "the artifact records the steps");
+  t.equal(
+    a.rebuild?.moduleInterfaceOf,
+    base.key,
+    "the base's headers, .config and Module.symvers: its interface to out-of-tree modules",
+  );
+  t.equal(
+    await kverbsModuleKey(a),
+    await kverbsModuleKey(base),
+    "so hil_kverbs.ko is the base's, not built again",
+  );
 
   t.equal(await hashFile(a.bzImage), await hashFile(base.bzImage), "the base's bzImage");
   t.equal(
@@ -129,6 +140,8 @@ t.test("a built-in change compiles its object, relinks the kernel, and boots", a
   const a = await buildKernel({ base: BASE, series: fixture("hello-printk.mbox"), configs: [] });
   t.equal(a.rebuild?.mode, "incremental");
   t.match(a.rebuild?.reason, /init\/main\.c reaches built-in init\/main\.o/);
+  t.equal(a.rebuild?.moduleInterfaceOf, undefined, "a relinked kernel has its own module interface");
+  t.not(await kverbsModuleKey(a), await kverbsModuleKey(base), "and its own hil_kverbs.ko");
   const objects = compiled(a);
   t.ok(objects.includes("init/main.o"), "init/main.o compiled again");
   t.same(

@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import t from "tap";
 import { patchedTreeKey } from "../../harness/kernel/apply.ts";
-import { kernelBuildKey, RECIPE_VERSION } from "../../harness/kernel/build.ts";
+import { kernelBuildKey, RECIPE_VERSION, SERIES_RECIPE_VERSION } from "../../harness/kernel/build.ts";
 import { readFragment } from "../../harness/kernel/kconfig.ts";
 
 const enc = (s: string) => Buffer.from(s);
@@ -32,6 +32,7 @@ t.test("every input changes the key", async (t) => {
     fragmentOrder: { ...inputs, fragments: [fragmentC, fragmentB] },
     fragmentDropped: { ...inputs, fragments: [fragmentB] },
     recipe: { ...inputs, recipe: "kernel-recipe-0" },
+    seriesRecipe: { ...inputs, seriesRecipe: "series-recipe-1" },
   };
   const keys = new Set([key]);
   for (const [name, v] of Object.entries(variants)) {
@@ -40,6 +41,16 @@ t.test("every input changes the key", async (t) => {
     keys.add(k);
   }
   t.equal(keys.size, Object.keys(variants).length + 1, "all variants differ from each other");
+});
+
+t.test("the series recipe keys a base + series build alone", async (t) => {
+  const base = { ...inputs, seriesKey: undefined };
+  t.equal(
+    kernelBuildKey(base),
+    kernelBuildKey({ ...base, seriesRecipe: "series-recipe-1" }),
+    "a base keeps its key",
+  );
+  t.equal(kernelBuildKey(inputs), kernelBuildKey({ ...inputs, seriesRecipe: SERIES_RECIPE_VERSION }));
 });
 
 t.test("the patched tree key follows base and series", async (t) => {
