@@ -140,6 +140,26 @@ function checkVerbs(c: PremiseCondition, m: TraceModel, driver: DriverName | und
       );
       return [longest > cap, `the longest chain ${longest} WR(s), the queue holds ${cap}`];
     }
+    case "outstanding_across_wrap": {
+      const name = qpName(c.on);
+      const create = m.records.find((r) => r.ev === "create" && r.kind === "qp" && r.name === name);
+      const cap =
+        create?.ev === "create" ? (c.queue === "sq" ? create.max_send_wr : create.max_recv_wr) : undefined;
+      if (cap === undefined) return [false, "the trace has no capacity of the queue"];
+      const errAt = m.intervalsIn(name, "ERR")[0]?.[0];
+      if (errAt === undefined) return [false, "the QP never went to ERR"];
+      const accepted = m.queueWrs(name, c.queue).filter((w) => w.accepted);
+      const outstanding = accepted.flatMap((w, position) =>
+        !w.marker && w.at < errAt && !w.completions.some((x) => x.at < errAt) ? [position] : [],
+      );
+      if (outstanding.length === 0) return [false, `no WR of the queue outstanding at ERR; it holds ${cap}`];
+      const oldest = Math.min(...outstanding) + 1;
+      const newest = Math.max(...outstanding) + 1;
+      return [
+        oldest <= cap && newest > cap + 1,
+        `the WRs outstanding at ERR were numbers ${oldest} to ${newest} of those posted to the queue, which holds ${cap}`,
+      ];
+    }
     case "cq_wrapped": {
       const cq = m.cqOf(NAMES.qp, c.cq === "send" ? "sq" : "rq");
       const create = m.records.find((r) => r.ev === "create" && r.kind === "cq" && r.name === cq);

@@ -51,6 +51,13 @@ export const PREMISE_CONDITIONS = {
   error_without_modify: z.strictObject({ on: side }),
   /** a post call with more WRs than the queue holds (the capacity the driver reported at create) */
   chain_exceeds_queue: z.strictObject({ on: side, queue }),
+  /**
+   * the WRs outstanding at the ERR transition lie across the end of the queue's ring: the oldest
+   * was among the first `capacity` WRs posted to it, the newest posted after more than
+   * `capacity` + 1 (a ring of the capacity the driver reported at create, or of one slot more,
+   * turned over between them)
+   */
+  outstanding_across_wrap: z.strictObject({ on: side, queue }),
   /** more completions polled from one CQ than it holds, `times` times over: its ring turned over */
   cq_wrapped: z.strictObject({ cq: z.enum(["send", "recv"]), times: z.number().int().min(1).max(64) }),
   /**
@@ -173,6 +180,8 @@ export function describeCondition(c: PremiseCondition, driver?: DriverName): str
       return `${whichQp(c.on)} in ERROR by an error of its own (an error completion, a fatal event or its connection terminated), before any modify to ERR`;
     case "chain_exceeds_queue":
       return `one post call with more WRs than ${which(c.on)} ${c.queue} holds`;
+    case "outstanding_across_wrap":
+      return `WRs of ${which(c.on)} ${c.queue} outstanding at the ERR transition lying across the end of its ring`;
     case "cq_wrapped":
       return `more than ${c.times} times the ${c.cq} CQ's size in completions polled from it (its ring turned over ${c.times} time(s))`;
     case "cq_shared_by_qps":

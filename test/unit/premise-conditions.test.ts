@@ -251,6 +251,73 @@ t.test("chain_exceeds_queue: a post call with more WRs than the queue's capacity
   t.end();
 });
 
+t.test(
+  "outstanding_across_wrap: the WRs outstanding at ERR span the end of the queue's ring, flushed or not",
+  (t) => {
+    // pair() creates queues of 64: 60 posted, 56 of them completed, 12 more posted: the 57th to the
+    // 72nd are outstanding at ERR, across slot 64 (and 65, for a ring of one slot more)
+    const consumed = (b: ReturnType<typeof pair>, n: number) => {
+      for (let id = 1; id <= n; id++) b.cqe("qp", "rq", id, { status: SUCCESS });
+      return b;
+    };
+    const across = consumed(pair().post("qp", "rq", 1, 60), 56)
+      .post("qp", "rq", 61, 12)
+      .modify("qp", "ERR")
+      .flush("qp", "rq", 57, 16)
+      .drain("qp", "rq")
+      .markerDone()
+      .drained();
+    t.same(one({ outstanding_across_wrap: { queue: "rq" } }, across), [
+      true,
+      "the WRs outstanding at ERR were numbers 57 to 72 of those posted to the queue, which holds 64",
+    ]);
+    t.same(one({ outstanding_across_wrap: { queue: "sq" } }, across), [
+      false,
+      "no WR of the queue outstanding at ERR; it holds 64",
+    ]);
+    const before = consumed(pair().post("qp", "rq", 1, 40), 30)
+      .modify("qp", "ERR")
+      .flush("qp", "rq", 31, 10);
+    t.same(one({ outstanding_across_wrap: { queue: "rq" } }, before)[0], false, "all within the first turn");
+    const edge = consumed(pair().post("qp", "rq", 1, 60), 56)
+      .post("qp", "rq", 61, 5)
+      .modify("qp", "ERR")
+      .flush("qp", "rq", 57, 9);
+    t.same(
+      one({ outstanding_across_wrap: { queue: "rq" } }, edge)[0],
+      false,
+      "up to the 65th: a ring of 65 slots has not turned over",
+    );
+    const after = consumed(pair().post("qp", "rq", 1, 70), 68)
+      .post("qp", "rq", 71, 10)
+      .modify("qp", "ERR")
+      .flush("qp", "rq", 69, 12);
+    t.same(
+      one({ outstanding_across_wrap: { queue: "rq" } }, after)[0],
+      false,
+      "all past the end: no span across it",
+    );
+    const peer = consumed(pair().post("qp", "rq", 1, 60), 56)
+      .post("peer", "rq", 100, 80)
+      .post("qp", "rq", 61, 12)
+      .modify("qp", "ERR")
+      .flush("qp", "rq", 57, 16);
+    t.same(one({ outstanding_across_wrap: { queue: "rq" } }, peer)[0], true, "the peer's posts do not count");
+    const lost = consumed(pair().post("qp", "rq", 1, 60), 56)
+      .post("qp", "rq", 61, 12)
+      .modify("qp", "ERR")
+      .flush("qp", "rq", 57, 8);
+    t.same(
+      one({ outstanding_across_wrap: { queue: "rq" } }, lost)[0],
+      true,
+      "the situation happened though the driver flushed only those before the ring's end",
+    );
+    const never = consumed(pair().post("qp", "rq", 1, 60), 56).post("qp", "rq", 61, 12);
+    t.same(one({ outstanding_across_wrap: { queue: "rq" } }, never), [false, "the QP never went to ERR"]);
+    t.end();
+  },
+);
+
 t.test("cq_wrapped and cq_shared_by_qps: the CQ of the QP under test, by its completions polled", (t) => {
   const cq = (name: string, size: Record<string, number>) => ({ ev: "create", kind: "cq", name, ...size });
   const b = pair()
