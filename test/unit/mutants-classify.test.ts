@@ -107,6 +107,12 @@ t.test("unchanged or still passing verdicts are no catch; a kernel not built is 
     [{ id: "kernel", title: "the kernel builds", verdict: "ERROR", reason: "hunk #1 FAILED" }],
   );
   t.same(compareRuns(record(BASE), notBuilt, "kernel"), { catches: [], invalid: "hunk #1 FAILED" });
+  // a predicted scenario the job leaves out (a ULP workload on a kernel without --config ulp)
+  t.same(
+    compareRuns(record(BASE), { ...record([]), results: [] }, "kernel", new Set(["ulp-nvme-rdma-io"])),
+    { catches: [], invalid: "the run judged nothing: its selection left every scenario out" },
+    "a run that judged nothing is no catch, though every verdict of the base is missing from it",
+  );
 });
 
 t.test("a run of some scenarios is compared on those only", async (t) => {

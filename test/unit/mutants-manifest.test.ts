@@ -191,6 +191,12 @@ t.test("each mistake is one error with file:line:col and the field", async (t) =
       message:
         /^series\[0\]\.scenarios\[1\]: scenario "ceq-budget-drain" does not run on siw \(drivers: erdma\)$/,
     },
+    {
+      lines: replace(7, "    scenarios: [post-send-in-error, ulp-nvme-rdma-io]"),
+      where: /:8:\d+$/,
+      message:
+        /^series\[0\]\.scenarios\[1\]: scenario "ulp-nvme-rdma-io" runs the nvme-rdma workload, which needs --config ulp: the campaign's kernels have none$/,
+    },
   ];
   for (const c of cases) {
     const err = errorOf(c.lines);

@@ -1,7 +1,8 @@
 /**
  * Whether the drain suite caught a series: compared with the base run, a scenario verdict that was
  * PASS, XFAIL, XPASS or SKIP became a FAIL (caught by a rule), or an ERROR or MISS, or is missing
- * (the series broke the run itself). A series whose kernel was not built is invalid, neither caught
+ * (the series broke the run itself). A series whose kernel was not built, or whose run judged
+ * nothing (its selection left every scenario out), is invalid, neither caught
  * nor survived. For a benign series any such FAIL is a false FAIL.
  */
 import type { RunRecord } from "../../rundir/schema.ts";
@@ -27,7 +28,7 @@ export interface Catch {
 
 export interface RunComparison {
   catches: Catch[];
-  /** why the patched run says nothing about the driver (its kernel was not built) */
+  /** why the patched run says nothing about the driver (its kernel was not built, or it ran nothing) */
   invalid?: string;
 }
 
@@ -49,6 +50,9 @@ export function compareRuns(
 ): RunComparison {
   const kernel = patched.results.find((r) => r.id === "kernel" && r.verdict === "ERROR");
   if (kernel) return { catches: [], invalid: kernel.reason };
+  // a run whose selection left every scenario out judged nothing: no verdict of it is missing
+  if (patched.results.length === 0 && (patched.scenarios ?? []).length === 0)
+    return { catches: [], invalid: "the run judged nothing: its selection left every scenario out" };
   const a = topLevelEntries(base);
   const b = topLevelEntries(patched);
   const suiteError = patched.results.find((r) => r.id === "suite" && UNJUDGED.includes(r.verdict));
@@ -87,7 +91,7 @@ export type Outcome =
   /** a benign series that broke a run (ERROR/MISS) without a FAIL */
   | "not-judged"
   | "clean"
-  /** the kernel with the series was not built */
+  /** the kernel with the series was not built, or the run judged nothing */
   | "invalid";
 
 export function outcomeOf(kind: SeriesKind, runs: readonly RunComparison[]): Outcome {

@@ -143,9 +143,11 @@ function scenarioProblem(name: string, driver: DriverName): string | undefined {
   const files = matchScenarioFiles(name);
   if (files.length !== 1) return `no scenario "${name}" in fixtures/scenarios`;
   const file = files[0] as string;
-  const { drivers } = parseScenario(readFileSync(file, "utf8"), file);
+  const { drivers, workload } = parseScenario(readFileSync(file, "utf8"), file);
   if (!drivers.includes(driver))
     return `scenario "${name}" does not run on ${driver} (drivers: ${drivers.join(", ")})`;
+  if (workload !== "verbs")
+    return `scenario "${name}" runs the ${workload} workload, which needs --config ulp: the campaign's kernels have none`;
   return undefined;
 }
 

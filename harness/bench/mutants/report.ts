@@ -16,7 +16,7 @@ export interface SeriesReport {
    * run; suite: judged by the whole suite (every benign series, and every mutant those missed)
    */
   scope: "predicted" | "suite";
-  /** why the series was not judged (its kernel was not built) */
+  /** why the series was not judged (its kernel was not built, or its run judged nothing) */
   invalid?: string;
   /** building its kernel and running the suite, over all its executors */
   wallMs: number;
@@ -55,7 +55,7 @@ export function renderSeries(r: SeriesReport): string {
       : "";
   const scope = r.scope === "predicted" ? " [by its predicted scenarios]" : "";
   const head = `${r.outcome.padEnd(10)} ${r.name} on ${r.driver}  (${duration(r.wallMs)})${scope}${surprise}`;
-  if (r.invalid) return `${head}\n    not built: ${r.invalid}\n`;
+  if (r.invalid) return `${head}\n    not judged: ${r.invalid}\n`;
   const lines = describeCatches(r.catches).map((l) => `    ${l}`);
   return `${[head, ...lines].join("\n")}\n`;
 }
@@ -82,7 +82,7 @@ export function renderSummary(s: CampaignSummary, byDriver: ReturnType<typeof ca
       ? [`per driver: ${byDriver.map((d) => `${d.driver} ${d.caught} of ${d.mutants}`).join(", ")}`]
       : [];
   return [
-    `mutants: ${s.caught} of ${s.mutants} caught (catch rate ${rate}; ${s.caughtByRule} by a rule FAIL, ${s.caught - s.caughtByRule} only by ERROR/MISS), ${s.survived} survived, ${s.invalid} not built`,
+    `mutants: ${s.caught} of ${s.mutants} caught (catch rate ${rate}; ${s.caughtByRule} by a rule FAIL, ${s.caught - s.caughtByRule} only by ERROR/MISS), ${s.survived} survived, ${s.invalid} not judged (not built, or nothing ran)`,
     ...drivers,
     `benign: ${s.benign} series, ${s.falseFails} false FAIL(s), ${s.benignNotJudged} with runs not judged`,
     "",
