@@ -130,9 +130,7 @@ function checkVerbs(c: PremiseCondition, m: TraceModel, driver: DriverName | und
     }
     case "chain_exceeds_queue": {
       const name = qpName(c.on);
-      const create = m.records.find((r) => r.ev === "create" && r.kind === "qp" && r.name === name);
-      const cap =
-        create?.ev === "create" ? (c.queue === "sq" ? create.max_send_wr : create.max_recv_wr) : undefined;
+      const cap = queueCapacity(m, name, c.queue);
       if (cap === undefined) return [false, "the trace has no capacity of the queue"];
       const longest = Math.max(
         0,
@@ -142,9 +140,7 @@ function checkVerbs(c: PremiseCondition, m: TraceModel, driver: DriverName | und
     }
     case "outstanding_across_wrap": {
       const name = qpName(c.on);
-      const create = m.records.find((r) => r.ev === "create" && r.kind === "qp" && r.name === name);
-      const cap =
-        create?.ev === "create" ? (c.queue === "sq" ? create.max_send_wr : create.max_recv_wr) : undefined;
+      const cap = queueCapacity(m, name, c.queue);
       if (cap === undefined) return [false, "the trace has no capacity of the queue"];
       const errAt = m.intervalsIn(name, "ERR")[0]?.[0];
       if (errAt === undefined) return [false, "the QP never went to ERR"];
@@ -198,6 +194,13 @@ function checkVerbs(c: PremiseCondition, m: TraceModel, driver: DriverName | und
     default:
       return [false, `${c.kind} is read on the device's trace`];
   }
+}
+
+/** The capacity of the QP's queue as the driver reported it at create. */
+function queueCapacity(m: TraceModel, qp: string, queue: "sq" | "rq"): number | undefined {
+  const create = m.records.find((r) => r.ev === "create" && r.kind === "qp" && r.name === qp);
+  if (create?.ev !== "create") return undefined;
+  return queue === "sq" ? create.max_send_wr : create.max_recv_wr;
 }
 
 function qpNumbers(records: readonly TraceRecord[]): Map<string, number> {
